@@ -1,0 +1,2 @@
+//! Jumpgate load tester.
+fn main() {}

@@ -1,0 +1,1 @@
+//! Jumpgate protocol v1: the wire messages and their encodings.

@@ -1,0 +1,1 @@
+//! Jumpgate server: rules engine, lobbies and the network front end.

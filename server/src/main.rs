@@ -1,0 +1,2 @@
+//! The `jumpgate` binary.
+fn main() {}
