@@ -1,1 +1,58 @@
-//! Jumpgate protocol v1: the wire messages and their encodings.
+//! Jumpgate protocol v1: the wire messages, their two encodings and an optional client.
+//!
+//! This crate is the only place that knows how Jumpgate talks on the wire. The server,
+//! the load tester and the end-to-end tests all build [`ClientMessage`] and
+//! [`ServerMessage`] values and hand them to [`codec`]; none of them touches JSON or
+//! MessagePack directly. `PROTOCOL.md` at the repository root describes the same
+//! protocol for people writing clients in other languages.
+//!
+//! The `client` cargo feature adds [`client::Client`], a small async WebSocket client.
+
+/// Gives a fieldless wire enum its wire names: an `ALL` list, `as_str` and `Display`.
+///
+/// The names must match what serde writes; `tests` in each module check that they do,
+/// so a renamed variant cannot silently drift from its string.
+macro_rules! wire_names {
+    ($ty:ident { $($variant:ident => $name:literal),+ $(,)? }) => {
+        impl $ty {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),+];
+
+            /// The value's name on the wire, in both encodings.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+#[cfg(feature = "client")]
+pub mod client;
+pub mod codec;
+mod error_code;
+mod game;
+mod message;
+mod room;
+
+pub use codec::{DecodeError, EncodeError, Encoding, Frame, FrameKind};
+pub use error_code::ErrorCode;
+pub use game::{Color, GameEndReason, GameResult, GameView, MoveView, PieceView, RuleSet};
+pub use message::{ClientMessage, Identity, ServerMessage};
+pub use room::{Phase, PlayerView, RoomState, SeriesEndReason, SeriesResult, SeriesView};
+
+/// The protocol version this crate speaks, sent in `hello` and listed in `welcome`.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The largest message, in bytes of frame payload, either side may send.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
+/// The series lengths a lobby may be created with (`create_lobby.series_length`).
+pub const SERIES_LENGTHS: [u8; 4] = [1, 3, 5, 7];

@@ -1,1 +1,3 @@
-//! Jumpgate server: rules engine, lobbies and the network front end.
+//! Jumpgate server: the rules engine, lobbies and the network front end.
+
+pub mod rules;

@@ -1,2 +1,88 @@
-//! The `jumpgate` binary.
-fn main() {}
+//! The `jumpgate` binary: parses the command line and hands over to the
+//! library. `serve` runs the server; `perft` counts move trees.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+use jumpgate_server::rules::{Position, RuleSet, fen, perft};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "jumpgate",
+    version,
+    about = "Jumpgate: a realtime checkers lobby server"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Count the leaves of the move tree from a position (single-threaded).
+    Perft(PerftArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct PerftArgs {
+    /// Rule set: american, brazilian, russian, spanish, italian, thai.
+    #[arg(long, default_value = "american")]
+    variant: RuleSet,
+    /// Plies to search.
+    #[arg(long)]
+    depth: u32,
+    /// Start from this PDN FEN instead of the rule set's start position.
+    #[arg(long)]
+    fen: Option<String>,
+    /// Count capture paths with the same origin, destination and captured
+    /// set once per node.
+    #[arg(long)]
+    unique: bool,
+    /// Also print the count below each first move.
+    #[arg(long)]
+    divide: bool,
+}
+
+fn run_perft(args: &PerftArgs) -> Result<(), String> {
+    let rs = args.variant;
+    let pos = match &args.fen {
+        Some(text) => fen::parse(rs, text).map_err(|e| format!("bad FEN: {e}"))?,
+        None => Position::start(rs),
+    };
+    if args.divide {
+        let game = jumpgate_server::rules::Game::from_position(rs, pos);
+        for (m, n) in perft::divide(rs, &pos, args.depth, args.unique) {
+            println!("{} {n}", game.move_text(&m));
+        }
+    }
+    let started = Instant::now();
+    let leaves = perft::perft(rs, &pos, args.depth, args.unique);
+    let secs = started.elapsed().as_secs_f64();
+    let rate = if secs > 0.0 {
+        leaves as f64 / secs
+    } else {
+        0.0
+    };
+    println!(
+        "perft {rs} depth {} {}: {leaves} leaves in {secs:.3} s ({:.1} M leaves/s)",
+        args.depth,
+        if args.unique { "unique" } else { "paths" },
+        rate / 1e6
+    );
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Perft(args) => run_perft(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("jumpgate: {message}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! A small async WebSocket client for Jumpgate, for tests, the load tester and tools.
+//!
+//! It speaks plain `ws://` only and does no reconnecting of its own: a test that wants
+//! to reconnect opens a new [`Client`] and sends `hello` with the old token.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::{
+    self, Message,
+    client::IntoClientRequest,
+    error::ProtocolError,
+    http::{HeaderValue, header::SEC_WEBSOCKET_PROTOCOL},
+    protocol::{CloseFrame, frame::coding::CloseCode},
+};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use crate::codec::{self, DecodeError, Encoding, Frame, FrameKind};
+use crate::message::{ClientMessage, ServerMessage};
+
+/// How long [`Client::close`] waits for the server to answer the close frame.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// Close code reported when the connection ended without a close frame (RFC 6455 §7.1.5).
+pub const CLOSE_ABNORMAL: u16 = 1006;
+/// Close code reported when a close frame carried no code (RFC 6455 §7.1.5).
+pub const CLOSE_NO_STATUS: u16 = 1005;
+
+/// What can go wrong talking to a server.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server answered the upgrade request with an HTTP error instead of a WebSocket.
+    #[error("the server refused the WebSocket upgrade with HTTP {status}")]
+    Refused {
+        /// The HTTP status code, e.g. 400.
+        status: u16,
+    },
+    /// The server did not pick the subprotocol the client asked for.
+    #[error("asked for subprotocol {expected}, server chose {chosen:?}")]
+    Subprotocol {
+        /// The subprotocol requested.
+        expected: &'static str,
+        /// What the server's `Sec-WebSocket-Protocol` header said, if anything.
+        chosen: Option<String>,
+    },
+    /// The connection is over. `code` is the close frame's code, 1005 if it had none,
+    /// or 1006 if the connection ended without a close frame.
+    #[error("connection closed with code {code}: {reason:?}")]
+    Closed {
+        /// The WebSocket close code, e.g. 1001 when the server shuts down.
+        code: u16,
+        /// The close frame's reason text.
+        reason: String,
+    },
+    /// The server sent a frame that is not a valid message.
+    #[error("undecodable message from the server: {0}")]
+    Decode(#[from] DecodeError),
+    /// Any other WebSocket or I/O failure.
+    #[error("websocket error: {0}")]
+    WebSocket(Box<tungstenite::Error>),
+}
+
+impl From<tungstenite::Error> for ClientError {
+    fn from(err: tungstenite::Error) -> Self {
+        match err {
+            tungstenite::Error::Http(response) => ClientError::Refused {
+                status: response.status().as_u16(),
+            },
+            tungstenite::Error::ConnectionClosed
+            | tungstenite::Error::AlreadyClosed
+            | tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
+                ClientError::Closed {
+                    code: CLOSE_ABNORMAL,
+                    reason: String::new(),
+                }
+            }
+            other => ClientError::WebSocket(Box::new(other)),
+        }
+    }
+}
+
+/// One connection to a Jumpgate server.
+#[derive(Debug)]
+pub struct Client {
+    socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    encoding: Encoding,
+    last_seq: u32,
+}
+
+impl Client {
+    /// Opens a WebSocket to `url` (e.g. `ws://127.0.0.1:8080/ws`), asking for the
+    /// subprotocol of `encoding`, and checks the server chose it.
+    ///
+    /// Nothing is sent yet: the first message should be `hello`.
+    pub async fn connect(url: &str, encoding: Encoding) -> Result<Client, ClientError> {
+        let expected = encoding.subprotocol();
+        let mut request = url.into_client_request()?;
+        request
+            .headers_mut()
+            .insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(expected));
+        let (socket, response) = match tokio_tungstenite::connect_async(request).await {
+            Ok(connected) => connected,
+            // tungstenite checks the answer itself; report its refusal in our terms.
+            Err(tungstenite::Error::Protocol(ProtocolError::SecWebSocketSubProtocolError(_))) => {
+                return Err(ClientError::Subprotocol {
+                    expected,
+                    chosen: None,
+                });
+            }
+            Err(err) => return Err(err.into()),
+        };
+        let chosen = response
+            .headers()
+            .get(SEC_WEBSOCKET_PROTOCOL)
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+        if chosen.as_deref() != Some(expected) {
+            return Err(ClientError::Subprotocol { expected, chosen });
+        }
+        Ok(Client {
+            socket,
+            encoding,
+            last_seq: 0,
+        })
+    }
+
+    /// The encoding this connection uses.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// A fresh sequence number: 1 on a new client, then one more each call.
+    pub fn next_seq(&mut self) -> u32 {
+        self.last_seq = self.last_seq.wrapping_add(1);
+        self.last_seq
+    }
+
+    /// Continues numbering after `seq`, e.g. to carry a counter across a reconnect.
+    pub fn set_last_seq(&mut self, seq: u32) {
+        self.last_seq = seq;
+    }
+
+    /// Sends a message in the connection's encoding.
+    pub async fn send(&mut self, message: &ClientMessage) -> Result<(), ClientError> {
+        let message = match codec::encode_client(self.encoding, message) {
+            Frame::Text(text) => Message::text(text),
+            Frame::Binary(bytes) => Message::binary(bytes),
+        };
+        self.socket.send(message).await?;
+        Ok(())
+    }
+
+    /// Sends a text frame as is, whatever the encoding; for testing bad input.
+    pub async fn send_raw_text(&mut self, text: String) -> Result<(), ClientError> {
+        self.socket.send(Message::text(text)).await?;
+        Ok(())
+    }
+
+    /// Sends a binary frame as is, whatever the encoding; for testing bad input.
+    pub async fn send_raw_binary(&mut self, bytes: Vec<u8>) -> Result<(), ClientError> {
+        self.socket.send(Message::binary(bytes)).await?;
+        Ok(())
+    }
+
+    /// Waits for the next message from the server.
+    ///
+    /// Ping and pong frames are answered and skipped. When the server closes the
+    /// connection this returns [`ClientError::Closed`] with its code and reason.
+    pub async fn recv(&mut self) -> Result<ServerMessage, ClientError> {
+        loop {
+            let Some(message) = self.socket.next().await else {
+                return Err(ClientError::Closed {
+                    code: CLOSE_ABNORMAL,
+                    reason: String::new(),
+                });
+            };
+            let (kind, payload) = match message? {
+                Message::Text(text) => (FrameKind::Text, text.as_bytes().to_vec()),
+                Message::Binary(bytes) => (FrameKind::Binary, bytes.to_vec()),
+                Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
+                Message::Close(frame) => return Err(closed(frame)),
+            };
+            return Ok(codec::decode_server_frame(self.encoding, kind, &payload)?);
+        }
+    }
+
+    /// Closes the connection with code 1000 and waits briefly for the server's reply.
+    ///
+    /// Messages still arriving meanwhile are dropped.
+    pub async fn close(mut self) -> Result<(), ClientError> {
+        self.socket
+            .close(Some(CloseFrame {
+                code: CloseCode::Normal,
+                reason: "".into(),
+            }))
+            .await?;
+        let drain = async {
+            while let Some(Ok(message)) = self.socket.next().await {
+                if message.is_close() {
+                    break;
+                }
+            }
+        };
+        // A server that never answers should not hang the caller.
+        let _ = tokio::time::timeout(CLOSE_GRACE, drain).await;
+        Ok(())
+    }
+}
+
+fn closed(frame: Option<CloseFrame>) -> ClientError {
+    match frame {
+        Some(frame) => ClientError::Closed {
+            code: frame.code.into(),
+            reason: frame.reason.as_str().to_owned(),
+        },
+        None => ClientError::Closed {
+            code: CLOSE_NO_STATUS,
+            reason: String::new(),
+        },
+    }
+}

@@ -1,0 +1,563 @@
+//! Turning messages into WebSocket frames and back, in either of the two encodings.
+//!
+//! The WebSocket subprotocol fixes the encoding for the whole connection:
+//! MessagePack maps with field names in binary frames, or JSON objects in text frames.
+//! Decoding enforces [`MAX_MESSAGE_BYTES`] and tells an unknown `type` apart from other
+//! garbage, so the server can answer with the right [`ErrorCode`].
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::MAX_MESSAGE_BYTES;
+use crate::error_code::ErrorCode;
+use crate::message::{ClientMessage, ServerMessage};
+
+/// Subprotocol name for MessagePack in binary frames.
+pub const SUBPROTOCOL_MSGPACK: &str = "jumpgate.v1.msgpack";
+/// Subprotocol name for JSON in text frames.
+pub const SUBPROTOCOL_JSON: &str = "jumpgate.v1.json";
+
+/// How messages are written on one connection, chosen by its WebSocket subprotocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// MessagePack, maps keyed by field name, in binary frames.
+    MsgPack,
+    /// JSON in text frames.
+    Json,
+}
+
+impl Encoding {
+    /// Both encodings, in the server's order of preference when a client offers both.
+    pub const ALL: [Encoding; 2] = [Encoding::MsgPack, Encoding::Json];
+
+    /// The `Sec-WebSocket-Protocol` value that selects this encoding.
+    pub const fn subprotocol(self) -> &'static str {
+        match self {
+            Encoding::MsgPack => SUBPROTOCOL_MSGPACK,
+            Encoding::Json => SUBPROTOCOL_JSON,
+        }
+    }
+
+    /// The encoding a subprotocol name selects, if it is one of ours (exact match).
+    pub fn from_subprotocol(name: &str) -> Option<Encoding> {
+        Encoding::ALL
+            .into_iter()
+            .find(|encoding| encoding.subprotocol() == name)
+    }
+
+    /// The kind of WebSocket frame that carries messages in this encoding.
+    pub const fn frame_kind(self) -> FrameKind {
+        match self {
+            Encoding::MsgPack => FrameKind::Binary,
+            Encoding::Json => FrameKind::Text,
+        }
+    }
+}
+
+impl fmt::Display for Encoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.subprotocol())
+    }
+}
+
+/// The two kinds of WebSocket data frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FrameKind {
+    /// A text frame (UTF-8).
+    Text,
+    /// A binary frame.
+    Binary,
+}
+
+impl fmt::Display for FrameKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FrameKind::Text => "text",
+            FrameKind::Binary => "binary",
+        })
+    }
+}
+
+/// The payload of one WebSocket data frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    /// A text frame; what JSON connections carry.
+    Text(String),
+    /// A binary frame; what MessagePack connections carry.
+    Binary(Vec<u8>),
+}
+
+impl Frame {
+    /// Which kind of frame this is.
+    pub fn kind(&self) -> FrameKind {
+        match self {
+            Frame::Text(_) => FrameKind::Text,
+            Frame::Binary(_) => FrameKind::Binary,
+        }
+    }
+
+    /// The payload bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Frame::Text(text) => text.as_bytes(),
+            Frame::Binary(bytes) => bytes,
+        }
+    }
+
+    /// The payload length in bytes.
+    pub fn len(&self) -> usize {
+        self.as_bytes().len()
+    }
+
+    /// Whether the payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.as_bytes().is_empty()
+    }
+}
+
+/// Encoding a value failed; only possible for types the serializer cannot express,
+/// never for [`ClientMessage`] or [`ServerMessage`].
+#[derive(Debug, thiserror::Error)]
+pub enum EncodeError {
+    /// serde_json refused the value.
+    #[error("cannot encode as JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// rmp-serde refused the value.
+    #[error("cannot encode as MessagePack: {0}")]
+    MsgPack(#[from] rmp_serde::encode::Error),
+}
+
+/// Why an incoming frame is not a message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The payload is over [`MAX_MESSAGE_BYTES`]; it was not looked at.
+    #[error("message of {len} bytes is over the {MAX_MESSAGE_BYTES}-byte limit")]
+    TooLarge {
+        /// The payload length.
+        len: usize,
+    },
+    /// A text frame on a MessagePack connection or a binary frame on a JSON one.
+    #[error("{got} frame on a connection that uses {expected} frames")]
+    WrongFrameKind {
+        /// The kind the connection's encoding uses.
+        expected: FrameKind,
+        /// The kind that arrived.
+        got: FrameKind,
+    },
+    /// The payload is not a valid message: bad bytes, not a map, no `type`, or a field
+    /// missing or of the wrong type.
+    #[error("malformed message: {detail}")]
+    Malformed {
+        /// The message's `seq`, if it could be read.
+        seq: Option<u32>,
+        /// What the parser objected to.
+        detail: String,
+    },
+    /// The payload is a map whose `type` names no message this side knows.
+    #[error("unknown message type `{kind}`")]
+    UnknownType {
+        /// The message's `seq`, if it could be read.
+        seq: Option<u32>,
+        /// The unknown `type` value.
+        kind: String,
+    },
+}
+
+impl DecodeError {
+    /// The error code the server answers this with.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            DecodeError::TooLarge { .. } => ErrorCode::MessageTooLarge,
+            DecodeError::WrongFrameKind { .. } | DecodeError::Malformed { .. } => {
+                ErrorCode::MalformedMessage
+            }
+            DecodeError::UnknownType { .. } => ErrorCode::UnknownMessageType,
+        }
+    }
+
+    /// The offending message's `seq`, when it could be read, to echo in the `error`.
+    pub fn seq(&self) -> Option<u32> {
+        match self {
+            DecodeError::Malformed { seq, .. } | DecodeError::UnknownType { seq, .. } => *seq,
+            DecodeError::TooLarge { .. } | DecodeError::WrongFrameKind { .. } => None,
+        }
+    }
+}
+
+/// Encodes any serializable value as a frame of the given encoding.
+pub fn encode<T: Serialize + ?Sized>(encoding: Encoding, value: &T) -> Result<Frame, EncodeError> {
+    Ok(match encoding {
+        Encoding::MsgPack => Frame::Binary(rmp_serde::to_vec_named(value)?),
+        Encoding::Json => Frame::Text(serde_json::to_string(value)?),
+    })
+}
+
+/// Encodes a message the server sends.
+pub fn encode_server(encoding: Encoding, message: &ServerMessage) -> Frame {
+    encode(encoding, message).expect("server messages hold only strings, numbers, lists and maps")
+}
+
+/// Encodes a message a client sends.
+pub fn encode_client(encoding: Encoding, message: &ClientMessage) -> Frame {
+    encode(encoding, message).expect("client messages hold only strings, numbers, lists and maps")
+}
+
+/// Decodes the payload of a frame from a client, assuming it was of the right kind.
+pub fn decode_client(encoding: Encoding, payload: &[u8]) -> Result<ClientMessage, DecodeError> {
+    decode_message(encoding, payload, ClientMessage::TYPES)
+}
+
+/// Decodes the payload of a frame from the server, assuming it was of the right kind.
+pub fn decode_server(encoding: Encoding, payload: &[u8]) -> Result<ServerMessage, DecodeError> {
+    decode_message(encoding, payload, ServerMessage::TYPES)
+}
+
+/// Decodes a frame from a client, first checking it is the kind `encoding` uses.
+pub fn decode_client_frame(
+    encoding: Encoding,
+    kind: FrameKind,
+    payload: &[u8],
+) -> Result<ClientMessage, DecodeError> {
+    check_frame(encoding, kind, payload)?;
+    decode_client(encoding, payload)
+}
+
+/// Decodes a frame from the server, first checking it is the kind `encoding` uses.
+pub fn decode_server_frame(
+    encoding: Encoding,
+    kind: FrameKind,
+    payload: &[u8],
+) -> Result<ServerMessage, DecodeError> {
+    check_frame(encoding, kind, payload)?;
+    decode_server(encoding, payload)
+}
+
+fn check_frame(encoding: Encoding, kind: FrameKind, payload: &[u8]) -> Result<(), DecodeError> {
+    // Size first: an oversized frame is refused for its size whatever it holds.
+    if payload.len() > MAX_MESSAGE_BYTES {
+        return Err(DecodeError::TooLarge { len: payload.len() });
+    }
+    if kind != encoding.frame_kind() {
+        return Err(DecodeError::WrongFrameKind {
+            expected: encoding.frame_kind(),
+            got: kind,
+        });
+    }
+    Ok(())
+}
+
+/// The parts of a message that can be read without knowing its type, used only to
+/// explain a failed decode.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    seq: Option<u32>,
+}
+
+fn decode_message<T: DeserializeOwned>(
+    encoding: Encoding,
+    payload: &[u8],
+    known_types: &[&str],
+) -> Result<T, DecodeError> {
+    if payload.len() > MAX_MESSAGE_BYTES {
+        return Err(DecodeError::TooLarge { len: payload.len() });
+    }
+    // The fast path decodes once; only a failure pays for a second look.
+    let detail = match parse::<T>(encoding, payload) {
+        Ok(message) => return Ok(message),
+        Err(detail) => detail,
+    };
+    let envelope = parse::<Envelope>(encoding, payload).ok();
+    let seq = envelope.as_ref().and_then(|envelope| envelope.seq);
+    match envelope.and_then(|envelope| envelope.kind) {
+        Some(kind) if !known_types.contains(&kind.as_str()) => {
+            Err(DecodeError::UnknownType { seq, kind })
+        }
+        _ => Err(DecodeError::Malformed { seq, detail }),
+    }
+}
+
+fn parse<T: DeserializeOwned>(encoding: Encoding, payload: &[u8]) -> Result<T, String> {
+    match encoding {
+        Encoding::Json => serde_json::from_slice(payload).map_err(|err| err.to_string()),
+        Encoding::MsgPack => {
+            let mut deserializer = rmp_serde::Deserializer::new(payload);
+            let value = T::deserialize(&mut deserializer).map_err(|err| err.to_string())?;
+            // rmp-serde stops after one value; anything after it is not a message.
+            let rest = deserializer.get_ref().len();
+            if rest > 0 {
+                return Err(format!("{rest} bytes after the end of the message"));
+            }
+            Ok(value)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::game::RuleSet;
+
+    fn ping(seq: u32) -> ClientMessage {
+        ClientMessage::Ping { seq }
+    }
+
+    #[test]
+    fn subprotocols_round_trip() {
+        for encoding in Encoding::ALL {
+            assert_eq!(
+                Encoding::from_subprotocol(encoding.subprotocol()),
+                Some(encoding)
+            );
+        }
+        assert_eq!(Encoding::from_subprotocol("jumpgate.v2.json"), None);
+        assert_eq!(Encoding::from_subprotocol(" jumpgate.v1.json"), None);
+    }
+
+    #[test]
+    fn frame_kind_follows_encoding() {
+        assert_eq!(
+            encode_client(Encoding::Json, &ping(1)).kind(),
+            FrameKind::Text
+        );
+        assert_eq!(
+            encode_client(Encoding::MsgPack, &ping(1)).kind(),
+            FrameKind::Binary
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored() {
+        let json = br#"{"type":"ping","seq":4,"colour":"blue","nested":{"a":[1,2]}}"#;
+        assert_eq!(decode_client(Encoding::Json, json), Ok(ping(4)));
+
+        #[derive(Serialize)]
+        struct PingWithExtra {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            extra: Vec<u8>,
+            seq: u32,
+        }
+        let bytes = rmp_serde::to_vec_named(&PingWithExtra {
+            kind: "ping",
+            extra: vec![1, 2, 3],
+            seq: 4,
+        })
+        .unwrap();
+        assert_eq!(decode_client(Encoding::MsgPack, &bytes), Ok(ping(4)));
+    }
+
+    #[test]
+    fn missing_optional_fields_take_defaults() {
+        let json = br#"{"type":"create_lobby","seq":2}"#;
+        assert_eq!(
+            decode_client(Encoding::Json, json),
+            Ok(ClientMessage::CreateLobby {
+                seq: 2,
+                rule_set: RuleSet::American,
+                series_length: 1,
+                invite_only: false,
+            })
+        );
+        let json = br#"{"type":"hello","seq":1,"protocol":1,"client":"t"}"#;
+        assert_eq!(
+            decode_client(Encoding::Json, json),
+            Ok(ClientMessage::Hello {
+                seq: 1,
+                protocol: 1,
+                token: None,
+                client: "t".into(),
+            })
+        );
+        let json = br#"{"type":"move","seq":9,"path":null}"#;
+        assert_eq!(
+            decode_client(Encoding::Json, json),
+            Ok(ClientMessage::Move {
+                seq: 9,
+                notation: None,
+                path: None,
+            })
+        );
+        let json = br#"{"type":"error","code":"rate_limited","message":"slow down"}"#;
+        assert_eq!(
+            decode_server(Encoding::Json, json),
+            Ok(ServerMessage::error(
+                None,
+                ErrorCode::RateLimited,
+                "slow down"
+            ))
+        );
+    }
+
+    #[test]
+    fn absent_options_are_not_written() {
+        let frame = encode_client(
+            Encoding::Json,
+            &ClientMessage::JoinLobby {
+                seq: 3,
+                code: "ABCD".into(),
+                invite: None,
+            },
+        );
+        assert_eq!(
+            frame,
+            Frame::Text(r#"{"type":"join_lobby","seq":3,"code":"ABCD"}"#.into())
+        );
+    }
+
+    #[test]
+    fn oversized_messages_are_refused_unread() {
+        let mut json = br#"{"type":"ping","seq":1,"pad":""#.to_vec();
+        json.resize(MAX_MESSAGE_BYTES + 1 - 2, b'x');
+        json.extend_from_slice(br#""}"#);
+        assert_eq!(json.len(), MAX_MESSAGE_BYTES + 1);
+        let err = decode_client(Encoding::Json, &json).unwrap_err();
+        assert_eq!(
+            err,
+            DecodeError::TooLarge {
+                len: MAX_MESSAGE_BYTES + 1
+            }
+        );
+        assert_eq!(err.code(), ErrorCode::MessageTooLarge);
+        assert_eq!(
+            decode_client_frame(Encoding::MsgPack, FrameKind::Text, &json),
+            Err(err)
+        );
+
+        // Exactly at the limit is still fine.
+        json.truncate(MAX_MESSAGE_BYTES - 2);
+        json.extend_from_slice(br#""}"#);
+        assert_eq!(decode_client(Encoding::Json, &json), Ok(ping(1)));
+    }
+
+    #[test]
+    fn unknown_types_are_told_apart() {
+        let json = br#"{"type":"teleport","seq":7,"to":"h8"}"#;
+        let err = decode_client(Encoding::Json, json).unwrap_err();
+        assert_eq!(
+            err,
+            DecodeError::UnknownType {
+                seq: Some(7),
+                kind: "teleport".into()
+            }
+        );
+        assert_eq!(err.code(), ErrorCode::UnknownMessageType);
+        assert_eq!(err.seq(), Some(7));
+
+        let bytes = rmp_serde::to_vec_named(&Envelope2 {
+            kind: "teleport",
+            seq: 8,
+        })
+        .unwrap();
+        let err = decode_client(Encoding::MsgPack, &bytes).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::UnknownMessageType);
+        assert_eq!(err.seq(), Some(8));
+
+        // A server message type is unknown to the client decoder, and vice versa.
+        let welcome_kind = br#"{"type":"welcome","seq":1}"#;
+        assert_eq!(
+            decode_client(Encoding::Json, welcome_kind)
+                .unwrap_err()
+                .code(),
+            ErrorCode::UnknownMessageType
+        );
+        let hello_kind = br#"{"type":"hello","seq":1}"#;
+        assert_eq!(
+            decode_server(Encoding::Json, hello_kind)
+                .unwrap_err()
+                .code(),
+            ErrorCode::UnknownMessageType
+        );
+    }
+
+    #[derive(Serialize)]
+    struct Envelope2 {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        seq: u32,
+    }
+
+    #[test]
+    fn malformed_messages_keep_their_seq_when_readable() {
+        // Known type, missing field.
+        let err = decode_client(Encoding::Json, br#"{"type":"resync","seq":5}"#).unwrap_err();
+        assert!(
+            matches!(err, DecodeError::Malformed { seq: Some(5), .. }),
+            "{err:?}"
+        );
+        assert_eq!(err.code(), ErrorCode::MalformedMessage);
+
+        // Known type, bad enum value.
+        let err = decode_client(
+            Encoding::Json,
+            br#"{"type":"create_lobby","seq":6,"rule_set":"chess"}"#,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, DecodeError::Malformed { seq: Some(6), .. }),
+            "{err:?}"
+        );
+
+        for garbage in [
+            &b""[..],
+            b"not json",
+            b"[]",
+            b"42",
+            br#"{"seq":1}"#,
+            br#"{"type":12,"seq":1}"#,
+            br#"{"type":"ping","seq":1} trailing"#,
+        ] {
+            let err = decode_client(Encoding::Json, garbage).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::MalformedMessage, "{garbage:?}");
+        }
+        for garbage in [&b""[..], b"\xc1", b"\x93\x01\x02", b"\x81\xa4type"] {
+            let err = decode_client(Encoding::MsgPack, garbage).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::MalformedMessage, "{garbage:?}");
+        }
+    }
+
+    #[test]
+    fn trailing_msgpack_bytes_are_malformed() {
+        let Frame::Binary(mut bytes) = encode_client(Encoding::MsgPack, &ping(1)) else {
+            panic!("msgpack encodes to binary");
+        };
+        assert_eq!(decode_client(Encoding::MsgPack, &bytes), Ok(ping(1)));
+        bytes.push(0xc0);
+        let err = decode_client(Encoding::MsgPack, &bytes).unwrap_err();
+        assert!(matches!(err, DecodeError::Malformed { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn wrong_frame_kind_is_malformed() {
+        let Frame::Binary(bytes) = encode_client(Encoding::MsgPack, &ping(1)) else {
+            panic!("msgpack encodes to binary");
+        };
+        let err = decode_client_frame(Encoding::Json, FrameKind::Binary, &bytes).unwrap_err();
+        assert_eq!(
+            err,
+            DecodeError::WrongFrameKind {
+                expected: FrameKind::Text,
+                got: FrameKind::Binary
+            }
+        );
+        assert_eq!(err.code(), ErrorCode::MalformedMessage);
+        assert_eq!(
+            decode_client_frame(Encoding::MsgPack, FrameKind::Binary, &bytes),
+            Ok(ping(1))
+        );
+    }
+
+    #[test]
+    fn both_encodings_round_trip_every_seq_width() {
+        for seq in [0, 1, 127, 128, 255, 256, 65_535, 65_536, u32::MAX] {
+            for encoding in Encoding::ALL {
+                let frame = encode_client(encoding, &ping(seq));
+                assert_eq!(decode_client(encoding, frame.as_bytes()), Ok(ping(seq)));
+            }
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! The two closed sets of messages: what a client may send and what the server sends.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error_code::ErrorCode;
+use crate::game::RuleSet;
+use crate::room::RoomState;
+
+fn default_series_length() -> u8 {
+    1
+}
+
+/// A message from a client to the server.
+///
+/// Every variant carries `seq`, a number the client picks (counting up) so it can match
+/// the server's `ack` or `error` to the message. On the wire each message is a map whose
+/// `type` entry names the variant in snake_case; fields the server does not know are
+/// ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientMessage {
+    /// The first message on every connection: protocol version and, to resume an
+    /// identity, its token.
+    Hello {
+        seq: u32,
+        /// The protocol version the client speaks; 1 for this crate.
+        protocol: u32,
+        /// The token from an earlier `welcome`; absent to start as a new guest.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<String>,
+        /// The client's name and version, for the server's logs, e.g. "jumpgate-web/0.3".
+        client: String,
+    },
+    /// Create a lobby and sit in seat 0 as its host.
+    CreateLobby {
+        seq: u32,
+        #[serde(default)]
+        rule_set: RuleSet,
+        /// 1, 3, 5 or 7.
+        #[serde(default = "default_series_length")]
+        series_length: u8,
+        #[serde(default)]
+        invite_only: bool,
+    },
+    /// Take the free seat of a lobby.
+    JoinLobby {
+        seq: u32,
+        code: String,
+        /// Needed for an invite-only lobby.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        invite: Option<String>,
+    },
+    /// Watch a lobby as a spectator.
+    Watch {
+        seq: u32,
+        code: String,
+        /// Needed for an invite-only lobby.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        invite: Option<String>,
+    },
+    /// Leave the lobby; mid-series this concedes the series.
+    Leave { seq: u32 },
+    /// Play a move, given as exactly one of `notation` or `path`.
+    Move {
+        seq: u32,
+        /// The move in the rule set's notation, e.g. "11-15".
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        notation: Option<String>,
+        /// The start square and every landing square, e.g. ["c3", "e5", "g7"].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<Vec<String>>,
+    },
+    /// Offer a draw, on your own turn.
+    OfferDraw { seq: u32 },
+    /// Accept the opponent's standing draw offer.
+    AcceptDraw { seq: u32 },
+    /// Decline the opponent's standing draw offer.
+    DeclineDraw { seq: u32 },
+    /// Resign, conceding the whole series.
+    Resign { seq: u32 },
+    /// Ask to end the break between rounds early.
+    NextRound { seq: u32 },
+    /// Call a rematch, or accept the one the opponent called.
+    Rematch { seq: u32 },
+    /// End the match for everyone (host only).
+    EndMatch { seq: u32 },
+    /// Ask for a full `state`; `since` is the last room version the client saw.
+    Resync { seq: u32, since: u64 },
+    /// Keep-alive and round-trip probe; answered by `ack`.
+    Ping { seq: u32 },
+}
+
+impl ClientMessage {
+    /// Every `type` a client message can have, in declaration order.
+    pub const TYPES: &'static [&'static str] = &[
+        "hello",
+        "create_lobby",
+        "join_lobby",
+        "watch",
+        "leave",
+        "move",
+        "offer_draw",
+        "accept_draw",
+        "decline_draw",
+        "resign",
+        "next_round",
+        "rematch",
+        "end_match",
+        "resync",
+        "ping",
+    ];
+
+    /// The client's sequence number for this message.
+    pub fn seq(&self) -> u32 {
+        match self {
+            ClientMessage::Hello { seq, .. }
+            | ClientMessage::CreateLobby { seq, .. }
+            | ClientMessage::JoinLobby { seq, .. }
+            | ClientMessage::Watch { seq, .. }
+            | ClientMessage::Leave { seq }
+            | ClientMessage::Move { seq, .. }
+            | ClientMessage::OfferDraw { seq }
+            | ClientMessage::AcceptDraw { seq }
+            | ClientMessage::DeclineDraw { seq }
+            | ClientMessage::Resign { seq }
+            | ClientMessage::NextRound { seq }
+            | ClientMessage::Rematch { seq }
+            | ClientMessage::EndMatch { seq }
+            | ClientMessage::Resync { seq, .. }
+            | ClientMessage::Ping { seq } => *seq,
+        }
+    }
+
+    /// The message's `type` on the wire, e.g. "create_lobby"; handy as a metrics label.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ClientMessage::Hello { .. } => "hello",
+            ClientMessage::CreateLobby { .. } => "create_lobby",
+            ClientMessage::JoinLobby { .. } => "join_lobby",
+            ClientMessage::Watch { .. } => "watch",
+            ClientMessage::Leave { .. } => "leave",
+            ClientMessage::Move { .. } => "move",
+            ClientMessage::OfferDraw { .. } => "offer_draw",
+            ClientMessage::AcceptDraw { .. } => "accept_draw",
+            ClientMessage::DeclineDraw { .. } => "decline_draw",
+            ClientMessage::Resign { .. } => "resign",
+            ClientMessage::NextRound { .. } => "next_round",
+            ClientMessage::Rematch { .. } => "rematch",
+            ClientMessage::EndMatch { .. } => "end_match",
+            ClientMessage::Resync { .. } => "resync",
+            ClientMessage::Ping { .. } => "ping",
+        }
+    }
+}
+
+/// Who the server knows a connection as.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// Stable id; the same on every connection that presents this identity's token.
+    pub id: String,
+    /// Display name shown to other players.
+    pub name: String,
+    /// Whether this is a guest identity the server made up at `hello`.
+    pub guest: bool,
+}
+
+/// A message from the server to a client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "states are the bulk of server traffic; boxing them would cost an allocation \
+              each to save a few hundred bytes on the rarer messages"
+)]
+pub enum ServerMessage {
+    /// The answer to a successful `hello`.
+    Welcome {
+        /// The server's build, for people and logs, e.g. "0.1.0".
+        server_version: String,
+        /// The protocol versions the server speaks.
+        protocols: Vec<u32>,
+        /// Who this connection is.
+        identity: Identity,
+        /// Present it in a later `hello` to be the same identity again.
+        token: String,
+    },
+    /// The message with this `seq` was accepted.
+    Ack { seq: u32 },
+    /// A message was refused, or something went wrong.
+    Error {
+        /// The refused message's `seq`, when it could be read.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seq: Option<u32>,
+        code: ErrorCode,
+        /// A sentence for people; clients branch on `code`, not on this.
+        message: String,
+    },
+    /// A full snapshot of the room; its fields sit beside `type`.
+    State(RoomState),
+    /// This connection is no longer in the lobby with this code.
+    Left { code: String },
+    /// The server is about to restart; reconnect after the delay.
+    Shutdown {
+        reason: String,
+        reconnect_after_ms: u32,
+    },
+}
+
+impl ServerMessage {
+    /// Every `type` a server message can have, in declaration order.
+    pub const TYPES: &'static [&'static str] =
+        &["welcome", "ack", "error", "state", "left", "shutdown"];
+
+    /// The message's `type` on the wire, e.g. "state"; handy as a metrics label.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ServerMessage::Welcome { .. } => "welcome",
+            ServerMessage::Ack { .. } => "ack",
+            ServerMessage::Error { .. } => "error",
+            ServerMessage::State(_) => "state",
+            ServerMessage::Left { .. } => "left",
+            ServerMessage::Shutdown { .. } => "shutdown",
+        }
+    }
+
+    /// An `error` answering the message with sequence number `seq`.
+    pub fn error(seq: Option<u32>, code: ErrorCode, message: impl Into<String>) -> Self {
+        ServerMessage::Error {
+            seq,
+            code,
+            message: message.into(),
+        }
+    }
+}

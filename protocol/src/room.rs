@@ -1,0 +1,155 @@
+//! The room snapshot sent in every `state` message: seats, series score and phase.
+
+use serde::{Deserialize, Serialize};
+
+use crate::game::{GameView, RuleSet};
+
+/// A full snapshot of one lobby, sent after every change to everyone in it.
+///
+/// Seat-indexed lists (`players`, `next_round`, `rematch`, `series.wins`) always have
+/// two entries; index 0 is seat 0.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoomState {
+    /// Increases with every change to the room; see "Room versions" in `PROTOCOL.md`.
+    pub version: u64,
+    /// The lobby's code, as used in `join_lobby` and `watch`.
+    pub code: String,
+    /// The rules every game of the lobby is played by.
+    pub rule_set: RuleSet,
+    /// Rounds in a series as chosen at creation: 1, 3, 5 or 7.
+    pub series_length: u8,
+    /// Whether joining or watching needs the invite.
+    pub invite_only: bool,
+    /// The invite of an invite-only lobby, for its members to pass on; absent otherwise.
+    ///
+    /// Everyone in such a lobby either created it or needed the invite to get in, so
+    /// showing it to them gives nothing away.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invite: Option<String>,
+    /// The identity id of the host, who may end the match.
+    pub host: String,
+    /// Who sits in each seat; `None` for an empty seat.
+    pub players: Vec<Option<PlayerView>>,
+    /// How many connections are watching.
+    pub spectators: u32,
+    /// Where the room is in its life.
+    pub phase: Phase,
+    /// The score of the current (or last) series.
+    pub series: SeriesView,
+    /// The current round's game; during a break or after a series, the last one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub game: Option<GameView>,
+    /// Unix time in milliseconds at which the break ends; only during a break.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub break_ends_at: Option<u64>,
+    /// By seat: whether that player has asked to start the next round now.
+    pub next_round: Vec<bool>,
+    /// By seat: whether that player has called (or accepted) a rematch.
+    pub rematch: Vec<bool>,
+}
+
+/// A seated player.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlayerView {
+    /// Identity id, as in `welcome.identity.id`.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Whether the player has a live connection right now.
+    pub connected: bool,
+}
+
+/// Where a room is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Fewer than two players; no series has started.
+    Waiting,
+    /// A round is being played.
+    Playing,
+    /// Between two rounds of a series.
+    Break,
+    /// The series is over; both players may call a rematch.
+    Finished,
+    /// The host ended the match; nothing more will be played here.
+    Ended,
+}
+
+wire_names!(Phase {
+    Waiting => "waiting",
+    Playing => "playing",
+    Break => "break",
+    Finished => "finished",
+    Ended => "ended",
+});
+
+/// The score of a series.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeriesView {
+    /// The current round, counting from 1.
+    pub round: u32,
+    /// The most rounds this series can last: twice its length.
+    pub max_rounds: u32,
+    /// By seat: rounds won.
+    pub wins: Vec<u32>,
+    /// Rounds drawn.
+    pub draws: u32,
+    /// Set once the series is over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<SeriesResult>,
+}
+
+/// How a series ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SeriesResult {
+    /// The winning seat; absent when the series was drawn or ended without a winner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub winner: Option<u8>,
+    /// Why the series ended.
+    pub reason: SeriesEndReason,
+}
+
+/// Why a series ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeriesEndReason {
+    /// A player won a majority of the series length.
+    Majority,
+    /// The round limit (twice the length) was reached; the leader wins, or it is drawn.
+    RoundLimit,
+    /// A player resigned.
+    Resigned,
+    /// A player left the lobby.
+    Left,
+    /// The host ended the match.
+    EndedByHost,
+}
+
+wire_names!(SeriesEndReason {
+    Majority => "majority",
+    RoundLimit => "round_limit",
+    Resigned => "resigned",
+    Left => "left",
+    EndedByHost => "ended_by_host",
+});
+
+#[cfg(test)]
+mod tests {
+    use super::{Phase, SeriesEndReason};
+
+    #[test]
+    fn names_match_serde() {
+        for phase in Phase::ALL {
+            assert_eq!(
+                serde_json::to_string(phase).unwrap(),
+                format!("\"{phase}\"")
+            );
+        }
+        for reason in SeriesEndReason::ALL {
+            assert_eq!(
+                serde_json::to_string(reason).unwrap(),
+                format!("\"{reason}\"")
+            );
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The rules engine: pure, synchronous, and the only code that knows the
+//! rules of checkers. No I/O, no async, no wire format.
+//!
+//! - [`bitboard`]: squares, bitboards and diagonal shifts (internal frame);
+//! - [`variant`]: the rule sets as data ([`Rules`], [`RuleSet`]);
+//! - [`position`]: [`Setup`] (unchecked), [`Position`] (validated), [`Move`];
+//! - [`movegen`]: legal moves for a position;
+//! - [`game`]: a game with history, draw rules and outcome;
+//! - [`notation`], [`fen`], [`pdn`]: the text formats;
+//! - [`perft`]: move-tree counts.
+
+pub mod bitboard;
+pub mod fen;
+pub mod game;
+pub mod movegen;
+pub mod notation;
+pub mod pdn;
+pub mod perft;
+pub mod position;
+pub mod variant;
+
+pub use bitboard::{Bitboard, Direction, Square};
+pub use game::{DrawReason, Game, Outcome, PlayError, WinReason};
+pub use position::{Color, Move, Position, Role, Setup, SetupError};
+pub use variant::{RuleSet, Rules};
