@@ -39,7 +39,11 @@ fn position(dark: &str, light: &str, turn: Color) -> Position {
 /// Legal moves (one per result) as internal paths like `b6xd8xf6`.
 fn legal(rs: RuleSet, pos: Position) -> Vec<String> {
     let game = Game::from_position(rs, pos);
-    let mut v: Vec<String> = game.legal_moves().iter().map(|m| format!("{m:?}")).collect();
+    let mut v: Vec<String> = game
+        .legal_moves()
+        .iter()
+        .map(|m| format!("{m:?}"))
+        .collect();
     v.sort();
     v
 }
@@ -132,7 +136,12 @@ fn italian_prefers_the_king_taken_earliest() {
 #[test]
 fn flying_king_lands_on_any_square_beyond() {
     let pos = position("a1K", "c3", Color::Dark);
-    for rs in [RuleSet::Russian, RuleSet::Brazilian, RuleSet::Spanish, RuleSet::Thai] {
+    for rs in [
+        RuleSet::Russian,
+        RuleSet::Brazilian,
+        RuleSet::Spanish,
+        RuleSet::Thai,
+    ] {
         assert_eq!(
             legal(rs, pos),
             ["a1xd4", "a1xe5", "a1xf6", "a1xg7", "a1xh8"],
@@ -149,7 +158,12 @@ fn flying_king_lands_on_any_square_beyond() {
 #[test]
 fn flying_king_must_land_where_the_capture_goes_on() {
     let pos = position("a1K", "c3 f4", Color::Dark);
-    for rs in [RuleSet::Russian, RuleSet::Brazilian, RuleSet::Spanish, RuleSet::Thai] {
+    for rs in [
+        RuleSet::Russian,
+        RuleSet::Brazilian,
+        RuleSet::Spanish,
+        RuleSet::Thai,
+    ] {
         assert_eq!(legal(rs, pos), ["a1xe5xg3", "a1xe5xh2"], "{rs}");
     }
 }
@@ -160,7 +174,10 @@ fn captured_pieces_block_until_the_move_ends() {
     // on past the captured c3 either, nor jump it again.
     let pos = position("a1K", "b2 d4 b4", Color::Dark);
     let moves = legal(RuleSet::Russian, pos);
-    assert!(moves.iter().all(|m| m.matches('x').count() <= 3), "{moves:?}");
+    assert!(
+        moves.iter().all(|m| m.matches('x').count() <= 3),
+        "{moves:?}"
+    );
     assert!(!moves.is_empty());
 }
 
@@ -183,20 +200,35 @@ fn a_path_may_revisit_a_square_and_paths_with_one_result_are_one_move() {
 fn illegal_moves_say_why_and_change_nothing() {
     let mut game = Game::new(RuleSet::American);
     let before = *game.position();
-    assert!(matches!(game.play_text("11-14"), Err(PlayError::IllegalMove)));
-    assert!(matches!(game.play_text("14-18"), Err(PlayError::EmptySquare(_))));
-    assert!(matches!(game.play_text("22-18"), Err(PlayError::NotYourPiece(_))));
+    assert!(matches!(
+        game.play_text("11-14"),
+        Err(PlayError::IllegalMove)
+    ));
+    assert!(matches!(
+        game.play_text("14-18"),
+        Err(PlayError::EmptySquare(_))
+    ));
+    assert!(matches!(
+        game.play_text("22-18"),
+        Err(PlayError::NotYourPiece(_))
+    ));
     assert!(matches!(game.play_text("11-99"), Err(PlayError::Text(_))));
     assert_eq!(*game.position(), before);
     game.play_text("11-15").unwrap();
     game.play_text("24-19").unwrap();
     // 15x24 is now mandatory.
-    assert!(matches!(game.play_text("9-13"), Err(PlayError::CaptureMandatory)));
+    assert!(matches!(
+        game.play_text("9-13"),
+        Err(PlayError::CaptureMandatory)
+    ));
     game.play_text("15x24").unwrap();
 
     // A larger capture is required in Brazilian.
     let mut game = Game::from_position(RuleSet::Brazilian, position("c3", "b4 d4 f6", Color::Dark));
-    assert_eq!(game.play_text("c3xa5"), Err(PlayError::LargerCaptureRequired));
+    assert_eq!(
+        game.play_text("c3xa5"),
+        Err(PlayError::LargerCaptureRequired)
+    );
     // Stopping half-way through a capture.
     assert_eq!(game.play_text("c3xe5"), Err(PlayError::CaptureNotFinished));
     game.play_text("c3xg7").unwrap();

@@ -49,7 +49,7 @@ impl Square {
 
     /// Pieces stand only on the 32 playing squares (a1, c1, …, b2, …).
     pub const fn is_playable(self) -> bool {
-        (self.file() + self.rank()) % 2 == 0
+        (self.file() + self.rank()).is_multiple_of(2)
     }
 
     /// The neighbouring square in `dir`, if it is on the board.

@@ -127,10 +127,8 @@ pub fn read(rule_set: RuleSet, pdn: &str) -> Result<Game, PdnError> {
         let line = line.trim();
         if let Some(tag) = line.strip_prefix('[') {
             let tag = tag.trim_end_matches(']');
-            if let Some((name, value)) = tag.split_once(' ') {
-                if name == "FEN" {
-                    fen_tag = Some(value.trim().trim_matches('"').to_owned());
-                }
+            if let Some(("FEN", value)) = tag.split_once(' ') {
+                fen_tag = Some(value.trim().trim_matches('"').to_owned());
             }
         } else {
             movetext.push_str(line);

@@ -113,6 +113,9 @@ pub struct RefBoard {
     pub turn: RefColor,
 }
 
+/// `(origin, destination, sorted captured squares)`.
+pub type UniqueKey = ((u8, u8), (u8, u8), Vec<(u8, u8)>);
+
 /// One legal move.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RefMove {
@@ -133,8 +136,8 @@ impl RefMove {
         *self.path.last().expect("a move has at least two squares")
     }
 
-    /// The key under which `unique` perft merges moves.
-    pub fn unique_key(&self) -> ((u8, u8), (u8, u8), Vec<(u8, u8)>) {
+    /// The key under which `unique` perft merges moves: (origin, destination, captured set).
+    pub fn unique_key(&self) -> UniqueKey {
         (self.origin(), self.destination(), self.captured.clone())
     }
 }
@@ -142,7 +145,7 @@ impl RefMove {
 const DIAGONALS: [(i8, i8); 4] = [(1, 1), (-1, 1), (1, -1), (-1, -1)];
 
 fn is_playable(file: usize, rank: usize) -> bool {
-    (file + rank) % 2 == 0
+    file % 2 == rank % 2 // i.e. file + rank is even
 }
 
 /// `sq + steps * dir`, if it stays on the board.
