@@ -29,7 +29,7 @@ pub enum Encoding {
 }
 
 impl Encoding {
-    /// Both encodings, in the server's order of preference when a client offers both.
+    /// Both encodings.
     pub const ALL: [Encoding; 2] = [Encoding::MsgPack, Encoding::Json];
 
     /// The `Sec-WebSocket-Protocol` value that selects this encoding.
@@ -306,6 +306,14 @@ mod tests {
         ClientMessage::Ping { seq }
     }
 
+    /// A message with only a `type` and a `seq`, whatever the type.
+    #[derive(Serialize)]
+    struct TypeAndSeq {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        seq: u32,
+    }
+
     #[test]
     fn subprotocols_round_trip() {
         for encoding in Encoding::ALL {
@@ -448,7 +456,7 @@ mod tests {
         assert_eq!(err.code(), ErrorCode::UnknownMessageType);
         assert_eq!(err.seq(), Some(7));
 
-        let bytes = rmp_serde::to_vec_named(&Envelope2 {
+        let bytes = rmp_serde::to_vec_named(&TypeAndSeq {
             kind: "teleport",
             seq: 8,
         })
@@ -472,13 +480,6 @@ mod tests {
                 .code(),
             ErrorCode::UnknownMessageType
         );
-    }
-
-    #[derive(Serialize)]
-    struct Envelope2 {
-        #[serde(rename = "type")]
-        kind: &'static str,
-        seq: u32,
     }
 
     #[test]

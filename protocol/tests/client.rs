@@ -1,5 +1,4 @@
 //! The client against a stand-in server built from tokio-tungstenite on port 0.
-#![cfg(feature = "client")]
 #![allow(
     clippy::result_large_err,
     reason = "tungstenite's handshake callback fixes the callback's error type"

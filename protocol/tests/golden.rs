@@ -54,7 +54,7 @@ fn client_examples() -> Vec<(&'static str, ClientMessage)> {
             "client_join_lobby",
             ClientMessage::JoinLobby {
                 seq: 2,
-                code: "K7QP2D".into(),
+                code: "M3XW9A".into(),
                 invite: Some("inv_8dJ3".into()),
             },
         ),
@@ -152,8 +152,8 @@ fn state_playing() -> RoomState {
         invite: None,
         host: "u_7f3a".into(),
         players: vec![
-            player("u_7f3a", "Ada", true),
-            player("u_91c2", "Grace", true),
+            player("u_7f3a", "Guest 7F3A", true),
+            player("u_91c2", "Guest 91C2", true),
         ],
         spectators: 3,
         phase: Phase::Playing,
@@ -166,7 +166,7 @@ fn state_playing() -> RoomState {
         },
         game: Some(GameView {
             dark_seat: 1,
-            fen: "B:W19,21,22,24,25,26,27,28,29,30,31,32:B1,2,3,4,5,6,7,8,9,10,12,15".into(),
+            fen: "B:W19,21,22,24-32:B1-10,12,15".into(),
             pieces: board,
             turn: Color::Dark,
             ply: 2,
@@ -194,6 +194,7 @@ fn state_playing() -> RoomState {
 }
 
 /// An invite-only Russian lobby just created by its host, waiting for an opponent.
+/// `client_create_lobby` makes one like it and `client_join_lobby` joins it.
 fn state_waiting() -> RoomState {
     RoomState {
         version: 1,
@@ -203,7 +204,7 @@ fn state_waiting() -> RoomState {
         invite_only: true,
         invite: Some("inv_8dJ3".into()),
         host: "u_7f3a".into(),
-        players: vec![player("u_7f3a", "Ada", true), None],
+        players: vec![player("u_7f3a", "Guest 7F3A", true), None],
         spectators: 0,
         phase: Phase::Waiting,
         series: SeriesView {
@@ -244,8 +245,8 @@ fn state_finished() -> RoomState {
         invite: None,
         host: "u_91c2".into(),
         players: vec![
-            player("u_7f3a", "Ada", false),
-            player("u_91c2", "Grace", true),
+            player("u_7f3a", "Guest 7F3A", false),
+            player("u_91c2", "Guest 91C2", true),
         ],
         spectators: 0,
         phase: Phase::Finished,
@@ -261,7 +262,7 @@ fn state_finished() -> RoomState {
         },
         game: Some(GameView {
             dark_seat: 0,
-            fen: "B:W17,19,21,24,25,26,27,28,29,30,31,32:B1,2,3,4,5,6,7,9,10,11,12,15".into(),
+            fen: "B:W17,19,21,24-32:B1-7,9-12,15".into(),
             pieces: board,
             turn: Color::Dark,
             ply: 4,
@@ -307,8 +308,8 @@ fn state_break() -> RoomState {
         invite: None,
         host: "u_7f3a".into(),
         players: vec![
-            player("u_7f3a", "Ada", true),
-            player("u_91c2", "Grace", true),
+            player("u_7f3a", "Guest 7F3A", true),
+            player("u_91c2", "Guest 91C2", true),
         ],
         spectators: 1,
         phase: Phase::Break,

@@ -20,6 +20,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the lobby server.
+    Serve(jumpgate_server::config::ServeConfig),
     /// Count the leaves of the move tree from a position (single-threaded).
     Perft(PerftArgs),
 }
@@ -73,9 +75,47 @@ fn run_perft(args: &PerftArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    if config.log_json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        let settings = jumpgate_server::config::Settings::from_config(config, addr);
+        tracing::info!(
+            listen = %addr,
+            public_url = %settings.public_url,
+            move_clock_ms = settings.move_clock.as_millis() as u64,
+            break_ms = settings.break_time.as_millis() as u64,
+            token_secret = "<redacted>",
+            "jumpgate listening"
+        );
+        tracing::warn!(
+            "no Redis configured: lobbies live in memory and will not survive a restart"
+        );
+        let shutdown = async {
+            let _ = tokio::signal::ctrl_c().await;
+            tracing::info!("shutting down");
+        };
+        jumpgate_server::run(listener, settings, shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
+        Command::Serve(config) => serve(config),
         Command::Perft(args) => run_perft(args),
     };
     match result {

@@ -1,1 +1,262 @@
-//! Shared helpers for the end-to-end tests.
+//! Shared helpers for the end-to-end tests: start a real server on port 0
+//! and drive it with the protocol crate's real WebSocket client.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use jumpgate_protocol::client::{Client, ClientError};
+use jumpgate_protocol::{ClientMessage, Encoding, ErrorCode, Phase, RoomState, ServerMessage};
+use jumpgate_server::config::Settings;
+use tokio::sync::oneshot;
+
+/// How long a test waits for any one message before failing.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+
+/// A running server; dropping it shuts the server down.
+#[derive(Debug)]
+pub struct TestServer {
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl TestServer {
+    pub async fn start(configure: impl FnOnce(&mut Settings)) -> TestServer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut settings = Settings::for_address(addr);
+        configure(&mut settings);
+        let (tx, rx) = oneshot::channel::<()>();
+        tokio::spawn(jumpgate_server::run(listener, settings, async {
+            let _ = rx.await;
+        }));
+        TestServer {
+            addr,
+            stop: Some(tx),
+        }
+    }
+
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}/ws", self.addr)
+    }
+
+    pub fn http_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// A connected, greeted client with its identity.
+#[derive(Debug)]
+pub struct Player {
+    pub client: Client,
+    pub id: String,
+    pub name: String,
+    pub token: String,
+    /// The newest room state seen.
+    pub state: Option<RoomState>,
+}
+
+impl Player {
+    pub async fn connect(server: &TestServer, encoding: Encoding) -> Player {
+        Player::connect_with(server, encoding, None).await
+    }
+
+    pub async fn connect_with(
+        server: &TestServer,
+        encoding: Encoding,
+        token: Option<String>,
+    ) -> Player {
+        let mut client = Client::connect(&server.ws_url(), encoding).await.unwrap();
+        let seq = client.next_seq();
+        client
+            .send(&ClientMessage::Hello {
+                seq,
+                protocol: 1,
+                token,
+                client: "jumpgate-e2e".into(),
+            })
+            .await
+            .unwrap();
+        match recv(&mut client).await {
+            ServerMessage::Welcome {
+                identity, token, ..
+            } => Player {
+                client,
+                id: identity.id,
+                name: identity.name,
+                token,
+                state: None,
+            },
+            other => panic!("expected welcome, got {other:?}"),
+        }
+    }
+
+    pub fn seq(&mut self) -> u32 {
+        self.client.next_seq()
+    }
+
+    /// Sends a message built from the next seq.
+    pub async fn send(&mut self, build: impl FnOnce(u32) -> ClientMessage) -> u32 {
+        let seq = self.seq();
+        self.client.send(&build(seq)).await.unwrap();
+        seq
+    }
+
+    /// Receives the next message, remembering states.
+    pub async fn recv(&mut self) -> ServerMessage {
+        let message = recv(&mut self.client).await;
+        if let ServerMessage::State(state) = &message {
+            if let Some(old) = &self.state {
+                assert!(state.version > old.version, "versions only go up");
+            }
+            self.state = Some(state.clone());
+        }
+        message
+    }
+
+    /// Waits for the ack of `seq`, failing on an error for it.
+    pub async fn expect_ack(&mut self, seq: u32) {
+        loop {
+            match self.recv().await {
+                ServerMessage::Ack { seq: s } if s == seq => return,
+                ServerMessage::Error {
+                    seq: Some(s),
+                    code,
+                    message,
+                } if s == seq => {
+                    panic!("seq {seq} refused: {code} {message}")
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Waits for an error for `seq` and returns its code.
+    pub async fn expect_error(&mut self, seq: Option<u32>) -> ErrorCode {
+        loop {
+            match self.recv().await {
+                ServerMessage::Error { seq: s, code, .. } if s == seq || seq.is_none() => {
+                    return code;
+                }
+                ServerMessage::Ack { seq: s } if Some(s) == seq => panic!("seq {s} was accepted"),
+                _ => {}
+            }
+        }
+    }
+
+    /// Receives until a state satisfies `pred`.
+    pub async fn state_until(&mut self, pred: impl Fn(&RoomState) -> bool) -> RoomState {
+        if let Some(state) = &self.state
+            && pred(state)
+        {
+            return state.clone();
+        }
+        loop {
+            if let ServerMessage::State(state) = self.recv().await
+                && pred(&state)
+            {
+                return state;
+            }
+        }
+    }
+
+    pub async fn phase(&mut self, phase: Phase) -> RoomState {
+        self.state_until(|s| s.phase == phase).await
+    }
+
+    /// Plays the first legal move (it must be this player's turn).
+    pub async fn play_first_legal(&mut self) -> String {
+        let state = self.state.clone().expect("a state");
+        let game = state.game.expect("a game");
+        let notation = game.legal_moves[0].notation.clone();
+        let text = notation.clone();
+        let seq = self
+            .send(|seq| ClientMessage::Move {
+                seq,
+                notation: Some(text),
+                path: None,
+            })
+            .await;
+        self.expect_ack(seq).await;
+        notation
+    }
+
+    /// Whether it is this player's turn in the newest state.
+    pub fn my_turn(&self) -> bool {
+        let Some(state) = &self.state else {
+            return false;
+        };
+        let Some(game) = &state.game else {
+            return false;
+        };
+        let seat = state
+            .players
+            .iter()
+            .position(|p| p.as_ref().is_some_and(|p| p.id == self.id));
+        let Some(seat) = seat else { return false };
+        let dark = usize::from(game.dark_seat) == seat;
+        let turn_is_dark = game.turn == jumpgate_protocol::Color::Dark;
+        game.result.is_none() && dark == turn_is_dark
+    }
+}
+
+/// Receives one message or fails the test after [`PATIENCE`].
+pub async fn recv(client: &mut Client) -> ServerMessage {
+    match tokio::time::timeout(PATIENCE, client.recv()).await {
+        Ok(Ok(message)) => message,
+        Ok(Err(e)) => panic!("connection failed: {e}"),
+        Err(_) => panic!("no message within {PATIENCE:?}"),
+    }
+}
+
+/// Waits for the connection to close; returns the close code.
+pub async fn closed(client: &mut Client) -> Option<u16> {
+    loop {
+        match tokio::time::timeout(PATIENCE, client.recv()).await {
+            Ok(Ok(_)) => continue,
+            Ok(Err(ClientError::Closed { code, .. })) => return Some(code),
+            Ok(Err(_)) => return None,
+            Err(_) => panic!("connection did not close"),
+        }
+    }
+}
+
+/// A host and a guest seated in a fresh lobby, the series started.
+pub async fn seated_pair(
+    server: &TestServer,
+    encoding: Encoding,
+    rule_set: jumpgate_protocol::RuleSet,
+    series_length: u8,
+) -> (Player, Player, String) {
+    let mut host = Player::connect(server, encoding).await;
+    let seq = host
+        .send(|seq| ClientMessage::CreateLobby {
+            seq,
+            rule_set,
+            series_length,
+            invite_only: false,
+        })
+        .await;
+    host.expect_ack(seq).await;
+    let code = host.state_until(|_| true).await.code;
+    let mut guest = Player::connect(server, encoding).await;
+    let c = code.to_lowercase();
+    let seq = guest
+        .send(|seq| ClientMessage::JoinLobby {
+            seq,
+            code: c,
+            invite: None,
+        })
+        .await;
+    guest.expect_ack(seq).await;
+    guest.phase(Phase::Playing).await;
+    host.phase(Phase::Playing).await;
+    (host, guest, code)
+}

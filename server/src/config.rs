@@ -1,0 +1,77 @@
+//! Configuration: one clap struct, every option also read from a
+//! `JUMPGATE_…` environment variable.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Options of `jumpgate serve`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ServeConfig {
+    /// Address to listen on.
+    #[arg(long, env = "JUMPGATE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Public base URL for invite links (default: http://LISTEN).
+    #[arg(long, env = "JUMPGATE_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Time allowed for each move, in milliseconds.
+    #[arg(long, env = "JUMPGATE_MOVE_CLOCK_MS", default_value_t = 45_000)]
+    pub move_clock_ms: u64,
+    /// Break between the rounds of a series, in milliseconds.
+    #[arg(long, env = "JUMPGATE_BREAK_MS", default_value_t = 8_000)]
+    pub break_ms: u64,
+    /// Secret that signs guest tokens. Without it a random one is used and
+    /// tokens stop working when the server restarts.
+    #[arg(long, env = "JUMPGATE_TOKEN_SECRET", hide_env_values = true)]
+    pub token_secret: Option<String>,
+    /// Log as JSON lines instead of text.
+    #[arg(long, env = "JUMPGATE_LOG_JSON")]
+    pub log_json: bool,
+}
+
+/// Settings the running server uses (tests build these directly).
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub public_url: String,
+    pub move_clock: Duration,
+    pub break_time: Duration,
+    pub token_secret: Vec<u8>,
+    /// Messages a connection may send per second before it is refused.
+    pub rate_per_second: u32,
+    /// Messages per second at which a connection is closed for flooding.
+    pub flood_per_second: u32,
+    /// Outbound messages queued for one connection before it is dropped as
+    /// too slow.
+    pub outbound_queue: usize,
+}
+
+impl Settings {
+    /// Defaults for tests and embedding: a random token secret.
+    pub fn for_address(addr: SocketAddr) -> Settings {
+        Settings {
+            public_url: format!("http://{addr}"),
+            move_clock: Duration::from_secs(45),
+            break_time: Duration::from_secs(8),
+            token_secret: nanoid::nanoid!(48).into_bytes(),
+            rate_per_second: 40,
+            flood_per_second: 120,
+            outbound_queue: 256,
+        }
+    }
+
+    pub fn from_config(config: &ServeConfig, addr: SocketAddr) -> Settings {
+        let mut settings = Settings::for_address(addr);
+        if let Some(url) = &config.public_url {
+            settings.public_url = url.trim_end_matches('/').to_owned();
+        }
+        settings.move_clock = Duration::from_millis(config.move_clock_ms.max(1));
+        settings.break_time = Duration::from_millis(config.break_ms);
+        match &config.token_secret {
+            Some(secret) => settings.token_secret = secret.clone().into_bytes(),
+            None => tracing::warn!(
+                "JUMPGATE_TOKEN_SECRET is not set: using a random secret; guest tokens \
+                 will not survive a restart"
+            ),
+        }
+        settings
+    }
+}

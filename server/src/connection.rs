@@ -1,0 +1,422 @@
+//! One task per WebSocket connection: decodes client messages, speaks for
+//! the connection to its room, and writes what the room sends back. A slow
+//! reader is dropped; a flooding one is refused, then closed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use jumpgate_protocol as wire;
+use jumpgate_protocol::{ClientMessage, Encoding, ErrorCode, ServerMessage};
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::time::{Duration, Instant};
+
+use crate::AppState;
+use crate::code::RoomCode;
+use crate::identity::Identity;
+use crate::room::{Action, ConnId, LobbyOptions, Member, Outbound, RoomCommand, RoomHandle};
+use crate::wire_view;
+
+/// Close codes (RFC 6455).
+const CLOSE_GOING_AWAY: u16 = 1001;
+const CLOSE_PROTOCOL_ERROR: u16 = 1002;
+const CLOSE_POLICY: u16 = 1008;
+
+static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
+
+struct Connection {
+    id: ConnId,
+    encoding: Encoding,
+    state: Arc<AppState>,
+    identity: Option<Identity>,
+    room: Option<RoomHandle>,
+    out_tx: mpsc::Sender<Outbound>,
+    kick: Arc<Notify>,
+    window_start: Instant,
+    window_count: u32,
+}
+
+enum Flow {
+    Continue,
+    Close(u16, &'static str),
+}
+
+pub async fn serve(mut socket: WebSocket, encoding: Encoding, state: Arc<AppState>) {
+    let (out_tx, mut out_rx) = mpsc::channel(state.settings.outbound_queue);
+    let mut conn = Connection {
+        id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
+        encoding,
+        state: state.clone(),
+        identity: None,
+        room: None,
+        out_tx,
+        kick: Arc::new(Notify::new()),
+        window_start: Instant::now(),
+        window_count: 0,
+    };
+    let mut shutdown = state.shutdown.subscribe();
+    let kick = conn.kick.clone();
+    let span = tracing::debug_span!("conn", id = conn.id, encoding = ?encoding);
+    let _enter = span.enter();
+    let close = loop {
+        tokio::select! {
+            incoming = socket.recv() => {
+                let Some(Ok(message)) = incoming else { break None };
+                match conn.on_frame(&mut socket, message).await {
+                    Flow::Continue => {}
+                    Flow::Close(code, reason) => break Some((code, reason)),
+                }
+            }
+            Some(outbound) = out_rx.recv() => {
+                let frame = match outbound {
+                    Outbound::Shared(shared) => to_ws(shared.get(encoding).clone()),
+                    Outbound::Direct(message) => to_ws(wire::codec::encode_server(encoding, &message)),
+                };
+                if socket.send(frame).await.is_err() {
+                    break None;
+                }
+            }
+            () = kick.notified() => break Some((CLOSE_POLICY, "too slow to keep up")),
+            _ = shutdown.changed() => {
+                let notice = ServerMessage::Shutdown {
+                    reason: "the server is restarting".into(),
+                    reconnect_after_ms: 1000,
+                };
+                let _ = socket.send(to_ws(wire::codec::encode_server(encoding, &notice))).await;
+                break Some((CLOSE_GOING_AWAY, "server restarting"));
+            }
+        }
+    };
+    if let Some(room) = conn.room.take() {
+        let _ = room
+            .commands
+            .send(RoomCommand::Disconnect { conn: conn.id })
+            .await;
+    }
+    if let Some((code, reason)) = close {
+        let _ = socket
+            .send(Message::Close(Some(CloseFrame {
+                code,
+                reason: reason.into(),
+            })))
+            .await;
+    }
+}
+
+fn to_ws(frame: wire::Frame) -> Message {
+    match frame {
+        wire::Frame::Text(text) => Message::Text(text.into()),
+        wire::Frame::Binary(bytes) => Message::Binary(bytes.into()),
+    }
+}
+
+impl Connection {
+    async fn send(&self, socket: &mut WebSocket, message: &ServerMessage) {
+        let _ = socket
+            .send(to_ws(wire::codec::encode_server(self.encoding, message)))
+            .await;
+    }
+
+    async fn refuse(&self, socket: &mut WebSocket, seq: Option<u32>, code: ErrorCode, msg: &str) {
+        self.send(socket, &ServerMessage::error(seq, code, msg))
+            .await;
+    }
+
+    async fn on_frame(&mut self, socket: &mut WebSocket, message: Message) -> Flow {
+        let payload: &[u8] = match &message {
+            Message::Text(text) => text.as_bytes(),
+            Message::Binary(bytes) => bytes,
+            Message::Close(_) => return Flow::Close(1000, "bye"),
+            Message::Ping(_) | Message::Pong(_) => return Flow::Continue,
+        };
+        // Rate limit: a one-second window.
+        let now = Instant::now();
+        if now.duration_since(self.window_start) >= Duration::from_secs(1) {
+            self.window_start = now;
+            self.window_count = 0;
+        }
+        self.window_count += 1;
+        if self.window_count > self.state.settings.flood_per_second {
+            return Flow::Close(CLOSE_POLICY, "flooding");
+        }
+        if self.window_count > self.state.settings.rate_per_second {
+            self.refuse(socket, None, ErrorCode::RateLimited, "slow down")
+                .await;
+            return Flow::Continue;
+        }
+        let is_text = matches!(message, Message::Text(_));
+        let expected_text = self.encoding == Encoding::Json;
+        if is_text != expected_text {
+            let msg = if expected_text {
+                "this connection speaks JSON in text frames"
+            } else {
+                "this connection speaks MessagePack in binary frames"
+            };
+            self.refuse(socket, None, ErrorCode::MalformedMessage, msg)
+                .await;
+            return Flow::Continue;
+        }
+        let decoded = wire::codec::decode_client(self.encoding, payload);
+        let client_message = match decoded {
+            Ok(m) => m,
+            Err(e) => {
+                self.refuse(socket, e.seq(), e.code(), &e.to_string()).await;
+                return Flow::Continue;
+            }
+        };
+        self.on_message(socket, client_message).await
+    }
+
+    async fn on_message(&mut self, socket: &mut WebSocket, message: ClientMessage) -> Flow {
+        let seq = message.seq();
+        if let ClientMessage::Hello {
+            protocol, token, ..
+        } = &message
+        {
+            if self.identity.is_some() {
+                self.refuse(
+                    socket,
+                    Some(seq),
+                    ErrorCode::AlreadyGreeted,
+                    "hello was already sent",
+                )
+                .await;
+                return Flow::Continue;
+            }
+            if *protocol != wire::PROTOCOL_VERSION {
+                let text = format!(
+                    "protocol {protocol} is not supported; this server speaks {}",
+                    wire::PROTOCOL_VERSION
+                );
+                self.refuse(socket, Some(seq), ErrorCode::UnsupportedVersion, &text)
+                    .await;
+                return Flow::Close(CLOSE_PROTOCOL_ERROR, "unsupported protocol version");
+            }
+            let ids = &self.state.identities;
+            let (identity, token) = match token {
+                Some(token) => match ids.verify(token) {
+                    Ok(identity) => (identity, token.clone()),
+                    Err(e) => {
+                        self.refuse(socket, Some(seq), ErrorCode::InvalidToken, &e.to_string())
+                            .await;
+                        return Flow::Continue;
+                    }
+                },
+                None => ids.new_guest(),
+            };
+            let welcome = ServerMessage::Welcome {
+                server_version: env!("CARGO_PKG_VERSION").to_owned(),
+                protocols: vec![wire::PROTOCOL_VERSION],
+                identity: wire::Identity {
+                    id: identity.id.clone(),
+                    name: identity.name.clone(),
+                    guest: identity.guest,
+                },
+                token,
+            };
+            self.identity = Some(identity);
+            self.send(socket, &welcome).await;
+            return Flow::Continue;
+        }
+        let Some(identity) = self.identity.clone() else {
+            self.refuse(
+                socket,
+                Some(seq),
+                ErrorCode::HelloRequired,
+                "send hello first",
+            )
+            .await;
+            return Flow::Continue;
+        };
+        match message {
+            ClientMessage::Hello { .. } => unreachable!("handled above"),
+            ClientMessage::Ping { seq } => {
+                self.send(socket, &ServerMessage::Ack { seq }).await;
+            }
+            ClientMessage::CreateLobby {
+                seq,
+                rule_set,
+                series_length,
+                invite_only,
+            } => {
+                if self.room.is_some() {
+                    self.refuse(
+                        socket,
+                        Some(seq),
+                        ErrorCode::AlreadyInLobby,
+                        "leave your lobby first",
+                    )
+                    .await;
+                    return Flow::Continue;
+                }
+                if !wire::SERIES_LENGTHS.contains(&series_length) {
+                    self.refuse(
+                        socket,
+                        Some(seq),
+                        ErrorCode::InvalidOptions,
+                        "series_length must be 1, 3, 5 or 7",
+                    )
+                    .await;
+                    return Flow::Continue;
+                }
+                let options = LobbyOptions {
+                    rule_set: wire_view::rule_set_from_wire(rule_set),
+                    series_length,
+                    invite_only,
+                };
+                let (handle, invite) = self.state.create_room(options, &identity);
+                self.enter(socket, handle, seq, invite, false, identity)
+                    .await;
+            }
+            ClientMessage::JoinLobby { seq, code, invite } => {
+                self.join(socket, seq, code, invite, false, identity).await;
+            }
+            ClientMessage::Watch { seq, code, invite } => {
+                self.join(socket, seq, code, invite, true, identity).await;
+            }
+            ClientMessage::Leave { seq } => match self.room.take() {
+                Some(room) => {
+                    let _ = room
+                        .commands
+                        .send(RoomCommand::Leave { conn: self.id, seq })
+                        .await;
+                }
+                None => {
+                    self.refuse(
+                        socket,
+                        Some(seq),
+                        ErrorCode::NotInLobby,
+                        "you are not in a lobby",
+                    )
+                    .await;
+                }
+            },
+            other => {
+                let action = match other {
+                    ClientMessage::Move { notation, path, .. } => Action::Move { notation, path },
+                    ClientMessage::OfferDraw { .. } => Action::OfferDraw,
+                    ClientMessage::AcceptDraw { .. } => Action::AcceptDraw,
+                    ClientMessage::DeclineDraw { .. } => Action::DeclineDraw,
+                    ClientMessage::Resign { .. } => Action::Resign,
+                    ClientMessage::NextRound { .. } => Action::NextRound,
+                    ClientMessage::Rematch { .. } => Action::Rematch,
+                    ClientMessage::EndMatch { .. } => Action::EndMatch,
+                    _ => Action::Resync,
+                };
+                match &self.room {
+                    Some(room) => {
+                        let command = RoomCommand::Act {
+                            conn: self.id,
+                            seq,
+                            action,
+                        };
+                        if room.commands.send(command).await.is_err() {
+                            self.room = None;
+                            self.refuse(
+                                socket,
+                                Some(seq),
+                                ErrorCode::NotInLobby,
+                                "the lobby has closed",
+                            )
+                            .await;
+                        }
+                    }
+                    None => {
+                        self.refuse(
+                            socket,
+                            Some(seq),
+                            ErrorCode::NotInLobby,
+                            "you are not in a lobby",
+                        )
+                        .await;
+                    }
+                }
+            }
+        }
+        Flow::Continue
+    }
+
+    async fn join(
+        &mut self,
+        socket: &mut WebSocket,
+        seq: u32,
+        code: String,
+        invite: Option<String>,
+        watch: bool,
+        identity: Identity,
+    ) {
+        if self.room.is_some() {
+            self.refuse(
+                socket,
+                Some(seq),
+                ErrorCode::AlreadyInLobby,
+                "leave your lobby first",
+            )
+            .await;
+            return;
+        }
+        let handle = RoomCode::parse(&code).and_then(|c| self.state.room(&c));
+        let Some(handle) = handle else {
+            self.refuse(
+                socket,
+                Some(seq),
+                ErrorCode::UnknownLobby,
+                "no lobby has that code",
+            )
+            .await;
+            return;
+        };
+        self.enter(socket, handle, seq, invite, watch, identity)
+            .await;
+    }
+
+    async fn enter(
+        &mut self,
+        socket: &mut WebSocket,
+        handle: RoomHandle,
+        seq: u32,
+        invite: Option<String>,
+        watch: bool,
+        identity: Identity,
+    ) {
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let command = RoomCommand::Enter {
+            member: Member {
+                conn: self.id,
+                identity,
+                out: self.out_tx.clone(),
+                kick: self.kick.clone(),
+            },
+            seq,
+            invite,
+            watch,
+            reply: reply_tx,
+        };
+        if handle.commands.send(command).await.is_err() {
+            self.refuse(
+                socket,
+                Some(seq),
+                ErrorCode::UnknownLobby,
+                "the lobby has closed",
+            )
+            .await;
+            return;
+        }
+        match reply_rx.await {
+            Ok(Ok(())) => self.room = Some(handle),
+            Ok(Err(refusal)) => {
+                self.refuse(socket, Some(seq), refusal.code, &refusal.message)
+                    .await;
+            }
+            Err(_) => {
+                self.refuse(
+                    socket,
+                    Some(seq),
+                    ErrorCode::UnknownLobby,
+                    "the lobby has closed",
+                )
+                .await;
+            }
+        }
+    }
+}

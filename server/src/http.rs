@@ -1,0 +1,111 @@
+//! The HTTP front: the WebSocket endpoint (with subprotocol negotiation),
+//! lobby summaries behind invite links, finished games as PDN, health.
+
+use std::sync::Arc;
+
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use jumpgate_protocol::Encoding;
+use tokio::sync::oneshot;
+
+use crate::AppState;
+use crate::code::RoomCode;
+use crate::room::RoomCommand;
+
+/// Frames larger than this close the connection; between the protocol's
+/// 16 KiB limit and this, a message is refused with `message_too_large` and
+/// the connection stays open.
+const MAX_FRAME_BYTES: usize = 64 * 1024;
+
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/ws", get(upgrade))
+        .route("/r/{code}", get(lobby_summary))
+        .route("/r/{code}/games.pdn", get(lobby_games))
+        .route("/healthz", get(|| async { "ok" }))
+        .with_state(state)
+}
+
+/// Picks the first subprotocol the client offers that we speak.
+fn choose_encoding(headers: &HeaderMap) -> Option<Encoding> {
+    headers
+        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .find_map(|p| Encoding::from_subprotocol(p.trim()))
+}
+
+async fn upgrade(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let Some(encoding) = choose_encoding(&headers) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "offer the WebSocket subprotocol jumpgate.v1.msgpack or jumpgate.v1.json\n",
+        )
+            .into_response();
+    };
+    ws.protocols([encoding.subprotocol()])
+        .max_message_size(MAX_FRAME_BYTES)
+        .max_frame_size(MAX_FRAME_BYTES)
+        .write_buffer_size(16 * 1024)
+        .max_write_buffer_size(256 * 1024)
+        .on_upgrade(move |socket| crate::connection::serve(socket, encoding, state))
+}
+
+async fn lobby_summary(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Response {
+    let Some(handle) = RoomCode::parse(&code).and_then(|c| state.room(&c)) else {
+        return not_found();
+    };
+    let (tx, rx) = oneshot::channel();
+    if handle
+        .commands
+        .send(RoomCommand::Summary { reply: tx })
+        .await
+        .is_err()
+    {
+        return not_found();
+    }
+    match rx.await {
+        Ok(summary) => Json(summary).into_response(),
+        Err(_) => not_found(),
+    }
+}
+
+async fn lobby_games(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Response {
+    let Some(handle) = RoomCode::parse(&code).and_then(|c| state.room(&c)) else {
+        return not_found();
+    };
+    let (tx, rx) = oneshot::channel();
+    if handle
+        .commands
+        .send(RoomCommand::Games { reply: tx })
+        .await
+        .is_err()
+    {
+        return not_found();
+    }
+    match rx.await {
+        Ok(games) => (
+            [(header::CONTENT_TYPE, "application/x-pdn; charset=utf-8")],
+            games.join("\n"),
+        )
+            .into_response(),
+        Err(_) => not_found(),
+    }
+}
+
+fn not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(serde_json::json!({"error": "unknown_lobby", "message": "no lobby has that code"})),
+    )
+        .into_response()
+}

@@ -1,0 +1,874 @@
+//! One lobby: its seats, the series, the game in play and its clock. One
+//! task owns each room and is the only writer of its state; connections
+//! talk to it by message, and it fans out every change as a versioned
+//! `state`, encoded once per encoding.
+
+use std::sync::Arc;
+
+use jumpgate_protocol as wire;
+use jumpgate_protocol::{ErrorCode, Phase, ServerMessage};
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::time::{Duration, Instant, sleep_until};
+
+use crate::code::RoomCode;
+use crate::config::Settings;
+use crate::identity::Identity;
+use crate::rules::{Color, Game, Outcome, RuleSet, notation};
+use crate::store::Store;
+use crate::wire_view;
+
+pub type ConnId = u64;
+
+/// A message encoded once in both encodings, shared by every recipient.
+#[derive(Debug)]
+pub struct SharedFrame {
+    pub msgpack: wire::Frame,
+    pub json: wire::Frame,
+}
+
+impl SharedFrame {
+    pub fn new(message: &ServerMessage) -> SharedFrame {
+        SharedFrame {
+            msgpack: wire::codec::encode_server(wire::Encoding::MsgPack, message),
+            json: wire::codec::encode_server(wire::Encoding::Json, message),
+        }
+    }
+
+    pub fn get(&self, encoding: wire::Encoding) -> &wire::Frame {
+        match encoding {
+            wire::Encoding::MsgPack => &self.msgpack,
+            wire::Encoding::Json => &self.json,
+        }
+    }
+}
+
+/// What a room sends to one connection.
+#[derive(Debug)]
+pub enum Outbound {
+    Shared(Arc<SharedFrame>),
+    Direct(Box<ServerMessage>),
+}
+
+/// A connection inside a room.
+#[derive(Debug)]
+pub struct Member {
+    pub conn: ConnId,
+    pub identity: Identity,
+    pub out: mpsc::Sender<Outbound>,
+    /// Woken when the room drops this connection for falling behind.
+    pub kick: Arc<Notify>,
+}
+
+/// Something a member asks the room to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Move {
+        notation: Option<String>,
+        path: Option<Vec<String>>,
+    },
+    OfferDraw,
+    AcceptDraw,
+    DeclineDraw,
+    Resign,
+    NextRound,
+    Rematch,
+    EndMatch,
+    Resync,
+}
+
+/// A refusal sent back to the member who asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Messages to a room task.
+#[derive(Debug)]
+pub enum RoomCommand {
+    /// Join (take or retake a seat) or watch. On success the room sends
+    /// `ack` and a `state` to the member itself.
+    Enter {
+        member: Member,
+        seq: u32,
+        invite: Option<String>,
+        watch: bool,
+        reply: oneshot::Sender<Result<(), Refusal>>,
+    },
+    Act {
+        conn: ConnId,
+        seq: u32,
+        action: Action,
+    },
+    Leave {
+        conn: ConnId,
+        seq: u32,
+    },
+    Disconnect {
+        conn: ConnId,
+    },
+    Summary {
+        reply: oneshot::Sender<serde_json::Value>,
+    },
+    Games {
+        reply: oneshot::Sender<Vec<String>>,
+    },
+}
+
+/// Options fixed when a lobby is created.
+#[derive(Clone, Debug)]
+pub struct LobbyOptions {
+    pub rule_set: RuleSet,
+    pub series_length: u8,
+    pub invite_only: bool,
+}
+
+#[derive(Debug)]
+struct Seat {
+    id: String,
+    name: String,
+    /// The last move this player had applied: its seq and content, so a
+    /// move re-sent after a reconnect is applied once.
+    last_move: Option<(u32, Action)>,
+}
+
+#[derive(Debug, Default)]
+struct Series {
+    round: u32,
+    wins: [u32; 2],
+    draws: u32,
+    result: Option<wire::SeriesResult>,
+}
+
+#[derive(Debug)]
+struct Round {
+    game: Game,
+    dark_seat: usize,
+    deadline: Instant,
+    draw_offer: Option<Color>,
+    notations: Vec<String>,
+    result: Option<wire::GameResult>,
+}
+
+/// The state one room task owns.
+#[derive(Debug)]
+pub struct Room {
+    code: RoomCode,
+    options: LobbyOptions,
+    invite: Option<String>,
+    host: String,
+    settings: Arc<Settings>,
+    store: Arc<dyn Store>,
+    seats: [Option<Seat>; 2],
+    members: Vec<Member>,
+    phase: Phase,
+    series: Series,
+    round: Option<Round>,
+    break_until: Option<Instant>,
+    next_round: [bool; 2],
+    rematch: [bool; 2],
+    version: u64,
+}
+
+impl Room {
+    pub fn new(
+        code: RoomCode,
+        options: LobbyOptions,
+        host: &Identity,
+        settings: Arc<Settings>,
+        store: Arc<dyn Store>,
+    ) -> Room {
+        let invite = options.invite_only.then(|| nanoid::nanoid!(22));
+        Room {
+            code,
+            options,
+            invite,
+            host: host.id.clone(),
+            settings,
+            store,
+            seats: [None, None],
+            members: Vec::new(),
+            phase: Phase::Waiting,
+            series: Series::default(),
+            round: None,
+            break_until: None,
+            next_round: [false; 2],
+            rematch: [false; 2],
+            version: 0,
+        }
+    }
+
+    /// The invite token of an invite-only lobby.
+    pub fn invite(&self) -> Option<&str> {
+        self.invite.as_deref()
+    }
+
+    /// Runs the room until nobody is seated or connected.
+    pub async fn run(mut self, mut commands: mpsc::Receiver<RoomCommand>) {
+        loop {
+            let timer = self.next_timer();
+            tokio::select! {
+                command = commands.recv() => match command {
+                    Some(command) => self.handle(command).await,
+                    None => break,
+                },
+                () = sleep_or_forever(timer) => self.on_timer().await,
+            }
+            if self.members.is_empty() && self.seats.iter().all(Option::is_none) {
+                break;
+            }
+        }
+        let _ = self.store.remove_room(self.code.as_str()).await;
+        tracing::debug!(room = %self.code, "room closed");
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Playing => self
+                .round
+                .as_ref()
+                .filter(|r| r.result.is_none())
+                .map(|r| r.deadline),
+            Phase::Break => self.break_until,
+            _ => None,
+        }
+    }
+
+    async fn on_timer(&mut self) {
+        let now = Instant::now();
+        match self.phase {
+            Phase::Playing => {
+                let lapsed = self
+                    .round
+                    .as_ref()
+                    .is_some_and(|r| r.result.is_none() && r.deadline <= now);
+                if lapsed {
+                    let loser = self.round.as_ref().map(|r| r.game.turn());
+                    if let Some(loser) = loser {
+                        tracing::debug!(room = %self.code, "move clock lapsed");
+                        self.end_round(Some(loser.opposite()), wire::GameEndReason::Timeout)
+                            .await;
+                        self.publish().await;
+                    }
+                }
+            }
+            Phase::Break if self.break_until.is_some_and(|t| t <= now) => {
+                self.start_round();
+                self.publish().await;
+            }
+            _ => {}
+        }
+    }
+
+    async fn handle(&mut self, command: RoomCommand) {
+        match command {
+            RoomCommand::Enter {
+                member,
+                seq,
+                invite,
+                watch,
+                reply,
+            } => {
+                let result = self.enter(&member, invite.as_deref(), watch);
+                match result {
+                    Ok(()) => {
+                        let _ = reply.send(Ok(()));
+                        let out = member.out.clone();
+                        self.members.push(member);
+                        let _ =
+                            out.try_send(Outbound::Direct(Box::new(ServerMessage::Ack { seq })));
+                        if self.phase == Phase::Waiting && self.seats.iter().all(Option::is_some) {
+                            self.start_series();
+                        }
+                        self.publish().await;
+                    }
+                    Err(refusal) => {
+                        let _ = reply.send(Err(refusal));
+                    }
+                }
+            }
+            RoomCommand::Act { conn, seq, action } => {
+                let resync = action == Action::Resync;
+                match self.act(conn, seq, action).await {
+                    Ok(changed) => {
+                        self.send_to(conn, ServerMessage::Ack { seq });
+                        if changed {
+                            self.publish().await;
+                        } else if resync {
+                            let state = ServerMessage::State(self.state());
+                            self.send_to(conn, state);
+                        }
+                    }
+                    Err(refusal) => self.send_to(
+                        conn,
+                        ServerMessage::Error {
+                            seq: Some(seq),
+                            code: refusal.code,
+                            message: refusal.message,
+                        },
+                    ),
+                }
+            }
+            RoomCommand::Leave { conn, seq } => {
+                self.send_to(conn, ServerMessage::Ack { seq });
+                self.send_to(
+                    conn,
+                    ServerMessage::Left {
+                        code: self.code.to_string(),
+                    },
+                );
+                self.leave(conn).await;
+                self.publish().await;
+            }
+            RoomCommand::Disconnect { conn } => {
+                self.members.retain(|m| m.conn != conn);
+                self.publish().await;
+            }
+            RoomCommand::Summary { reply } => {
+                let _ = reply.send(self.summary());
+            }
+            RoomCommand::Games { reply } => {
+                let games = self
+                    .store
+                    .games(self.code.as_str())
+                    .await
+                    .unwrap_or_default();
+                let _ = reply.send(games);
+            }
+        }
+    }
+
+    fn enter(&mut self, member: &Member, invite: Option<&str>, watch: bool) -> Result<(), Refusal> {
+        let id = &member.identity.id;
+        let seated = self.seat_of(id).is_some();
+        if !seated && self.invite.is_some() && invite != self.invite.as_deref() {
+            return Err(Refusal::new(
+                ErrorCode::InviteRequired,
+                "this lobby is invite-only: open the invite link",
+            ));
+        }
+        if watch || seated {
+            return Ok(());
+        }
+        let Some(free) = self.seats.iter().position(Option::is_none) else {
+            return Err(Refusal::new(
+                ErrorCode::LobbyFull,
+                "both seats are taken; you can watch instead",
+            ));
+        };
+        self.seats[free] = Some(Seat {
+            id: id.clone(),
+            name: member.identity.name.clone(),
+            last_move: None,
+        });
+        Ok(())
+    }
+
+    fn seat_of(&self, id: &str) -> Option<usize> {
+        self.seats
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| s.id == id))
+    }
+
+    fn member(&self, conn: ConnId) -> Option<&Member> {
+        self.members.iter().find(|m| m.conn == conn)
+    }
+
+    fn send_to(&mut self, conn: ConnId, message: ServerMessage) {
+        if let Some(m) = self.member(conn)
+            && m.out.try_send(Outbound::Direct(Box::new(message))).is_err()
+        {
+            m.kick.notify_one();
+        }
+    }
+
+    /// Applies an action; `Ok(true)` when the room changed.
+    async fn act(&mut self, conn: ConnId, seq: u32, action: Action) -> Result<bool, Refusal> {
+        let Some(member) = self.member(conn) else {
+            return Err(Refusal::new(
+                ErrorCode::NotInLobby,
+                "you are not in this lobby",
+            ));
+        };
+        if action == Action::Resync {
+            return Ok(false);
+        }
+        let id = member.identity.id.clone();
+        let Some(seat) = self.seat_of(&id) else {
+            return Err(Refusal::new(
+                ErrorCode::SpectatorsCannotAct,
+                "spectators can only watch",
+            ));
+        };
+        match action {
+            Action::Move { .. } => self.play_move(seat, seq, action).await,
+            Action::OfferDraw => {
+                let round = self.round_in_play()?;
+                let color = seat_color(round, seat);
+                if round.game.turn() != color {
+                    return Err(not_your_turn());
+                }
+                if round.draw_offer.is_some() {
+                    return Err(Refusal::new(
+                        ErrorCode::DrawAlreadyOffered,
+                        "a draw offer is already standing",
+                    ));
+                }
+                self.round_mut().draw_offer = Some(color);
+                Ok(true)
+            }
+            Action::AcceptDraw | Action::DeclineDraw => {
+                let round = self.round_in_play()?;
+                let color = seat_color(round, seat);
+                if round.draw_offer != Some(color.opposite()) {
+                    return Err(Refusal::new(
+                        ErrorCode::NoDrawOffer,
+                        "your opponent has not offered a draw",
+                    ));
+                }
+                if action == Action::AcceptDraw {
+                    self.end_round(None, wire::GameEndReason::DrawAgreed).await;
+                } else {
+                    self.round_mut().draw_offer = None;
+                }
+                Ok(true)
+            }
+            Action::Resign => {
+                if !matches!(self.phase, Phase::Playing | Phase::Break) {
+                    return Err(not_now("there is no series to resign"));
+                }
+                self.concede(
+                    seat,
+                    wire::GameEndReason::Resigned,
+                    wire::SeriesEndReason::Resigned,
+                )
+                .await;
+                Ok(true)
+            }
+            Action::NextRound => {
+                if self.phase != Phase::Break {
+                    return Err(not_now("there is no break to end"));
+                }
+                self.next_round[seat] = true;
+                if self.next_round.iter().all(|r| *r) {
+                    self.start_round();
+                }
+                Ok(true)
+            }
+            Action::Rematch => {
+                if !matches!(self.phase, Phase::Finished | Phase::Ended)
+                    || self.seats.iter().any(Option::is_none)
+                {
+                    return Err(not_now(
+                        "a rematch needs a finished series and both players",
+                    ));
+                }
+                self.rematch[seat] = true;
+                if self.rematch.iter().all(|r| *r) {
+                    self.seats.swap(0, 1);
+                    self.start_series();
+                }
+                Ok(true)
+            }
+            Action::EndMatch => {
+                if id != self.host {
+                    return Err(Refusal::new(
+                        ErrorCode::NotHost,
+                        "only the host can end the match",
+                    ));
+                }
+                match self.phase {
+                    Phase::Playing | Phase::Break => {
+                        if self.round.as_ref().is_some_and(|r| r.result.is_none()) {
+                            self.end_round_unscored(wire::GameEndReason::EndedByHost)
+                                .await;
+                        }
+                        self.finish(None, wire::SeriesEndReason::EndedByHost);
+                        self.phase = Phase::Ended;
+                    }
+                    Phase::Finished => self.phase = Phase::Ended,
+                    Phase::Waiting | Phase::Ended => {
+                        return Err(not_now("there is no match to end"));
+                    }
+                }
+                Ok(true)
+            }
+            Action::Resync => Ok(false),
+        }
+    }
+
+    fn round_in_play(&self) -> Result<&Round, Refusal> {
+        match (&self.phase, &self.round) {
+            (Phase::Playing, Some(round)) if round.result.is_none() => Ok(round),
+            _ => Err(Refusal::new(
+                ErrorCode::NoGameInProgress,
+                "no game is in progress",
+            )),
+        }
+    }
+
+    fn round_mut(&mut self) -> &mut Round {
+        self.round.as_mut().expect("checked by round_in_play")
+    }
+
+    async fn play_move(&mut self, seat: usize, seq: u32, action: Action) -> Result<bool, Refusal> {
+        if let Some(Some(s)) = self.seats.get(seat)
+            && s.last_move.as_ref() == Some(&(seq, action.clone()))
+        {
+            // The same move re-sent (e.g. after a reconnect): already applied.
+            return Ok(false);
+        }
+        let round = self.round_in_play()?;
+        let color = seat_color(round, seat);
+        if round.game.turn() != color {
+            return Err(not_your_turn());
+        }
+        let rule_set = self.options.rule_set;
+        let move_clock = self.settings.move_clock;
+        let Action::Move {
+            notation: text,
+            path,
+        } = &action
+        else {
+            unreachable!("play_move is called with moves only");
+        };
+        let round = self.round_mut();
+        let before_legal: Vec<_> = round.game.legal_moves().to_vec();
+        let played = match (text, path) {
+            (Some(text), None) => round.game.play_text(text),
+            (None, Some(path)) => {
+                let squares: Option<Vec<_>> = path
+                    .iter()
+                    .map(|name| notation::parse_board_name(rule_set, name))
+                    .collect();
+                match squares {
+                    Some(squares) => round.game.play_path(&squares),
+                    None => {
+                        return Err(Refusal::new(
+                            ErrorCode::IllegalMove,
+                            "the path names a square that is not a playing square",
+                        ));
+                    }
+                }
+            }
+            _ => {
+                return Err(Refusal::new(
+                    ErrorCode::IllegalMove,
+                    "give exactly one of notation or path",
+                ));
+            }
+        };
+        let m = played.map_err(|e| Refusal::new(ErrorCode::IllegalMove, e.to_string()))?;
+        round
+            .notations
+            .push(notation::move_text(rule_set, &m, &before_legal));
+        // An offer by the opponent is declined by moving; one's own offer
+        // stands through the opponent's turn.
+        if round.draw_offer == Some(color.opposite()) {
+            round.draw_offer = None;
+        }
+        round.deadline = Instant::now() + move_clock;
+        if let Some(Some(s)) = self.seats.get_mut(seat) {
+            s.last_move = Some((seq, action.clone()));
+        }
+        if let Some(outcome) = self.round.as_ref().and_then(|r| r.game.outcome()) {
+            let reason = match outcome {
+                Outcome::Win { reason, .. } => match reason {
+                    crate::rules::WinReason::NoPieces => wire::GameEndReason::NoPieces,
+                    crate::rules::WinReason::NoMoves => wire::GameEndReason::NoMoves,
+                },
+                Outcome::Draw { reason } => match reason {
+                    crate::rules::DrawReason::Repetition => wire::GameEndReason::Repetition,
+                    crate::rules::DrawReason::NoProgress => wire::GameEndReason::MoveLimit,
+                },
+            };
+            self.end_round(outcome.winner(), reason).await;
+        }
+        Ok(true)
+    }
+
+    fn start_series(&mut self) {
+        self.series = Series::default();
+        self.rematch = [false; 2];
+        self.start_round();
+    }
+
+    fn start_round(&mut self) {
+        self.series.round += 1;
+        // Seat 0 opens round one; the opening move alternates.
+        let dark_seat = if self.series.round % 2 == 1 { 0 } else { 1 };
+        self.round = Some(Round {
+            game: Game::new(self.options.rule_set),
+            dark_seat,
+            deadline: Instant::now() + self.settings.move_clock,
+            draw_offer: None,
+            notations: Vec::new(),
+            result: None,
+        });
+        self.phase = Phase::Playing;
+        self.break_until = None;
+        self.next_round = [false; 2];
+    }
+
+    async fn save_game(&mut self) {
+        let Some(round) = &self.round else { return };
+        let name = |seat: usize| self.seats[seat].as_ref().map(|s| s.name.clone());
+        let tags = crate::rules::pdn::PdnTags {
+            event: Some(format!(
+                "Jumpgate {} round {}",
+                self.code, self.series.round
+            )),
+            date: None,
+            dark: name(round.dark_seat),
+            light: name(1 - round.dark_seat),
+            result_override: round.result.as_ref().map(|r| r.winner.map(color_from_wire)),
+        };
+        let pdn = crate::rules::pdn::write(&round.game, &tags);
+        if let Err(e) = self.store.append_game(self.code.as_str(), pdn).await {
+            tracing::warn!(room = %self.code, error = %e, "could not store a finished game");
+        }
+    }
+
+    /// Ends the round in play without scoring it.
+    async fn end_round_unscored(&mut self, reason: wire::GameEndReason) {
+        if let Some(round) = self.round.as_mut() {
+            round.result = Some(wire::GameResult {
+                winner: None,
+                reason,
+            });
+            round.draw_offer = None;
+        }
+        self.save_game().await;
+    }
+
+    /// Ends the round in play, scores it, and moves the series on.
+    async fn end_round(&mut self, winner: Option<Color>, reason: wire::GameEndReason) {
+        let Some(round) = self.round.as_mut() else {
+            return;
+        };
+        round.result = Some(wire::GameResult {
+            winner: winner.map(wire_view::color),
+            reason,
+        });
+        round.draw_offer = None;
+        let dark_seat = round.dark_seat;
+        self.save_game().await;
+        match winner {
+            Some(Color::Dark) => self.series.wins[dark_seat] += 1,
+            Some(Color::Light) => self.series.wins[1 - dark_seat] += 1,
+            None => self.series.draws += 1,
+        }
+        let length = u32::from(self.options.series_length);
+        let majority = length / 2 + 1;
+        if let Some(seat) = self.series.wins.iter().position(|w| *w >= majority) {
+            self.finish(Some(seat), wire::SeriesEndReason::Majority);
+        } else if self.series.round >= 2 * length {
+            let [a, b] = self.series.wins;
+            let leader = match a.cmp(&b) {
+                std::cmp::Ordering::Greater => Some(0),
+                std::cmp::Ordering::Less => Some(1),
+                std::cmp::Ordering::Equal => None,
+            };
+            self.finish(leader, wire::SeriesEndReason::RoundLimit);
+        } else {
+            self.phase = Phase::Break;
+            self.break_until = Some(Instant::now() + self.settings.break_time);
+            self.next_round = [false; 2];
+        }
+    }
+
+    fn finish(&mut self, winner: Option<usize>, reason: wire::SeriesEndReason) {
+        self.series.result = Some(wire::SeriesResult {
+            winner: winner.map(|s| s as u8),
+            reason,
+        });
+        self.phase = Phase::Finished;
+        self.break_until = None;
+        self.rematch = [false; 2];
+    }
+
+    /// `seat` gives up the series (resignation or leaving).
+    async fn concede(
+        &mut self,
+        seat: usize,
+        game_reason: wire::GameEndReason,
+        series_reason: wire::SeriesEndReason,
+    ) {
+        if let Some(round) = self.round.as_mut().filter(|r| r.result.is_none()) {
+            let loser = seat_color(round, seat);
+            round.result = Some(wire::GameResult {
+                winner: Some(wire_view::color(loser.opposite())),
+                reason: game_reason,
+            });
+            round.draw_offer = None;
+            self.save_game().await;
+        }
+        self.finish(Some(1 - seat), series_reason);
+    }
+
+    async fn leave(&mut self, conn: ConnId) {
+        let Some(index) = self.members.iter().position(|m| m.conn == conn) else {
+            return;
+        };
+        let member = self.members.remove(index);
+        let id = member.identity.id;
+        let Some(seat) = self.seat_of(&id) else {
+            return;
+        };
+        if matches!(self.phase, Phase::Playing | Phase::Break) {
+            self.concede(seat, wire::GameEndReason::Left, wire::SeriesEndReason::Left)
+                .await;
+        }
+        // Other connections of the same player leave the seat too.
+        self.seats[seat] = None;
+        self.members.retain(|m| m.identity.id != id);
+        if matches!(self.phase, Phase::Finished | Phase::Ended) {
+            self.phase = Phase::Waiting;
+            self.round = None;
+        }
+        if self.host == id
+            && let Some(other) = self.seats.iter().flatten().next()
+        {
+            self.host = other.id.clone();
+        }
+    }
+
+    fn summary(&self) -> serde_json::Value {
+        serde_json::json!({
+            "code": self.code.as_str(),
+            "rule_set": self.options.rule_set.name(),
+            "series_length": self.options.series_length,
+            "invite_only": self.invite.is_some(),
+            "players": self.seats.iter().map(|s| s.as_ref().map(|s| s.name.clone())).collect::<Vec<_>>(),
+            "spectators": self.spectator_count(),
+            "phase": self.phase.as_str(),
+        })
+    }
+
+    fn spectator_count(&self) -> u32 {
+        self.members
+            .iter()
+            .filter(|m| self.seat_of(&m.identity.id).is_none())
+            .count() as u32
+    }
+
+    /// The full public snapshot.
+    pub fn state(&self) -> wire::RoomState {
+        let players = self
+            .seats
+            .iter()
+            .map(|seat| {
+                seat.as_ref().map(|s| wire::PlayerView {
+                    id: s.id.clone(),
+                    name: s.name.clone(),
+                    connected: self.members.iter().any(|m| m.identity.id == s.id),
+                })
+            })
+            .collect();
+        wire::RoomState {
+            version: self.version,
+            code: self.code.to_string(),
+            rule_set: wire_view::rule_set(self.options.rule_set),
+            series_length: self.options.series_length,
+            invite_only: self.invite.is_some(),
+            invite: self.invite.clone(),
+            host: self.host.clone(),
+            players,
+            spectators: self.spectator_count(),
+            phase: self.phase,
+            series: wire::SeriesView {
+                round: self.series.round,
+                max_rounds: 2 * u32::from(self.options.series_length),
+                wins: self.series.wins.to_vec(),
+                draws: self.series.draws,
+                result: self.series.result,
+            },
+            game: self.round.as_ref().map(|r| {
+                wire_view::game_view(
+                    &r.game,
+                    r.dark_seat as u8,
+                    &r.notations,
+                    r.deadline,
+                    r.draw_offer,
+                    r.result,
+                )
+            }),
+            break_ends_at: self.break_until.map(wire_view::unix_ms),
+            next_round: self.next_round.to_vec(),
+            rematch: self.rematch.to_vec(),
+        }
+    }
+
+    /// Bumps the version, persists the snapshot and sends it to everyone.
+    async fn publish(&mut self) {
+        self.version += 1;
+        let state = self.state();
+        if let Ok(json) = serde_json::to_string(&state)
+            && let Err(e) = self.store.save_room(self.code.as_str(), &json).await
+        {
+            tracing::warn!(room = %self.code, error = %e, "could not store the room");
+        }
+        let frame = Arc::new(SharedFrame::new(&ServerMessage::State(state)));
+        self.members
+            .retain(|m| match m.out.try_send(Outbound::Shared(frame.clone())) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::info!(conn = m.conn, "dropping a slow consumer");
+                    m.kick.notify_one();
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            });
+    }
+}
+
+fn seat_color(round: &Round, seat: usize) -> Color {
+    if seat == round.dark_seat {
+        Color::Dark
+    } else {
+        Color::Light
+    }
+}
+
+fn color_from_wire(color: wire::Color) -> Color {
+    match color {
+        wire::Color::Dark => Color::Dark,
+        wire::Color::Light => Color::Light,
+    }
+}
+
+fn not_your_turn() -> Refusal {
+    Refusal::new(ErrorCode::NotYourTurn, "it is not your turn")
+}
+
+fn not_now(message: &str) -> Refusal {
+    Refusal::new(ErrorCode::NotNow, message)
+}
+
+async fn sleep_or_forever(deadline: Option<Instant>) {
+    match deadline {
+        Some(t) => sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Handle to a running room.
+#[derive(Clone, Debug)]
+pub struct RoomHandle {
+    pub code: RoomCode,
+    pub commands: mpsc::Sender<RoomCommand>,
+}
+
+/// Remaining time before `deadline`, for the wire.
+pub fn remaining(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now())
+}

@@ -1,0 +1,441 @@
+//! The lobby over real WebSockets, in both encodings: series, clocks, draw
+//! offers, resign, rematch, invites, spectators, reconnect.
+
+use std::time::Duration;
+
+use jumpgate_e2e::{Player, TestServer, seated_pair};
+use jumpgate_protocol::{
+    ClientMessage, Encoding, ErrorCode, GameEndReason, Phase, RuleSet, SeriesEndReason,
+};
+
+#[tokio::test]
+async fn best_of_three_with_draw_timeout_resign_and_rematch() {
+    for encoding in Encoding::ALL {
+        let server = TestServer::start(|s| {
+            s.move_clock = Duration::from_millis(1500);
+            s.break_time = Duration::from_secs(30);
+        })
+        .await;
+        let (mut host, mut guest, _code) =
+            seated_pair(&server, encoding, RuleSet::American, 3).await;
+        let state = host.state.clone().unwrap();
+        assert_eq!(
+            state.players[0].as_ref().unwrap().id,
+            host.id,
+            "host sits in seat 0"
+        );
+        assert_eq!(
+            state.game.as_ref().unwrap().dark_seat,
+            0,
+            "host opens round one"
+        );
+        assert!(state.game.as_ref().unwrap().deadline > 0);
+
+        // Round 1: the host offers a draw on their turn, moves, and the
+        // guest accepts.
+        let seq = host.send(|seq| ClientMessage::OfferDraw { seq }).await;
+        host.expect_ack(seq).await;
+        host.play_first_legal().await;
+        guest
+            .state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == 1))
+            .await;
+        assert_eq!(
+            guest
+                .state
+                .as_ref()
+                .unwrap()
+                .game
+                .as_ref()
+                .unwrap()
+                .draw_offer,
+            Some(jumpgate_protocol::Color::Dark)
+        );
+        let seq = guest.send(|seq| ClientMessage::AcceptDraw { seq }).await;
+        guest.expect_ack(seq).await;
+        let state = host.phase(Phase::Break).await;
+        assert_eq!(state.series.draws, 1);
+        assert_eq!(
+            state.game.as_ref().unwrap().result.unwrap().reason,
+            GameEndReason::DrawAgreed
+        );
+
+        // Both ask for the next round, which skips the 30 s break.
+        for p in [&mut host, &mut guest] {
+            let seq = p.send(|seq| ClientMessage::NextRound { seq }).await;
+            p.expect_ack(seq).await;
+        }
+        let state = guest
+            .state_until(|s| s.phase == Phase::Playing && s.series.round == 2)
+            .await;
+        assert_eq!(
+            state.game.as_ref().unwrap().dark_seat,
+            1,
+            "the opener alternates"
+        );
+
+        // Round 2: the guest, to move, lets the clock lapse.
+        let state = host
+            .state_until(|s| s.series.round == 2 && s.phase == Phase::Break)
+            .await;
+        assert_eq!(
+            state.game.as_ref().unwrap().result.unwrap().reason,
+            GameEndReason::Timeout
+        );
+        assert_eq!(state.series.wins, vec![1, 0]);
+
+        for p in [&mut host, &mut guest] {
+            let seq = p.send(|seq| ClientMessage::NextRound { seq }).await;
+            p.expect_ack(seq).await;
+        }
+        host.state_until(|s| s.phase == Phase::Playing && s.series.round == 3)
+            .await;
+
+        // Round 3: the guest resigns, conceding the series.
+        let seq = guest.send(|seq| ClientMessage::Resign { seq }).await;
+        guest.expect_ack(seq).await;
+        let state = host.phase(Phase::Finished).await;
+        let result = state.series.result.unwrap();
+        assert_eq!(result.winner, Some(0));
+        assert_eq!(result.reason, SeriesEndReason::Resigned);
+
+        // Rematch: once both accept, the seats swap.
+        let seq = host.send(|seq| ClientMessage::Rematch { seq }).await;
+        host.expect_ack(seq).await;
+        let seq = guest.send(|seq| ClientMessage::Rematch { seq }).await;
+        guest.expect_ack(seq).await;
+        let state = host
+            .state_until(|s| s.phase == Phase::Playing && s.series.round == 1)
+            .await;
+        assert_eq!(state.players[0].as_ref().unwrap().id, guest.id);
+        assert_eq!(state.players[1].as_ref().unwrap().id, host.id);
+        assert_eq!(state.series.wins, vec![0, 0]);
+        assert_eq!(state.host, host.id, "the host stays host");
+    }
+}
+
+#[tokio::test]
+async fn a_single_round_lost_on_time_ends_the_series() {
+    let server = TestServer::start(|s| s.move_clock = Duration::from_millis(300)).await;
+    let (mut host, _guest, _) = seated_pair(&server, Encoding::Json, RuleSet::Russian, 1).await;
+    let state = host.phase(Phase::Finished).await;
+    let game = state.game.unwrap();
+    assert_eq!(game.result.unwrap().reason, GameEndReason::Timeout);
+    assert_eq!(
+        game.result.unwrap().winner,
+        Some(jumpgate_protocol::Color::Light)
+    );
+    assert_eq!(state.series.result.unwrap().winner, Some(1));
+}
+
+#[tokio::test]
+async fn join_by_code_and_link_and_invite_only_lobbies() {
+    for encoding in Encoding::ALL {
+        let server = TestServer::start(|_| {}).await;
+        let mut host = Player::connect(&server, encoding).await;
+        let seq = host
+            .send(|seq| ClientMessage::CreateLobby {
+                seq,
+                rule_set: RuleSet::Italian,
+                series_length: 1,
+                invite_only: true,
+            })
+            .await;
+        host.expect_ack(seq).await;
+        let state = host.state_until(|_| true).await;
+        let invite = state.invite.clone().expect("members see the invite");
+        assert_eq!(state.code.len(), 8);
+
+        // The public summary behind the invite link.
+        let summary = http_get(&server, &format!("/r/{}", state.code)).await;
+        assert!(summary.contains("\"rule_set\":\"italian\""), "{summary}");
+        assert!(
+            !summary.contains(&invite),
+            "the summary never shows the invite"
+        );
+
+        // The code alone admits no one, to play or to watch.
+        let mut stranger = Player::connect(&server, encoding).await;
+        let code = state.code.clone();
+        let seq = stranger
+            .send(|seq| ClientMessage::JoinLobby {
+                seq,
+                code,
+                invite: None,
+            })
+            .await;
+        assert_eq!(
+            stranger.expect_error(Some(seq)).await,
+            ErrorCode::InviteRequired
+        );
+        let code = state.code.clone();
+        let seq = stranger
+            .send(|seq| ClientMessage::Watch {
+                seq,
+                code,
+                invite: Some("wrong".into()),
+            })
+            .await;
+        assert_eq!(
+            stranger.expect_error(Some(seq)).await,
+            ErrorCode::InviteRequired
+        );
+
+        // With the invite from the link, the seat is theirs.
+        let code = state.code.clone();
+        let inv = invite.clone();
+        let seq = stranger
+            .send(|seq| ClientMessage::JoinLobby {
+                seq,
+                code,
+                invite: Some(inv),
+            })
+            .await;
+        stranger.expect_ack(seq).await;
+        let s = stranger.phase(Phase::Playing).await;
+        assert_eq!(s.rule_set, RuleSet::Italian);
+
+        // A third player finds the lobby full.
+        let mut third = Player::connect(&server, encoding).await;
+        let code = state.code.clone();
+        let seq = third
+            .send(|seq| ClientMessage::JoinLobby {
+                seq,
+                code,
+                invite: Some(invite.clone()),
+            })
+            .await;
+        assert_eq!(third.expect_error(Some(seq)).await, ErrorCode::LobbyFull);
+        let seq = third
+            .send(|seq| ClientMessage::JoinLobby {
+                seq,
+                code: "ZZZZZZZZ".into(),
+                invite: None,
+            })
+            .await;
+        assert_eq!(third.expect_error(Some(seq)).await, ErrorCode::UnknownLobby);
+    }
+}
+
+#[tokio::test]
+async fn spectators_see_every_move_and_cannot_act() {
+    for encoding in Encoding::ALL {
+        let server = TestServer::start(|_| {}).await;
+        let (mut host, mut guest, code) =
+            seated_pair(&server, encoding, RuleSet::American, 1).await;
+        let mut watcher = Player::connect(&server, encoding).await;
+        let c = code.clone();
+        let seq = watcher
+            .send(|seq| ClientMessage::Watch {
+                seq,
+                code: c,
+                invite: None,
+            })
+            .await;
+        watcher.expect_ack(seq).await;
+        let s = watcher.state_until(|s| s.spectators == 1).await;
+        assert!(s.game.is_some());
+
+        let mut played = Vec::new();
+        for ply in 0..6 {
+            let mover = if ply % 2 == 0 { &mut host } else { &mut guest };
+            mover
+                .state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == ply))
+                .await;
+            played.push(mover.play_first_legal().await);
+            let seen = watcher
+                .state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == ply + 1))
+                .await;
+            assert_eq!(
+                seen.game.unwrap().moves,
+                played,
+                "the spectator sees every move"
+            );
+        }
+
+        let refusals = [
+            ClientMessage::Move {
+                seq: 0,
+                notation: Some("11-15".into()),
+                path: None,
+            },
+            ClientMessage::OfferDraw { seq: 0 },
+            ClientMessage::Resign { seq: 0 },
+            ClientMessage::Rematch { seq: 0 },
+            ClientMessage::EndMatch { seq: 0 },
+            ClientMessage::NextRound { seq: 0 },
+        ];
+        for message in refusals {
+            let seq = watcher.seq();
+            let message = with_seq(message, seq);
+            watcher.client.send(&message).await.unwrap();
+            assert_eq!(
+                watcher.expect_error(Some(seq)).await,
+                ErrorCode::SpectatorsCannotAct,
+                "{message:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn reconnect_mid_game_resumes_and_a_resent_move_applies_once() {
+    for encoding in Encoding::ALL {
+        let server = TestServer::start(|_| {}).await;
+        let (mut host, guest, code) = seated_pair(&server, encoding, RuleSet::Brazilian, 1).await;
+        let guest_token = guest.token.clone();
+        let guest_id = guest.id.clone();
+        host.play_first_legal().await;
+        drop(guest);
+        let s = host
+            .state_until(|s| s.players[1].as_ref().is_some_and(|p| !p.connected))
+            .await;
+        assert_eq!(s.phase, Phase::Playing, "the seat is kept");
+
+        let mut back = Player::connect_with(&server, encoding, Some(guest_token)).await;
+        assert_eq!(back.id, guest_id, "the token restores the identity");
+        let c = code.clone();
+        let seq = back
+            .send(|seq| ClientMessage::JoinLobby {
+                seq,
+                code: c,
+                invite: None,
+            })
+            .await;
+        back.expect_ack(seq).await;
+        let s = back.state_until(|s| s.game.is_some()).await;
+        assert_eq!(
+            s.game.as_ref().unwrap().ply,
+            1,
+            "a full snapshot of the game"
+        );
+        assert!(back.my_turn());
+
+        // The same move sent twice with one seq is applied once.
+        let notation = s.game.unwrap().legal_moves[0].notation.clone();
+        let seq = back.seq();
+        let m = ClientMessage::Move {
+            seq,
+            notation: Some(notation),
+            path: None,
+        };
+        back.client.send(&m).await.unwrap();
+        back.expect_ack(seq).await;
+        back.client.send(&m).await.unwrap();
+        back.expect_ack(seq).await;
+        let s = host
+            .state_until(|s| s.game.as_ref().is_some_and(|g| g.ply >= 2))
+            .await;
+        assert_eq!(s.game.unwrap().ply, 2);
+        let resync = back
+            .send(|seq| ClientMessage::Resync { seq, since: 0 })
+            .await;
+        back.expect_ack(resync).await;
+        let s = back.state_until(|_| true).await;
+        assert_eq!(s.game.unwrap().ply, 2);
+    }
+}
+
+#[tokio::test]
+async fn moves_by_path_and_turn_and_draw_offer_rules() {
+    let server = TestServer::start(|_| {}).await;
+    let (mut host, mut guest, _) =
+        seated_pair(&server, Encoding::MsgPack, RuleSet::Russian, 1).await;
+    // Out of turn.
+    let seq = guest
+        .send(|seq| ClientMessage::Move {
+            seq,
+            notation: Some("f6-e5".into()),
+            path: None,
+        })
+        .await;
+    assert_eq!(guest.expect_error(Some(seq)).await, ErrorCode::NotYourTurn);
+    let seq = guest.send(|seq| ClientMessage::OfferDraw { seq }).await;
+    assert_eq!(guest.expect_error(Some(seq)).await, ErrorCode::NotYourTurn);
+    let seq = guest.send(|seq| ClientMessage::AcceptDraw { seq }).await;
+    assert_eq!(guest.expect_error(Some(seq)).await, ErrorCode::NoDrawOffer);
+    // Illegal and by path.
+    let seq = host
+        .send(|seq| ClientMessage::Move {
+            seq,
+            notation: Some("c3-c4".into()),
+            path: None,
+        })
+        .await;
+    assert_eq!(host.expect_error(Some(seq)).await, ErrorCode::IllegalMove);
+    let seq = host
+        .send(|seq| ClientMessage::Move {
+            seq,
+            notation: None,
+            path: Some(vec!["c3".into(), "d4".into()]),
+        })
+        .await;
+    host.expect_ack(seq).await;
+    // An offer made on one's turn is declined by the opponent moving.
+    guest
+        .state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == 1))
+        .await;
+    let seq = guest.send(|seq| ClientMessage::OfferDraw { seq }).await;
+    guest.expect_ack(seq).await;
+    let seq = guest.send(|seq| ClientMessage::OfferDraw { seq }).await;
+    assert_eq!(
+        guest.expect_error(Some(seq)).await,
+        ErrorCode::DrawAlreadyOffered
+    );
+    guest.play_first_legal().await;
+    host.state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == 2))
+        .await;
+    host.play_first_legal().await;
+    let s = guest
+        .state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == 3))
+        .await;
+    assert_eq!(s.game.unwrap().draw_offer, None, "declined by moving");
+    // Only the host ends the match.
+    let seq = guest.send(|seq| ClientMessage::EndMatch { seq }).await;
+    assert_eq!(guest.expect_error(Some(seq)).await, ErrorCode::NotHost);
+    let seq = host.send(|seq| ClientMessage::EndMatch { seq }).await;
+    host.expect_ack(seq).await;
+    let s = guest.phase(Phase::Ended).await;
+    assert_eq!(
+        s.series.result.unwrap().reason,
+        SeriesEndReason::EndedByHost
+    );
+    assert_eq!(s.series.result.unwrap().winner, None);
+    // The finished game is on record as PDN.
+    let pdn = http_get(&server, &format!("/r/{}/games.pdn", s.code)).await;
+    assert!(pdn.contains("[GameType \"25,W,8,8,A0,0\"]"), "{pdn}");
+    assert!(pdn.contains("c3-d4"), "{pdn}");
+}
+
+#[tokio::test]
+async fn leaving_mid_series_concedes_it() {
+    let server = TestServer::start(|_| {}).await;
+    let (mut host, mut guest, _) = seated_pair(&server, Encoding::Json, RuleSet::Thai, 3).await;
+    let seq = guest.send(|seq| ClientMessage::Leave { seq }).await;
+    guest.expect_ack(seq).await;
+    let s = host.state_until(|s| s.series.result.is_some()).await;
+    let result = s.series.result.unwrap();
+    assert_eq!(result.winner, Some(0));
+    assert_eq!(result.reason, SeriesEndReason::Left);
+    assert!(s.players[1].is_none());
+}
+
+fn with_seq(message: ClientMessage, seq: u32) -> ClientMessage {
+    let json = serde_json_value(&message, seq);
+    serde_json::from_value(json).unwrap()
+}
+
+fn serde_json_value(message: &ClientMessage, seq: u32) -> serde_json::Value {
+    let mut v = serde_json::to_value(message).unwrap();
+    v["seq"] = seq.into();
+    v
+}
+
+async fn http_get(server: &TestServer, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    response
+}
