@@ -100,6 +100,17 @@ pub async fn serve(mut socket: WebSocket, encoding: Encoding, state: Arc<AppStat
                 reason: reason.into(),
             })))
             .await;
+        // Read (and drop) what the client still has in flight until it
+        // answers the close, so the kernel does not reset the connection
+        // and swallow our close frame.
+        let drain = async {
+            while let Some(Ok(message)) = socket.recv().await {
+                if matches!(message, Message::Close(_)) {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
     }
 }
 

@@ -103,7 +103,20 @@ fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
             "no Redis configured: lobbies live in memory and will not survive a restart"
         );
         let shutdown = async {
-            let _ = tokio::signal::ctrl_c().await;
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            let sigterm = async {
+                match term.as_mut() {
+                    Some(term) => {
+                        term.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                () = sigterm => {}
+            }
             tracing::info!("shutting down");
         };
         jumpgate_server::run(listener, settings, shutdown)

@@ -149,15 +149,13 @@ impl CaptureSearch {
                 // victim. Where the capture can go on from some of them, the
                 // king must land on one of those.
                 let mut must_continue = false;
-                if std::env::var_os("NOMC").is_none() {
-                    let mut l = dir.shift(victim_bb) & self.empty;
-                    while let Some(landing) = l.first() {
-                        if self.can_capture::<R>(landing, true, after) {
-                            must_continue = true;
-                            break;
-                        }
-                        l = dir.shift(l) & self.empty;
+                let mut l = dir.shift(victim_bb) & self.empty;
+                while let Some(landing) = l.first() {
+                    if self.can_capture::<R>(landing, true, after) {
+                        must_continue = true;
+                        break;
                     }
+                    l = dir.shift(l) & self.empty;
                 }
                 let mut l = dir.shift(victim_bb) & self.empty;
                 while let Some(landing) = l.first() {
