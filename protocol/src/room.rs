@@ -26,6 +26,11 @@ pub struct RoomState {
     /// showing it to them gives nothing away.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invite: Option<String>,
+    /// The link to share: `{public_url}/r/{CODE}`, with `?invite=…` for an
+    /// invite-only lobby. Always sent by this server; optional on the wire so
+    /// that older states still decode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invite_link: Option<String>,
     /// The identity id of the host, who may end the match.
     pub host: String,
     /// Who sits in each seat; `None` for an empty seat.

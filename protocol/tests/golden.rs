@@ -150,6 +150,7 @@ fn state_playing() -> RoomState {
         series_length: 3,
         invite_only: false,
         invite: None,
+        invite_link: Some("https://jumpgate.example/r/K7M2QX9P".into()),
         host: "u_7f3a".into(),
         players: vec![
             player("u_7f3a", "Guest 7F3A", true),
@@ -203,6 +204,7 @@ fn state_waiting() -> RoomState {
         series_length: 3,
         invite_only: true,
         invite: Some("inv_8dJ3".into()),
+        invite_link: Some("https://jumpgate.example/r/K7M2QX9P?invite=inv_8dJ3".into()),
         host: "u_7f3a".into(),
         players: vec![player("u_7f3a", "Guest 7F3A", true), None],
         spectators: 0,
@@ -243,6 +245,7 @@ fn state_finished() -> RoomState {
         series_length: 1,
         invite_only: false,
         invite: None,
+        invite_link: Some("https://jumpgate.example/r/K7M2QX9P".into()),
         host: "u_91c2".into(),
         players: vec![
             player("u_7f3a", "Guest 7F3A", false),
@@ -306,6 +309,7 @@ fn state_break() -> RoomState {
         series_length: 5,
         invite_only: false,
         invite: None,
+        invite_link: Some("https://jumpgate.example/r/K7M2QX9P".into()),
         host: "u_7f3a".into(),
         players: vec![
             player("u_7f3a", "Guest 7F3A", true),

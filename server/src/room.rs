@@ -742,6 +742,15 @@ impl Room {
         }
     }
 
+    /// The link players share: the lobby page, with the invite when needed.
+    fn invite_link(&self) -> String {
+        let base = format!("{}/r/{}", self.settings.public_url, self.code);
+        match &self.invite {
+            Some(invite) => format!("{base}?invite={invite}"),
+            None => base,
+        }
+    }
+
     fn summary(&self) -> serde_json::Value {
         serde_json::json!({
             "code": self.code.as_str(),
@@ -781,6 +790,7 @@ impl Room {
             series_length: self.options.series_length,
             invite_only: self.invite.is_some(),
             invite: self.invite.clone(),
+            invite_link: Some(self.invite_link()),
             host: self.host.clone(),
             players,
             spectators: self.spectator_count(),

@@ -145,8 +145,15 @@ async fn join_by_code_and_link_and_invite_only_lobbies() {
         let invite = state.invite.clone().expect("members see the invite");
         assert_eq!(state.code.len(), 8);
 
+        // The invite link carries the code and the invite.
+        let link = state.invite_link.clone().expect("an invite link");
+        assert_eq!(
+            link,
+            format!("http://{}/r/{}?invite={invite}", server.addr, state.code)
+        );
         // The public summary behind the invite link.
-        let summary = http_get(&server, &format!("/r/{}", state.code)).await;
+        let path = link.split_once(&server.addr.to_string()).unwrap().1.to_owned();
+        let summary = http_get(&server, &path).await;
         assert!(summary.contains("\"rule_set\":\"italian\""), "{summary}");
         assert!(
             !summary.contains(&invite),
