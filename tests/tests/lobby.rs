@@ -152,7 +152,11 @@ async fn join_by_code_and_link_and_invite_only_lobbies() {
             format!("http://{}/r/{}?invite={invite}", server.addr, state.code)
         );
         // The public summary behind the invite link.
-        let path = link.split_once(&server.addr.to_string()).unwrap().1.to_owned();
+        let path = link
+            .split_once(&server.addr.to_string())
+            .unwrap()
+            .1
+            .to_owned();
         let summary = http_get(&server, &path).await;
         assert!(summary.contains("\"rule_set\":\"italian\""), "{summary}");
         assert!(
