@@ -23,6 +23,19 @@ pub struct ServeConfig {
     /// tokens stop working when the server restarts.
     #[arg(long, env = "JUMPGATE_TOKEN_SECRET", hide_env_values = true)]
     pub token_secret: Option<String>,
+    /// Redis URL (e.g. redis://127.0.0.1:6379/0). Without it lobbies live
+    /// in memory only and are lost on restart.
+    #[arg(long, env = "JUMPGATE_REDIS_URL")]
+    pub redis_url: Option<String>,
+    /// Time limit for one Redis command, in milliseconds.
+    #[arg(long, env = "JUMPGATE_REDIS_TIMEOUT_MS", default_value_t = 2_000)]
+    pub redis_timeout_ms: u64,
+    /// Least time the side to move gets when a game resumes after a restart.
+    #[arg(long, env = "JUMPGATE_RESUME_GRACE_MS", default_value_t = 15_000)]
+    pub resume_grace_ms: u64,
+    /// How long a finished or closed lobby is kept in Redis, in seconds.
+    #[arg(long, env = "JUMPGATE_FINISHED_TTL_SECS", default_value_t = 86_400)]
+    pub finished_ttl_secs: u64,
     /// Log as JSON lines instead of text.
     #[arg(long, env = "JUMPGATE_LOG_JSON")]
     pub log_json: bool,
@@ -42,6 +55,13 @@ pub struct Settings {
     /// Outbound messages queued for one connection before it is dropped as
     /// too slow.
     pub outbound_queue: usize,
+    /// Redis URL; `None` keeps everything in memory.
+    pub redis_url: Option<String>,
+    pub redis_timeout: Duration,
+    /// Least time the side to move gets when a game resumes.
+    pub resume_grace: Duration,
+    /// How long a finished or closed lobby stays in the store.
+    pub finished_ttl: Duration,
 }
 
 impl Settings {
@@ -55,6 +75,10 @@ impl Settings {
             rate_per_second: 40,
             flood_per_second: 120,
             outbound_queue: 256,
+            redis_url: None,
+            redis_timeout: Duration::from_secs(2),
+            resume_grace: Duration::from_secs(15),
+            finished_ttl: Duration::from_secs(86_400),
         }
     }
 
@@ -65,6 +89,10 @@ impl Settings {
         }
         settings.move_clock = Duration::from_millis(config.move_clock_ms.max(1));
         settings.break_time = Duration::from_millis(config.break_ms);
+        settings.redis_url = config.redis_url.clone();
+        settings.redis_timeout = Duration::from_millis(config.redis_timeout_ms.max(1));
+        settings.resume_grace = Duration::from_millis(config.resume_grace_ms);
+        settings.finished_ttl = Duration::from_secs(config.finished_ttl_secs.max(1));
         match &config.token_secret {
             Some(secret) => settings.token_secret = secret.clone().into_bytes(),
             None => tracing::warn!(

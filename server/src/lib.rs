@@ -24,7 +24,7 @@ use crate::code::RoomCode;
 use crate::config::Settings;
 use crate::identity::{Identities, Identity};
 use crate::room::{LobbyOptions, Room, RoomHandle};
-use crate::store::{MemoryStore, Store};
+use crate::store::{MemoryStore, RedisStore, Store, StoredRoom};
 
 /// What every connection shares: settings, identities, the room registry.
 #[derive(Debug)]
@@ -58,47 +58,105 @@ impl AppState {
             .cloned()
     }
 
+    /// Starts the task of a room resumed from the store.
+    pub fn resume_room(self: &Arc<Self>, stored: StoredRoom) -> Result<RoomCode, String> {
+        let code = stored.code.clone();
+        let room = Room::resume(stored, self.settings.clone(), self.store.clone())
+            .map_err(|e| format!("room {code}: {e}"))?;
+        let code = room.code().clone();
+        self.spawn(room);
+        Ok(code)
+    }
+
+    fn spawn(self: &Arc<Self>, room: Room) -> RoomHandle {
+        let code = room.code().clone();
+        let (tx, rx) = mpsc::channel(256);
+        let handle = RoomHandle {
+            code: code.clone(),
+            commands: tx,
+        };
+        self.rooms
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(code.clone(), handle.clone());
+        let span = tracing::info_span!("room", code = %code);
+        tokio::spawn(tracing::Instrument::instrument(room.run(rx), span));
+        handle
+    }
+
     /// Starts a room task with a fresh code; returns its handle and invite.
     pub fn create_room(
         self: &Arc<Self>,
         options: LobbyOptions,
         host: &Identity,
     ) -> (RoomHandle, Option<String>) {
-        let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
-        rooms.retain(|_, h| !h.commands.is_closed());
-        let code = loop {
-            let code = RoomCode::generate();
-            if !rooms.contains_key(&code) {
-                break code;
+        let code = {
+            let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
+            rooms.retain(|_, h| !h.commands.is_closed());
+            loop {
+                let code = RoomCode::generate();
+                if !rooms.contains_key(&code) {
+                    break code;
+                }
             }
         };
         let room = Room::new(
-            code.clone(),
+            code,
             options,
             host,
             self.settings.clone(),
             self.store.clone(),
         );
         let invite = room.invite().map(str::to_owned);
-        let (tx, rx) = mpsc::channel(256);
-        let handle = RoomHandle {
-            code: code.clone(),
-            commands: tx,
-        };
-        rooms.insert(code.clone(), handle.clone());
-        let span = tracing::info_span!("room", code = %code);
-        tokio::spawn(tracing::Instrument::instrument(room.run(rx), span));
-        (handle, invite)
+        (self.spawn(room), invite)
     }
 }
 
-/// Serves until `shutdown` resolves, then tells clients and closes.
+/// The store the settings ask for: Redis when a URL is set, else memory.
+pub fn open_store(settings: &Settings) -> std::io::Result<Arc<dyn Store>> {
+    match &settings.redis_url {
+        Some(url) => {
+            let store = RedisStore::open(url, settings.redis_timeout)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            Ok(Arc::new(store))
+        }
+        None => Ok(Arc::new(MemoryStore::default())),
+    }
+}
+
+/// Resumes every open lobby in the store. Returns how many resumed.
+pub async fn resume_rooms(state: &Arc<AppState>) -> std::io::Result<usize> {
+    let stored = state
+        .store
+        .load_open()
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let mut resumed = 0;
+    for room in stored {
+        match state.resume_room(room) {
+            Ok(code) => {
+                tracing::info!(room = %code, "resumed");
+                resumed += 1;
+            }
+            Err(e) => tracing::error!(error = %e, "could not resume a lobby"),
+        }
+    }
+    Ok(resumed)
+}
+
+/// Serves until `shutdown` resolves, then tells clients and closes. With a
+/// Redis URL in the settings, first resumes every open lobby stored there.
 pub async fn run(
     listener: TcpListener,
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let state = AppState::new(settings, Arc::new(MemoryStore::default()));
+    let store = open_store(&settings)?;
+    let state = AppState::new(settings, store);
+    if state.store.is_durable() {
+        let resumed = resume_rooms(&state).await?;
+        tracing::info!(resumed, "lobbies resumed from the store");
+    }
     let app = http::router(state.clone());
     let notify = state.clone();
     axum::serve(listener, app)

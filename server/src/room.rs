@@ -14,7 +14,7 @@ use crate::code::RoomCode;
 use crate::config::Settings;
 use crate::identity::Identity;
 use crate::rules::{Color, Game, Outcome, RuleSet, notation};
-use crate::store::Store;
+use crate::store::{RoomWrite, Store, StoreError, StoredMove, StoredRoom};
 use crate::wire_view;
 
 pub type ConnId = u64;
@@ -60,7 +60,8 @@ pub struct Member {
 }
 
 /// Something a member asks the room to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Action {
     Move {
         notation: Option<String>,
@@ -132,7 +133,7 @@ pub struct LobbyOptions {
     pub invite_only: bool,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Seat {
     id: String,
     name: String,
@@ -141,7 +142,7 @@ struct Seat {
     last_move: Option<(u32, Action)>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 struct Series {
     round: u32,
     wins: [u32; 2],
@@ -149,8 +150,10 @@ struct Series {
     result: Option<wire::SeriesResult>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Round {
+    /// Numbers the games of a room, for the move log.
+    game_no: u64,
     game: Game,
     dark_seat: usize,
     deadline: Instant,
@@ -177,6 +180,60 @@ pub struct Room {
     next_round: [bool; 2],
     rematch: [bool; 2],
     version: u64,
+    games_started: u64,
+    /// Moves and finished games not yet written to the store.
+    pending_moves: Vec<StoredMove>,
+    pending_games: Vec<(u64, String)>,
+    /// A write failed for a change nobody was waiting on; retry soon.
+    dirty: bool,
+}
+
+/// The durable part of a room, restored when a write fails.
+#[derive(Debug, Clone)]
+struct Snapshot {
+    host: String,
+    seats: [Option<Seat>; 2],
+    phase: Phase,
+    series: Series,
+    round: Option<Round>,
+    break_until: Option<Instant>,
+    next_round: [bool; 2],
+    rematch: [bool; 2],
+    version: u64,
+    games_started: u64,
+    pending_moves: Vec<StoredMove>,
+    pending_games: Vec<(u64, String)>,
+}
+
+/// A room as written to the store (JSON). The game itself is rebuilt from
+/// the move log.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct RoomRecord {
+    code: String,
+    rule_set: RuleSet,
+    series_length: u8,
+    invite: Option<String>,
+    host: String,
+    seats: [Option<Seat>; 2],
+    phase: Phase,
+    series: Series,
+    round: Option<RoundRecord>,
+    break_until_ms: Option<u64>,
+    next_round: [bool; 2],
+    rematch: [bool; 2],
+    version: u64,
+    games_started: u64,
+}
+
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct RoundRecord {
+    game_no: u64,
+    dark_seat: usize,
+    /// Unix milliseconds when the side to move forfeits.
+    deadline_ms: u64,
+    draw_offer: Option<Color>,
+    notations: Vec<String>,
+    result: Option<wire::GameResult>,
 }
 
 impl Room {
@@ -204,6 +261,188 @@ impl Room {
             next_round: [false; 2],
             rematch: [false; 2],
             version: 0,
+            games_started: 0,
+            pending_moves: Vec::new(),
+            pending_games: Vec::new(),
+            dirty: false,
+        }
+    }
+
+    pub fn code(&self) -> &RoomCode {
+        &self.code
+    }
+
+    /// Rebuilds a room from the store after a restart. Clocks continue from
+    /// their stored deadlines, but the side to move always gets at least
+    /// `resume_grace`; a break that ended while the server was down ends now.
+    pub fn resume(
+        stored: StoredRoom,
+        settings: Arc<Settings>,
+        store: Arc<dyn Store>,
+    ) -> Result<Room, String> {
+        let record: RoomRecord =
+            serde_json::from_str(&stored.record).map_err(|e| format!("bad record: {e}"))?;
+        let code = RoomCode::parse(&record.code).ok_or("bad room code")?;
+        let now = Instant::now();
+        let round = match record.round {
+            None => None,
+            Some(r) => {
+                let mut game = Game::new(record.rule_set);
+                let mut moves: Vec<&StoredMove> = stored
+                    .moves
+                    .iter()
+                    .filter(|m| m.game_no == r.game_no)
+                    .collect();
+                moves.sort_by_key(|m| m.ply);
+                for m in &moves {
+                    let path = parse_path(&m.path).ok_or("bad stored path")?;
+                    game.play_path(&path)
+                        .map_err(|e| format!("stored move {} does not replay: {e}", m.text))?;
+                }
+                if moves.len() != r.notations.len() {
+                    return Err("move log and record disagree".into());
+                }
+                let deadline =
+                    wire_view::instant_from_unix_ms(r.deadline_ms).max(now + settings.resume_grace);
+                Some(Round {
+                    game_no: r.game_no,
+                    game,
+                    dark_seat: r.dark_seat,
+                    deadline,
+                    draw_offer: r.draw_offer,
+                    notations: r.notations,
+                    result: r.result,
+                })
+            }
+        };
+        Ok(Room {
+            code,
+            options: LobbyOptions {
+                rule_set: record.rule_set,
+                series_length: record.series_length,
+                invite_only: record.invite.is_some(),
+            },
+            invite: record.invite,
+            host: record.host,
+            settings,
+            store,
+            seats: record.seats,
+            members: Vec::new(),
+            phase: record.phase,
+            series: record.series,
+            round,
+            break_until: record.break_until_ms.map(wire_view::instant_from_unix_ms),
+            next_round: record.next_round,
+            rematch: record.rematch,
+            version: record.version,
+            games_started: record.games_started,
+            pending_moves: Vec::new(),
+            pending_games: Vec::new(),
+            dirty: false,
+        })
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            host: self.host.clone(),
+            seats: self.seats.clone(),
+            phase: self.phase,
+            series: self.series.clone(),
+            round: self.round.clone(),
+            break_until: self.break_until,
+            next_round: self.next_round,
+            rematch: self.rematch,
+            version: self.version,
+            games_started: self.games_started,
+            pending_moves: self.pending_moves.clone(),
+            pending_games: self.pending_games.clone(),
+        }
+    }
+
+    fn restore(&mut self, s: Snapshot) {
+        self.host = s.host;
+        self.seats = s.seats;
+        self.phase = s.phase;
+        self.series = s.series;
+        self.round = s.round;
+        self.break_until = s.break_until;
+        self.next_round = s.next_round;
+        self.rematch = s.rematch;
+        self.version = s.version;
+        self.games_started = s.games_started;
+        self.pending_moves = s.pending_moves;
+        self.pending_games = s.pending_games;
+    }
+
+    fn record(&self) -> RoomRecord {
+        RoomRecord {
+            code: self.code.to_string(),
+            rule_set: self.options.rule_set,
+            series_length: self.options.series_length,
+            invite: self.invite.clone(),
+            host: self.host.clone(),
+            seats: self.seats.clone(),
+            phase: self.phase,
+            series: self.series.clone(),
+            round: self.round.as_ref().map(|r| RoundRecord {
+                game_no: r.game_no,
+                dark_seat: r.dark_seat,
+                deadline_ms: wire_view::unix_ms(r.deadline),
+                draw_offer: r.draw_offer,
+                notations: r.notations.clone(),
+                result: r.result,
+            }),
+            break_until_ms: self.break_until.map(wire_view::unix_ms),
+            next_round: self.next_round,
+            rematch: self.rematch,
+            version: self.version,
+            games_started: self.games_started,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.members.is_empty() && self.seats.iter().all(Option::is_none)
+    }
+
+    /// Writes the room and everything pending to the store.
+    async fn persist(&mut self) -> Result<(), StoreError> {
+        let closed = self.is_empty();
+        let finished = matches!(self.phase, Phase::Finished | Phase::Ended);
+        let record = serde_json::to_string(&self.record())
+            .map_err(|e| StoreError(format!("cannot encode room: {e}")))?;
+        let write = RoomWrite {
+            code: self.code.to_string(),
+            record,
+            moves: self.pending_moves.clone(),
+            finished_games: self.pending_games.clone(),
+            open: !closed,
+            expire_after: (closed || finished).then_some(self.settings.finished_ttl),
+        };
+        self.store.write(write).await?;
+        self.pending_moves.clear();
+        self.pending_games.clear();
+        self.dirty = false;
+        Ok(())
+    }
+
+    /// A change someone is waiting on: bump the version and persist. On
+    /// failure the caller restores its snapshot and refuses.
+    async fn commit(&mut self) -> Result<(), StoreError> {
+        self.version += 1;
+        let result = self.persist().await;
+        if let Err(e) = &result {
+            tracing::warn!(room = %self.code, error = %e, "write refused; change undone");
+        }
+        result
+    }
+
+    /// A change that happens anyway (a clock, a disconnect): bump, try to
+    /// persist, and retry later if the store is down.
+    async fn commit_or_retry(&mut self) {
+        self.version += 1;
+        if let Err(e) = self.persist().await {
+            tracing::warn!(room = %self.code, error = %e, "write failed; will retry");
+            self.dirty = true;
         }
     }
 
@@ -216,18 +455,27 @@ impl Room {
     pub async fn run(mut self, mut commands: mpsc::Receiver<RoomCommand>) {
         loop {
             let timer = self.next_timer();
+            let retry = self.dirty.then(|| Instant::now() + STORE_RETRY);
             tokio::select! {
                 command = commands.recv() => match command {
                     Some(command) => self.handle(command).await,
                     None => break,
                 },
                 () = sleep_or_forever(timer) => self.on_timer().await,
+                () = sleep_or_forever(retry) => {
+                    if self.persist().await.is_ok() {
+                        tracing::info!(room = %self.code, "store caught up");
+                    }
+                }
             }
-            if self.members.is_empty() && self.seats.iter().all(Option::is_none) {
-                break;
+            if self.is_empty() {
+                // Nobody left: the lobby closes; its keys expire.
+                self.commit_or_retry().await;
+                if !self.dirty {
+                    break;
+                }
             }
         }
-        let _ = self.store.remove_room(self.code.as_str()).await;
         tracing::debug!(room = %self.code, "room closed");
     }
 
@@ -255,15 +503,16 @@ impl Room {
                     let loser = self.round.as_ref().map(|r| r.game.turn());
                     if let Some(loser) = loser {
                         tracing::debug!(room = %self.code, "move clock lapsed");
-                        self.end_round(Some(loser.opposite()), wire::GameEndReason::Timeout)
-                            .await;
-                        self.publish().await;
+                        self.end_round(Some(loser.opposite()), wire::GameEndReason::Timeout);
+                        self.commit_or_retry().await;
+                        self.broadcast();
                     }
                 }
             }
             Phase::Break if self.break_until.is_some_and(|t| t <= now) => {
                 self.start_round();
-                self.publish().await;
+                self.commit_or_retry().await;
+                self.broadcast();
             }
             _ => {}
         }
@@ -278,18 +527,27 @@ impl Room {
                 watch,
                 reply,
             } => {
-                let result = self.enter(&member, invite.as_deref(), watch);
+                let before = self.snapshot();
+                let mut result = self.enter(&member, invite.as_deref(), watch);
+                if result.is_ok() {
+                    if self.phase == Phase::Waiting && self.seats.iter().all(Option::is_some) {
+                        self.start_series();
+                    }
+                    self.members.push(member);
+                    if self.commit().await.is_err() {
+                        self.members.pop();
+                        self.restore(before);
+                        result = Err(storage_unavailable());
+                    }
+                }
                 match result {
                     Ok(()) => {
                         let _ = reply.send(Ok(()));
-                        let out = member.out.clone();
-                        self.members.push(member);
-                        let _ =
-                            out.try_send(Outbound::Direct(Box::new(ServerMessage::Ack { seq })));
-                        if self.phase == Phase::Waiting && self.seats.iter().all(Option::is_some) {
-                            self.start_series();
+                        if let Some(m) = self.members.last() {
+                            let ack = ServerMessage::Ack { seq };
+                            let _ = m.out.try_send(Outbound::Direct(Box::new(ack)));
                         }
-                        self.publish().await;
+                        self.broadcast();
                     }
                     Err(refusal) => {
                         let _ = reply.send(Err(refusal));
@@ -298,11 +556,17 @@ impl Room {
             }
             RoomCommand::Act { conn, seq, action } => {
                 let resync = action == Action::Resync;
-                match self.act(conn, seq, action).await {
+                let before = self.snapshot();
+                let mut result = self.act(conn, seq, action).await;
+                if matches!(result, Ok(true)) && self.commit().await.is_err() {
+                    self.restore(before);
+                    result = Err(storage_unavailable());
+                }
+                match result {
                     Ok(changed) => {
                         self.send_to(conn, ServerMessage::Ack { seq });
                         if changed {
-                            self.publish().await;
+                            self.broadcast();
                         } else if resync {
                             let state = ServerMessage::State(self.state());
                             self.send_to(conn, state);
@@ -326,12 +590,14 @@ impl Room {
                         code: self.code.to_string(),
                     },
                 );
-                self.leave(conn).await;
-                self.publish().await;
+                self.leave(conn);
+                self.commit_or_retry().await;
+                self.broadcast();
             }
             RoomCommand::Disconnect { conn } => {
                 self.members.retain(|m| m.conn != conn);
-                self.publish().await;
+                self.commit_or_retry().await;
+                self.broadcast();
             }
             RoomCommand::Summary { reply } => {
                 let _ = reply.send(self.summary());
@@ -436,7 +702,7 @@ impl Room {
                     ));
                 }
                 if action == Action::AcceptDraw {
-                    self.end_round(None, wire::GameEndReason::DrawAgreed).await;
+                    self.end_round(None, wire::GameEndReason::DrawAgreed);
                 } else {
                     self.round_mut().draw_offer = None;
                 }
@@ -450,8 +716,7 @@ impl Room {
                     seat,
                     wire::GameEndReason::Resigned,
                     wire::SeriesEndReason::Resigned,
-                )
-                .await;
+                );
                 Ok(true)
             }
             Action::NextRound => {
@@ -489,8 +754,7 @@ impl Room {
                 match self.phase {
                     Phase::Playing | Phase::Break => {
                         if self.round.as_ref().is_some_and(|r| r.result.is_none()) {
-                            self.end_round_unscored(wire::GameEndReason::EndedByHost)
-                                .await;
+                            self.end_round_unscored(wire::GameEndReason::EndedByHost);
                         }
                         self.finish(None, wire::SeriesEndReason::EndedByHost);
                         self.phase = Phase::Ended;
@@ -580,6 +844,16 @@ impl Room {
         if let Some(Some(s)) = self.seats.get_mut(seat) {
             s.last_move = Some((seq, action.clone()));
         }
+        if let Some(round) = &self.round {
+            self.pending_moves.push(StoredMove {
+                game_no: round.game_no,
+                ply: round.game.moves().len() as u32,
+                path: format_path(m.path()),
+                text: round.notations.last().cloned().unwrap_or_default(),
+                seat: seat as u8,
+                seq,
+            });
+        }
         if let Some(outcome) = self.round.as_ref().and_then(|r| r.game.outcome()) {
             let reason = match outcome {
                 Outcome::Win { reason, .. } => match reason {
@@ -591,7 +865,7 @@ impl Room {
                     crate::rules::DrawReason::NoProgress => wire::GameEndReason::MoveLimit,
                 },
             };
-            self.end_round(outcome.winner(), reason).await;
+            self.end_round(outcome.winner(), reason);
         }
         Ok(true)
     }
@@ -606,7 +880,9 @@ impl Room {
         self.series.round += 1;
         // Seat 0 opens round one; the opening move alternates.
         let dark_seat = if self.series.round % 2 == 1 { 0 } else { 1 };
+        self.games_started += 1;
         self.round = Some(Round {
+            game_no: self.games_started,
             game: Game::new(self.options.rule_set),
             dark_seat,
             deadline: Instant::now() + self.settings.move_clock,
@@ -619,7 +895,7 @@ impl Room {
         self.next_round = [false; 2];
     }
 
-    async fn save_game(&mut self) {
+    fn save_game(&mut self) {
         let Some(round) = &self.round else { return };
         let name = |seat: usize| self.seats[seat].as_ref().map(|s| s.name.clone());
         let tags = crate::rules::pdn::PdnTags {
@@ -633,13 +909,12 @@ impl Room {
             result_override: round.result.as_ref().map(|r| r.winner.map(color_from_wire)),
         };
         let pdn = crate::rules::pdn::write(&round.game, &tags);
-        if let Err(e) = self.store.append_game(self.code.as_str(), pdn).await {
-            tracing::warn!(room = %self.code, error = %e, "could not store a finished game");
-        }
+        let game_no = round.game_no;
+        self.pending_games.push((game_no, pdn));
     }
 
     /// Ends the round in play without scoring it.
-    async fn end_round_unscored(&mut self, reason: wire::GameEndReason) {
+    fn end_round_unscored(&mut self, reason: wire::GameEndReason) {
         if let Some(round) = self.round.as_mut() {
             round.result = Some(wire::GameResult {
                 winner: None,
@@ -647,11 +922,11 @@ impl Room {
             });
             round.draw_offer = None;
         }
-        self.save_game().await;
+        self.save_game();
     }
 
     /// Ends the round in play, scores it, and moves the series on.
-    async fn end_round(&mut self, winner: Option<Color>, reason: wire::GameEndReason) {
+    fn end_round(&mut self, winner: Option<Color>, reason: wire::GameEndReason) {
         let Some(round) = self.round.as_mut() else {
             return;
         };
@@ -661,7 +936,7 @@ impl Room {
         });
         round.draw_offer = None;
         let dark_seat = round.dark_seat;
-        self.save_game().await;
+        self.save_game();
         match winner {
             Some(Color::Dark) => self.series.wins[dark_seat] += 1,
             Some(Color::Light) => self.series.wins[1 - dark_seat] += 1,
@@ -697,7 +972,7 @@ impl Room {
     }
 
     /// `seat` gives up the series (resignation or leaving).
-    async fn concede(
+    fn concede(
         &mut self,
         seat: usize,
         game_reason: wire::GameEndReason,
@@ -710,12 +985,12 @@ impl Room {
                 reason: game_reason,
             });
             round.draw_offer = None;
-            self.save_game().await;
+            self.save_game();
         }
         self.finish(Some(1 - seat), series_reason);
     }
 
-    async fn leave(&mut self, conn: ConnId) {
+    fn leave(&mut self, conn: ConnId) {
         let Some(index) = self.members.iter().position(|m| m.conn == conn) else {
             return;
         };
@@ -725,8 +1000,7 @@ impl Room {
             return;
         };
         if matches!(self.phase, Phase::Playing | Phase::Break) {
-            self.concede(seat, wire::GameEndReason::Left, wire::SeriesEndReason::Left)
-                .await;
+            self.concede(seat, wire::GameEndReason::Left, wire::SeriesEndReason::Left);
         }
         // Other connections of the same player leave the seat too.
         self.seats[seat] = None;
@@ -819,14 +1093,9 @@ impl Room {
     }
 
     /// Bumps the version, persists the snapshot and sends it to everyone.
-    async fn publish(&mut self) {
-        self.version += 1;
+    /// Sends the current state to every member, encoded once per encoding.
+    fn broadcast(&mut self) {
         let state = self.state();
-        if let Ok(json) = serde_json::to_string(&state)
-            && let Err(e) = self.store.save_room(self.code.as_str(), &json).await
-        {
-            tracing::warn!(room = %self.code, error = %e, "could not store the room");
-        }
         let frame = Arc::new(SharedFrame::new(&ServerMessage::State(state)));
         self.members
             .retain(|m| match m.out.try_send(Outbound::Shared(frame.clone())) {
@@ -854,6 +1123,35 @@ fn color_from_wire(color: wire::Color) -> Color {
         wire::Color::Dark => Color::Dark,
         wire::Color::Light => Color::Light,
     }
+}
+
+/// How soon a failed background write is retried.
+const STORE_RETRY: Duration = Duration::from_secs(1);
+
+fn storage_unavailable() -> Refusal {
+    Refusal::new(
+        ErrorCode::StorageUnavailable,
+        "the game could not be saved, so nothing changed; try again",
+    )
+}
+
+/// Reads a stored path: internal square indices, comma-separated.
+fn parse_path(text: &str) -> Option<Vec<crate::rules::Square>> {
+    text.split(',')
+        .map(|part| {
+            part.parse::<u8>()
+                .ok()
+                .filter(|i| *i < 64)
+                .map(crate::rules::Square::new)
+        })
+        .collect()
+}
+
+fn format_path(path: &[crate::rules::Square]) -> String {
+    path.iter()
+        .map(|sq| sq.index().to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn not_your_turn() -> Refusal {

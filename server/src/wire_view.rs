@@ -51,6 +51,15 @@ pub fn unix_ms(at: Instant) -> u64 {
     }
 }
 
+/// Unix milliseconds as a tokio instant (now, if already past).
+pub fn instant_from_unix_ms(ms: u64) -> Instant {
+    let now_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    Instant::now() + std::time::Duration::from_millis(ms.saturating_sub(now_unix))
+}
+
 fn move_view(game: &Game, m: &Move, text: String) -> wire::MoveView {
     let rs = game.rule_set();
     wire::MoveView {
