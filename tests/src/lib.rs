@@ -114,7 +114,7 @@ impl Player {
         let message = recv(&mut self.client).await;
         if let ServerMessage::State(state) = &message {
             if let Some(old) = &self.state {
-                assert!(state.version > old.version, "versions only go up");
+                assert!(state.version >= old.version, "versions never go down");
             }
             self.state = Some(state.clone());
         }
@@ -259,4 +259,247 @@ pub async fn seated_pair(
     guest.phase(Phase::Playing).await;
     host.phase(Phase::Playing).await;
     (host, guest, code)
+}
+
+/// A `redis-server` of the test's own on a free loopback port, with its
+/// data in a temporary directory (AOF on, fsync always). Killed on drop.
+#[derive(Debug)]
+pub struct RedisServer {
+    pub port: u16,
+    pub dir: std::path::PathBuf,
+    child: Option<std::process::Child>,
+}
+
+/// A free loopback port (bound and released; good enough for tests).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl RedisServer {
+    pub async fn start() -> RedisServer {
+        let dir = std::env::temp_dir().join(format!(
+            "jumpgate-redis-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut server = RedisServer {
+            port: free_port(),
+            dir,
+            child: None,
+        };
+        server.restart().await;
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Starts (again) on the same port and data.
+    pub async fn restart(&mut self) {
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(["--appendonly", "yes", "--appendfsync", "always"])
+            .args(["--save", ""])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server is installed (the test command installs it)");
+        self.child = Some(child);
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            if redis_ping(self.port).await {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "redis did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Kills Redis with SIGKILL.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn redis_ping(port: u16) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return false;
+    };
+    if s.write_all(b"PING\r\n").await.is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 16];
+    matches!(s.read(&mut buf).await, Ok(n) if buf[..n].starts_with(b"+PONG"))
+}
+
+/// The `jumpgate` binary built by cargo for this workspace.
+pub fn jumpgate_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/test-xxxx → target/<profile>/jumpgate
+    let profile_dir = exe.parent().and_then(|d| d.parent()).unwrap();
+    let bin = profile_dir.join("jumpgate");
+    if !bin.exists() {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "-p", "jumpgate-server", "--bin", "jumpgate"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "could not build jumpgate");
+    }
+    bin
+}
+
+/// A `jumpgate serve` process. Killed (SIGKILL) on drop.
+#[derive(Debug)]
+pub struct JumpgateProcess {
+    pub addr: SocketAddr,
+    child: Option<std::process::Child>,
+}
+
+/// Token secret shared by the processes of one test, so tokens survive a
+/// restart.
+pub const TEST_SECRET: &str = "jumpgate-test-secret-0123456789";
+
+impl JumpgateProcess {
+    pub async fn start(env: &[(&str, String)]) -> JumpgateProcess {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let mut cmd = std::process::Command::new(jumpgate_binary());
+        cmd.args(["serve", "--listen", &addr.to_string()])
+            .env("JUMPGATE_TOKEN_SECRET", TEST_SECRET)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().unwrap();
+        let process = JumpgateProcess {
+            addr,
+            child: Some(child),
+        };
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while tokio::net::TcpStream::connect(addr).await.is_err() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "jumpgate did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        process
+    }
+
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}/ws", self.addr)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    /// SIGKILL: the process gets no chance to tidy up.
+    pub fn kill_9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM, then waits for the process to exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        child.wait().unwrap()
+    }
+}
+
+impl Drop for JumpgateProcess {
+    fn drop(&mut self) {
+        self.kill_9();
+    }
+}
+
+/// Where a test can reach a server: in-process or a separate process.
+pub trait Endpoint {
+    fn ws(&self) -> String;
+}
+
+impl Endpoint for TestServer {
+    fn ws(&self) -> String {
+        self.ws_url()
+    }
+}
+
+impl Endpoint for JumpgateProcess {
+    fn ws(&self) -> String {
+        self.ws_url()
+    }
+}
+
+impl Player {
+    /// Connects to any endpoint (with a token to come back as someone).
+    pub async fn connect_to(
+        endpoint: &impl Endpoint,
+        encoding: Encoding,
+        token: Option<String>,
+    ) -> Player {
+        let mut client = Client::connect(&endpoint.ws(), encoding).await.unwrap();
+        let seq = client.next_seq();
+        client
+            .send(&ClientMessage::Hello {
+                seq,
+                protocol: 1,
+                token,
+                client: "jumpgate-e2e".into(),
+            })
+            .await
+            .unwrap();
+        match recv(&mut client).await {
+            ServerMessage::Welcome {
+                identity, token, ..
+            } => Player {
+                client,
+                id: identity.id,
+                name: identity.name,
+                token,
+                state: None,
+            },
+            other => panic!("expected welcome, got {other:?}"),
+        }
+    }
+
+    /// Joins (or rejoins) a lobby by code and waits for its state.
+    pub async fn join(&mut self, code: &str) -> RoomState {
+        let c = code.to_owned();
+        let seq = self
+            .send(|seq| ClientMessage::JoinLobby {
+                seq,
+                code: c,
+                invite: None,
+            })
+            .await;
+        self.expect_ack(seq).await;
+        self.state_until(|s| s.code == code).await
+    }
 }

@@ -1,0 +1,287 @@
+//! Persistence in Redis: a real `redis-server` started by the test, real
+//! `jumpgate` processes killed with SIGKILL or SIGTERM, real clients.
+
+use std::time::Duration;
+
+use jumpgate_e2e::{Endpoint, JumpgateProcess, Player, RedisServer, TestServer};
+use jumpgate_protocol::{ClientMessage, Encoding, ErrorCode, Phase, RuleSet, ServerMessage};
+use jumpgate_server::store::{RedisStore, Store};
+
+/// A host and a guest seated in a new best-of-1 lobby on `endpoint`.
+async fn pair(endpoint: &impl Endpoint, rule_set: RuleSet) -> (Player, Player, String) {
+    let mut host = Player::connect_to(endpoint, Encoding::MsgPack, None).await;
+    let seq = host
+        .send(|seq| ClientMessage::CreateLobby {
+            seq,
+            rule_set,
+            series_length: 1,
+            invite_only: false,
+        })
+        .await;
+    host.expect_ack(seq).await;
+    let code = host.state_until(|_| true).await.code;
+    let mut guest = Player::connect_to(endpoint, Encoding::Json, None).await;
+    guest.join(&code).await;
+    guest.phase(Phase::Playing).await;
+    host.phase(Phase::Playing).await;
+    (host, guest, code)
+}
+
+fn ply(p: &Player) -> u32 {
+    p.state
+        .as_ref()
+        .and_then(|s| s.game.as_ref())
+        .map_or(0, |g| g.ply)
+}
+
+/// Plays `plies` moves, alternating, each side moving its first legal move.
+async fn play(a: &mut Player, b: &mut Player, plies: u32) -> Vec<String> {
+    let mut played = Vec::new();
+    for _ in 0..plies {
+        let target = ply(a).max(ply(b));
+        a.state_until(|s| s.game.as_ref().is_some_and(|g| g.ply >= target))
+            .await;
+        b.state_until(|s| s.game.as_ref().is_some_and(|g| g.ply >= target))
+            .await;
+        let over = a
+            .state
+            .as_ref()
+            .is_some_and(|s| s.game.as_ref().is_some_and(|g| g.result.is_some()));
+        if over {
+            break;
+        }
+        let mover = if a.my_turn() { &mut *a } else { &mut *b };
+        played.push(mover.play_first_legal().await);
+        // Both see the move before the next one is chosen.
+        a.state_until(|s| s.game.as_ref().is_some_and(|g| g.ply > target))
+            .await;
+        b.state_until(|s| s.game.as_ref().is_some_and(|g| g.ply > target))
+            .await;
+    }
+    played
+}
+
+/// Plays until the game has a result; returns the number of plies.
+async fn play_to_end(a: &mut Player, b: &mut Player) -> u32 {
+    for _ in 0..2000 {
+        play(a, b, 1).await;
+        let s = a.state.as_ref().unwrap();
+        if s.game.as_ref().is_some_and(|g| g.result.is_some()) {
+            return ply(a);
+        }
+    }
+    panic!("the game did not end");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_loses_no_acknowledged_move_and_every_game_resumes() {
+    let redis = RedisServer::start().await;
+    let env = [
+        ("JUMPGATE_REDIS_URL", redis.url()),
+        ("JUMPGATE_MOVE_CLOCK_MS", "60000".to_owned()),
+    ];
+    let mut first = JumpgateProcess::start(&env).await;
+
+    // 50 games in progress, each a few acknowledged moves in.
+    let mut tasks = Vec::new();
+    for i in 0..50u32 {
+        let ws = first.ws_url();
+        tasks.push(tokio::spawn(async move {
+            let endpoint = Url(ws);
+            let rule_set = RuleSet::ALL[i as usize % RuleSet::ALL.len()];
+            let (mut host, mut guest, code) = pair(&endpoint, rule_set).await;
+            let played = play(&mut host, &mut guest, 1 + i % 6).await;
+            (host.token.clone(), guest.token.clone(), code, played)
+        }));
+    }
+    let mut games = Vec::new();
+    for t in tasks {
+        games.push(t.await.unwrap());
+    }
+    first.kill_9();
+
+    let second = JumpgateProcess::start(&env).await;
+    let mut tasks = Vec::new();
+    for (host_token, guest_token, code, played) in games {
+        let ws = second.ws_url();
+        tasks.push(tokio::spawn(async move {
+            let endpoint = Url(ws);
+            let mut host = Player::connect_to(&endpoint, Encoding::MsgPack, Some(host_token)).await;
+            let state = host.join(&code).await;
+            let game = state.game.clone().expect("the game resumed");
+            assert_eq!(game.moves, played, "every acknowledged move is there");
+            assert_eq!(state.phase, Phase::Playing);
+            assert!(
+                game.remaining_ms > 0 && game.remaining_ms <= 60_000,
+                "a sensible clock"
+            );
+            let mut guest = Player::connect_to(&endpoint, Encoding::Json, Some(guest_token)).await;
+            guest.join(&code).await;
+            play_to_end(&mut host, &mut guest).await;
+            let s = host.phase(Phase::Finished).await;
+            assert!(s.series.result.is_some());
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_outage_refuses_moves_then_recovers_without_restart() {
+    let mut redis = RedisServer::start().await;
+    let url = redis.url();
+    let server = TestServer::start(|s| {
+        s.redis_url = Some(url.clone());
+        s.redis_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let (mut host, mut guest, code) = pair(&server, RuleSet::Russian).await;
+    let before = play(&mut host, &mut guest, 3).await;
+
+    redis.kill();
+    // The side to move cannot get a move acknowledged while Redis is down.
+    let mover = if host.my_turn() {
+        &mut host
+    } else {
+        &mut guest
+    };
+    let notation = mover
+        .state
+        .as_ref()
+        .unwrap()
+        .game
+        .as_ref()
+        .unwrap()
+        .legal_moves[0]
+        .notation
+        .clone();
+    let text = notation.clone();
+    let seq = mover
+        .send(|seq| ClientMessage::Move {
+            seq,
+            notation: Some(text),
+            path: None,
+        })
+        .await;
+    let code_seen = mover.expect_error(Some(seq)).await;
+    assert_eq!(code_seen, ErrorCode::StorageUnavailable);
+    assert!(code_seen.is_retryable());
+    let seq = mover
+        .send(|seq| ClientMessage::Resync { seq, since: 0 })
+        .await;
+    mover.expect_ack(seq).await;
+    let s = mover.state_until(|_| true).await;
+    assert_eq!(s.game.unwrap().ply, 3, "the refused move changed nothing");
+
+    // Redis comes back on the same data; the same move goes through.
+    redis.restart().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = notation.clone();
+        let seq = mover
+            .send(|seq| ClientMessage::Move {
+                seq,
+                notation: Some(text),
+                path: None,
+            })
+            .await;
+        match wait_answer(mover, seq).await {
+            None => break,
+            Some(ErrorCode::StorageUnavailable) => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "Redis never came back"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Some(other) => panic!("unexpected {other}"),
+        }
+    }
+    for p in [&mut host, &mut guest] {
+        p.state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == 4))
+            .await;
+    }
+    let after = play(&mut host, &mut guest, 2).await;
+
+    // Everything acknowledged is in Redis.
+    let store = RedisStore::open(&url, Duration::from_secs(2)).unwrap();
+    let rooms = store.load_open().await.unwrap();
+    let room = rooms
+        .iter()
+        .find(|r| r.code == code)
+        .expect("the lobby is stored");
+    let stored: Vec<&str> = room.moves.iter().map(|m| m.text.as_str()).collect();
+    let mut expected: Vec<String> = before;
+    expected.push(notation);
+    expected.extend(after);
+    assert_eq!(stored, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_tells_clients_and_clocks_get_a_grace_on_resume() {
+    let redis = RedisServer::start().await;
+    let env = [
+        ("JUMPGATE_REDIS_URL", redis.url()),
+        ("JUMPGATE_MOVE_CLOCK_MS", "1000".to_owned()),
+        ("JUMPGATE_RESUME_GRACE_MS", "60000".to_owned()),
+    ];
+    let mut first = JumpgateProcess::start(&env).await;
+    let (mut host, mut guest, code) = pair(&first, RuleSet::American).await;
+    let played = play(&mut host, &mut guest, 1).await;
+
+    let status = first.terminate();
+    assert!(status.success(), "graceful exit");
+    let mut saw_notice = false;
+    loop {
+        match host.client.recv().await {
+            Ok(ServerMessage::Shutdown { .. }) => saw_notice = true,
+            Ok(_) => {}
+            Err(jumpgate_protocol::client::ClientError::Closed { code, .. }) => {
+                assert_eq!(code, 1001);
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(saw_notice, "clients are told the server is restarting");
+
+    // The 1 s clock runs out while the server is down...
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let second = JumpgateProcess::start(&env).await;
+    let mut back = Player::connect_to(&second, Encoding::Json, Some(guest.token.clone())).await;
+    let s = back.join(&code).await;
+    // ...but the side to move gets the grace instead of a forfeit.
+    let game = s.game.unwrap();
+    assert_eq!(game.moves, played);
+    assert!(
+        game.result.is_none(),
+        "no forfeit while the server was down"
+    );
+    assert!(
+        game.remaining_ms > 1000,
+        "the grace is longer than the move clock"
+    );
+}
+
+/// Waits for the answer to `seq`: `None` for an ack, the code for an error.
+async fn wait_answer(p: &mut Player, seq: u32) -> Option<ErrorCode> {
+    loop {
+        match p.recv().await {
+            ServerMessage::Ack { seq: s } if s == seq => return None,
+            ServerMessage::Error {
+                seq: Some(s), code, ..
+            } if s == seq => return Some(code),
+            _ => {}
+        }
+    }
+}
+
+/// An endpoint given by its WebSocket URL.
+struct Url(String);
+
+impl Endpoint for Url {
+    fn ws(&self) -> String {
+        self.0.clone()
+    }
+}
