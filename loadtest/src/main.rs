@@ -1,2 +1,101 @@
-//! Jumpgate load tester.
-fn main() {}
+//! The `jumpgate-loadtest` binary: `bench` runs the whole comparison, `echo-server`
+//! runs the baseline server on its own.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use jumpgate_loadtest::{bench, echo, net, svg};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "jumpgate-loadtest",
+    version,
+    about = "Load tester for Jumpgate, with a WebSocket echo server as the baseline"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start Jumpgate and the echo server, run every phase, print the table.
+    Bench(Box<bench::BenchArgs>),
+    /// Run the echo baseline: every data frame is sent back as is.
+    EchoServer {
+        /// Loopback address to listen on.
+        #[arg(long, env = "JUMPGATE_ECHO_LISTEN", default_value = "127.0.0.1:8081")]
+        listen: SocketAddr,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(args) => run_bench(&args),
+        Command::EchoServer { listen } => run_echo(listen),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("jumpgate-loadtest: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Runtime::new().map_err(|e| format!("cannot start tokio: {e}"))
+}
+
+fn run_echo(listen: SocketAddr) -> Result<(), String> {
+    net::require_loopback_addr(listen)?;
+    runtime()?.block_on(async {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        eprintln!("echo server listening on {listen}");
+        echo::serve(listener, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await;
+        Ok(())
+    })
+}
+
+/// Pins this process (all its threads, and the ones made later) to `cpus`.
+fn pin_self(cpus: &str) -> Result<(), String> {
+    let status = std::process::Command::new("taskset")
+        .args(["-a", "-p", "-c", cpus, &std::process::id().to_string()])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run taskset: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("taskset -c {cpus} failed: {status}"))
+    }
+}
+
+fn run_bench(args: &bench::BenchArgs) -> Result<(), String> {
+    // Before the runtime exists, so its worker threads inherit the affinity.
+    if let Some(cpus) = &args.client_cpus {
+        pin_self(cpus)?;
+    }
+    let report = runtime()?.block_on(bench::bench(args))?;
+    println!("{}", report.table());
+    print!("{}", report.details());
+    if let Some(path) = &args.out_json {
+        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        std::fs::write(path, json + "\n")
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    if let Some(path) = &args.out_svg {
+        std::fs::write(path, svg::latency_plot(&report))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,375 @@
+//! `bench`: starts the servers, runs every phase against Jumpgate and the echo baseline,
+//! stops the servers, and writes the table, JSON and SVG.
+//!
+//! Order: idle connections (memory), then the open-loop latency phase, then the
+//! closed-loop saturation phase, each first on Jumpgate and then on echo; last the
+//! saturation phase on a second Jumpgate with Redis, when `--redis-url` is given.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::driver::{self, Kind, MAX_RATE_PER_GAME, MIN_SEND_GAP, Pace};
+use crate::net;
+use crate::procs::Spawned;
+use crate::report::{IdleSummary, PhaseSummary, RedisSide, Report, RunConfig, Side};
+
+/// Options of `jumpgate-loadtest bench`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// The `jumpgate` server binary to start.
+    #[arg(
+        long,
+        env = "JUMPGATE_LOADTEST_JUMPGATE",
+        default_value = "target/release/jumpgate"
+    )]
+    pub jumpgate: PathBuf,
+    /// Drive this already running Jumpgate server (ws://127.0.0.1:PORT/ws) instead of
+    /// starting one. Its memory is measured only with --server-pid.
+    #[arg(long, env = "JUMPGATE_LOADTEST_SERVER")]
+    pub server: Option<String>,
+    /// Process id of the --server, to read its memory.
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+    /// Drive this already running echo server instead of starting one.
+    #[arg(long, env = "JUMPGATE_LOADTEST_ECHO")]
+    pub echo: Option<String>,
+    /// Process id of the --echo server, to read its memory.
+    #[arg(long)]
+    pub echo_pid: Option<u32>,
+    /// Concurrent games in the latency phase (each two connections).
+    #[arg(long, env = "JUMPGATE_LOADTEST_GAMES", default_value_t = 50)]
+    pub games: usize,
+    /// Open-loop move rate of the latency phase, moves a second over all games (at
+    /// most 60 per game, to stay under the server's per-connection rate limit).
+    #[arg(long, env = "JUMPGATE_LOADTEST_RATE", default_value_t = 1000.0)]
+    pub rate: f64,
+    /// Concurrent games in the closed-loop saturation phase.
+    #[arg(long, env = "JUMPGATE_LOADTEST_SAT_GAMES", default_value_t = 400)]
+    pub sat_games: usize,
+    /// Length of each timed phase, in seconds.
+    #[arg(long, env = "JUMPGATE_LOADTEST_DURATION", default_value_t = 10.0)]
+    pub duration: f64,
+    /// Idle connections to open on each server for the memory figure.
+    #[arg(long, env = "JUMPGATE_LOADTEST_IDLE", default_value_t = 10_000)]
+    pub idle: usize,
+    /// Also run the saturation phase on a second Jumpgate started with
+    /// `--redis-url URL`, and compare it with the in-memory store.
+    #[arg(long, env = "JUMPGATE_LOADTEST_REDIS_URL")]
+    pub redis_url: Option<String>,
+    /// Pin the servers with `taskset -c CPUS`, e.g. 0.
+    #[arg(long, env = "JUMPGATE_LOADTEST_SERVER_CPUS")]
+    pub server_cpus: Option<String>,
+    /// Pin the load tester itself with `taskset -a -p -c CPUS`, e.g. 1.
+    #[arg(long, env = "JUMPGATE_LOADTEST_CLIENT_CPUS")]
+    pub client_cpus: Option<String>,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    pub out_json: Option<PathBuf>,
+    /// Write the latency percentile plot as SVG here.
+    #[arg(long)]
+    pub out_svg: Option<PathBuf>,
+}
+
+/// The load to apply, independent of how the servers were found.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Games in the latency phase.
+    pub games: usize,
+    /// Moves a second in the latency phase.
+    pub rate: f64,
+    /// Games in the saturation phase.
+    pub sat_games: usize,
+    /// Each timed phase.
+    pub duration: Duration,
+    /// Idle connections per server.
+    pub idle: usize,
+}
+
+impl BenchConfig {
+    /// Checks the bounds that keep a run finite and under the server's rate limit.
+    pub fn new(
+        games: usize,
+        rate: f64,
+        sat_games: usize,
+        duration_s: f64,
+        idle: usize,
+    ) -> Result<BenchConfig, String> {
+        if !(1..=5000).contains(&games) || !(1..=5000).contains(&sat_games) {
+            return Err("--games and --sat-games must be between 1 and 5000".into());
+        }
+        if !(0.1..=600.0).contains(&duration_s) {
+            return Err("--duration must be between 0.1 and 600 seconds".into());
+        }
+        if idle > 18_000 {
+            return Err("--idle is at most 18000 (file descriptors)".into());
+        }
+        if rate.is_nan() || rate <= 0.0 || rate / games as f64 > MAX_RATE_PER_GAME {
+            return Err(format!(
+                "--rate must be positive and at most {MAX_RATE_PER_GAME} moves/s per game \
+                 ({:.0} for {games} games), so that each connection stays under the server's \
+                 rate limit of 40 messages/s; add games instead",
+                MAX_RATE_PER_GAME * games as f64
+            ));
+        }
+        Ok(BenchConfig {
+            games,
+            rate,
+            sat_games,
+            duration: Duration::from_secs_f64(duration_s),
+            idle,
+        })
+    }
+
+    fn run_config(&self) -> RunConfig {
+        RunConfig {
+            games: self.games,
+            rate: self.rate,
+            sat_games: self.sat_games,
+            duration_s: self.duration.as_secs_f64(),
+            idle: self.idle,
+            move_frame_bytes: driver::move_frame_len(1),
+            // Two connections per game, each at most one message per gap.
+            saturation_cap: self.sat_games as f64 * 2.0 / MIN_SEND_GAP.as_secs_f64(),
+        }
+    }
+}
+
+/// A server to drive.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `ws://…/ws`.
+    pub url: String,
+    /// Its process, for memory readings.
+    pub pid: Option<u32>,
+}
+
+/// The Redis-backed server, if any.
+#[derive(Debug, Clone)]
+pub enum RedisTarget {
+    /// No `--redis-url`.
+    NotRequested,
+    /// It was asked for but could not start.
+    Failed(String),
+    /// Running.
+    Ready(Target),
+}
+
+/// Runs every phase and builds the report. Phases that fail are noted in the report;
+/// the others still run.
+pub async fn run_all(
+    jumpgate: &Target,
+    echo: &Target,
+    redis: &RedisTarget,
+    config: &BenchConfig,
+) -> Report {
+    let mut sides = [Side::default(), Side::default()];
+    let targets = [(Kind::Jumpgate, jumpgate), (Kind::Echo, echo)];
+    let idle_limit = Duration::from_secs(30).max(config.duration * 3);
+    if config.idle > 0 {
+        for ((kind, target), side) in targets.iter().zip(sides.iter_mut()) {
+            eprintln!(
+                "phase: {} idle connections on {kind:?} ({})",
+                config.idle, target.url
+            );
+            let stats =
+                driver::run_idle(*kind, &target.url, config.idle, target.pid, idle_limit).await;
+            side.idle = Some(IdleSummary::from(stats));
+        }
+    }
+    let open = Pace::Open { rate: config.rate };
+    for ((kind, target), side) in targets.iter().zip(sides.iter_mut()) {
+        let label = format!("latency {kind:?}").to_lowercase();
+        eprintln!(
+            "phase: {label}: {} games, {} /s open loop, {:?}",
+            config.games, config.rate, config.duration
+        );
+        match driver::run_phase(
+            &label,
+            *kind,
+            &target.url,
+            config.games,
+            open,
+            config.duration,
+        )
+        .await
+        {
+            Ok(stats) => side.latency = Some(PhaseSummary::from(&stats)),
+            Err(e) => side.failures.push(e),
+        }
+    }
+    for ((kind, target), side) in targets.iter().zip(sides.iter_mut()) {
+        let label = format!("saturated {kind:?}").to_lowercase();
+        eprintln!(
+            "phase: {label}: {} games, closed loop, {:?}",
+            config.sat_games, config.duration
+        );
+        match driver::run_phase(
+            &label,
+            *kind,
+            &target.url,
+            config.sat_games,
+            Pace::Closed,
+            config.duration,
+        )
+        .await
+        {
+            Ok(stats) => side.saturated = Some(PhaseSummary::from(&stats)),
+            Err(e) => side.failures.push(e),
+        }
+    }
+    let redis = match redis {
+        RedisTarget::NotRequested => RedisSide {
+            status: "not measured (no --redis-url)".into(),
+            saturated: None,
+        },
+        RedisTarget::Failed(why) => RedisSide {
+            status: format!("not measured: {why}"),
+            saturated: None,
+        },
+        RedisTarget::Ready(target) => {
+            eprintln!(
+                "phase: saturated redis: {} games, closed loop, {:?}",
+                config.sat_games, config.duration
+            );
+            match driver::run_phase(
+                "saturated redis",
+                Kind::Jumpgate,
+                &target.url,
+                config.sat_games,
+                Pace::Closed,
+                config.duration,
+            )
+            .await
+            {
+                Ok(stats) => RedisSide {
+                    status: "measured".into(),
+                    saturated: Some(PhaseSummary::from(&stats)),
+                },
+                Err(e) => RedisSide {
+                    status: format!("not measured: {e}"),
+                    saturated: None,
+                },
+            }
+        }
+    };
+    let [jumpgate_side, echo_side] = sides;
+    Report::new(config.run_config(), jumpgate_side, echo_side, redis)
+}
+
+/// Starts the Jumpgate server binary on a free loopback port.
+async fn start_jumpgate(name: &str, args: &BenchArgs, extra: &[String]) -> Result<Spawned, String> {
+    let addr = net::free_loopback_addr().map_err(|e| e.to_string())?;
+    let mut argv = vec!["serve".to_owned(), "--listen".to_owned(), addr.to_string()];
+    argv.extend_from_slice(extra);
+    let envs = [
+        // Moves never time out during a run.
+        ("JUMPGATE_MOVE_CLOCK_MS", "600000".to_owned()),
+        (
+            "JUMPGATE_TOKEN_SECRET",
+            "jumpgate-loadtest-not-secret".to_owned(),
+        ),
+        ("RUST_LOG", "error".to_owned()),
+    ];
+    Spawned::start(
+        name,
+        &args.jumpgate,
+        &argv,
+        &envs,
+        args.server_cpus.as_deref(),
+        addr,
+    )
+    .await
+}
+
+async fn start_echo(args: &BenchArgs) -> Result<Spawned, String> {
+    let addr = net::free_loopback_addr().map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let argv = vec![
+        "echo-server".to_owned(),
+        "--listen".to_owned(),
+        addr.to_string(),
+    ];
+    Spawned::start(
+        "echo server",
+        &exe,
+        &argv,
+        &[],
+        args.server_cpus.as_deref(),
+        addr,
+    )
+    .await
+}
+
+/// The whole `bench` command: returns the report after stopping every child.
+pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
+    let config = BenchConfig::new(
+        args.games,
+        args.rate,
+        args.sat_games,
+        args.duration,
+        args.idle,
+    )?;
+    let mut children = Vec::new();
+    let jumpgate = match &args.server {
+        Some(url) => {
+            net::require_loopback_url(url)?;
+            Target {
+                url: url.clone(),
+                pid: args.server_pid,
+            }
+        }
+        None => {
+            let child = start_jumpgate("jumpgate", args, &[]).await?;
+            let target = Target {
+                url: child.ws_url(),
+                pid: child.pid,
+            };
+            children.push(child);
+            target
+        }
+    };
+    let echo = match &args.echo {
+        Some(url) => {
+            net::require_loopback_url(url)?;
+            Target {
+                url: url.clone(),
+                pid: args.echo_pid,
+            }
+        }
+        None => {
+            let child = start_echo(args).await?;
+            let target = Target {
+                url: child.ws_url(),
+                pid: child.pid,
+            };
+            children.push(child);
+            target
+        }
+    };
+    let redis = match &args.redis_url {
+        None => RedisTarget::NotRequested,
+        Some(url) => {
+            let extra = ["--redis-url".to_owned(), url.clone()];
+            match start_jumpgate("jumpgate with Redis", args, &extra).await {
+                Ok(child) => {
+                    let target = Target {
+                        url: child.ws_url(),
+                        pid: child.pid,
+                    };
+                    children.push(child);
+                    RedisTarget::Ready(target)
+                }
+                Err(e) => RedisTarget::Failed(e),
+            }
+        }
+    };
+    eprintln!(
+        "jumpgate at {} (pid {:?}), echo at {} (pid {:?})",
+        jumpgate.url, jumpgate.pid, echo.url, echo.pid
+    );
+    let report = run_all(&jumpgate, &echo, &redis, &config).await;
+    for child in children {
+        child.stop().await;
+    }
+    Ok(report)
+}

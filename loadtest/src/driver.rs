@@ -1,0 +1,985 @@
+//! The client side: games between two real protocol clients, echo pairs shaped the same
+//! way, and idle connections; each phase bounded in time.
+//!
+//! A *game* is a host and a guest in an American lobby (series of 1). Whoever's turn it
+//! is plays `legal_moves[0]` from the latest `state`; the round trip measured is `move`
+//! → its `ack`. Both players then read the resulting `state` before the next move, so
+//! the opponent always answers from what the server sent. When a game ends, both leave
+//! and the host opens a new lobby.
+//!
+//! An *echo pair* does the same against the echo server: the two connections take
+//! turns sending one frame of the size of a `move` message and waiting for it to come
+//! back. The frame is shaped as a MessagePack `ack` (with a padding field, which
+//! receivers ignore), so the same client decodes it.
+//!
+//! Open loop (the latency phase): every game follows a fixed schedule of intended send
+//! times, and a round trip is measured from the *intended* time, so a slow answer that
+//! delays later moves is charged to those moves too (no coordinated omission). After a
+//! lobby restart the schedule is moved up to the present instead, since setting up a
+//! lobby is not a move. Closed loop (the saturation phase): send as soon as the previous
+//! answer is in.
+//!
+//! Every connection keeps at least [`MIN_SEND_GAP`] between its messages, which holds
+//! it under the server's rate limit (40 messages a second per connection, closing at
+//! 120); load is spread over many games instead.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use jumpgate_protocol::client::{Client, ClientError};
+use jumpgate_protocol::codec::{self, Frame};
+use jumpgate_protocol::{
+    ClientMessage, Color, DecodeError, Encoding, Phase, RoomState, RuleSet, ServerMessage,
+};
+use serde::Serialize;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio::time::{Instant, sleep_until, timeout_at};
+
+/// How long any single answer may take before the connection counts as failed.
+pub const PATIENCE: Duration = Duration::from_secs(10);
+/// The least time between two messages on one connection: at most 36 a second, under
+/// the server's limit of 40.
+pub const MIN_SEND_GAP: Duration = Duration::from_micros(27_800);
+/// The highest open-loop rate one game may be asked for, in moves a second. Moves
+/// alternate between the two players, so each connection sends half of them.
+pub const MAX_RATE_PER_GAME: f64 = 60.0;
+/// Connections or games being set up at once.
+const SETUP_CONCURRENCY: usize = 128;
+/// How long answers due before the end of a phase may still arrive after it.
+const GRACE: Duration = Duration::from_secs(2);
+/// The largest latency the histograms hold, in microseconds (a minute).
+const MAX_LATENCY_US: u64 = 60_000_000;
+/// The notation whose `move` message sets the size of echo frames.
+const TYPICAL_NOTATION: &str = "11-15";
+
+/// Which kind of server a phase drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// The Jumpgate server: games.
+    Jumpgate,
+    /// The echo baseline: echo pairs.
+    Echo,
+}
+
+impl Kind {
+    /// What one operation is called in reports.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Kind::Jumpgate => "moves",
+            Kind::Echo => "echoes",
+        }
+    }
+}
+
+/// How a phase paces its sends.
+#[derive(Clone, Copy, Debug)]
+pub enum Pace {
+    /// A fixed schedule: this many operations a second in total over all games.
+    Open {
+        /// Operations a second, summed over all games.
+        rate: f64,
+    },
+    /// As fast as answers come back.
+    Closed,
+}
+
+/// Counters the progress line reads while a phase runs.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Operations answered so far.
+    pub ops: AtomicU64,
+    /// Games or pairs that failed.
+    pub errors: AtomicU64,
+    /// Lobbies opened after a game ended.
+    pub lobbies: AtomicU64,
+}
+
+/// What a phase measured.
+#[derive(Debug, Clone)]
+pub struct PhaseStats {
+    /// The phase's name, e.g. "latency jumpgate".
+    pub label: String,
+    /// The server kind driven.
+    pub kind: Kind,
+    /// Games (or echo pairs) that were set up and ran.
+    pub games: usize,
+    /// Operations answered within the phase.
+    pub ops: u64,
+    /// The measured window in seconds.
+    pub seconds: f64,
+    /// Games or pairs that failed (set-up or during the phase).
+    pub errors: u64,
+    /// The first failure, for the report.
+    pub first_error: Option<String>,
+    /// Lobbies opened after games ended.
+    pub lobbies: u64,
+    /// Round trips in microseconds.
+    pub latency_us: Histogram<u64>,
+}
+
+impl PhaseStats {
+    /// Operations a second over the measured window.
+    pub fn per_second(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.ops as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// What the idle phase opened.
+#[derive(Debug, Clone, Serialize)]
+pub struct IdleStats {
+    /// Connections open (and greeted) at the time of the second reading.
+    pub connections: usize,
+    /// The server's `VmRSS` before opening them, KiB; absent without a process id.
+    pub rss_before_kib: Option<u64>,
+    /// The server's `VmRSS` with all of them open, KiB.
+    pub rss_after_kib: Option<u64>,
+    /// Connections that could not be opened.
+    pub errors: u64,
+    /// The first failure.
+    pub first_error: Option<String>,
+}
+
+impl IdleStats {
+    /// Resident bytes added per open connection, when both readings exist.
+    pub fn bytes_per_connection(&self) -> Option<f64> {
+        let (before, after) = (self.rss_before_kib?, self.rss_after_kib?);
+        if self.connections == 0 {
+            return None;
+        }
+        Some(after.saturating_sub(before) as f64 * 1024.0 / self.connections as f64)
+    }
+}
+
+/// A fresh latency histogram (microseconds, 3 significant figures).
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).expect("valid histogram bounds")
+}
+
+/// One connection with its send pacing.
+#[derive(Debug)]
+struct Conn {
+    client: Client,
+    last_send: Option<Instant>,
+}
+
+impl Conn {
+    async fn connect(url: &str, limit: Instant) -> Result<Conn, String> {
+        let client = timeout_at(limit, Client::connect(url, Encoding::MsgPack))
+            .await
+            .map_err(|_| format!("connecting to {url} timed out"))?
+            .map_err(|e| format!("connecting to {url}: {e}"))?;
+        Ok(Conn {
+            client,
+            last_send: None,
+        })
+    }
+
+    /// Waits until this connection may send again.
+    async fn pace(&mut self) {
+        if let Some(last) = self.last_send {
+            sleep_until(last + MIN_SEND_GAP).await;
+        }
+    }
+
+    async fn send(&mut self, message: &ClientMessage) -> Result<(), String> {
+        self.pace().await;
+        self.last_send = Some(Instant::now());
+        self.client.send(message).await.map_err(|e| e.to_string())
+    }
+
+    async fn send_frame(&mut self, bytes: Vec<u8>) -> Result<(), String> {
+        self.pace().await;
+        self.last_send = Some(Instant::now());
+        self.client
+            .send_raw_binary(bytes)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// The next message, skipping unknown types; `Ok(None)` once `limit` passes.
+    async fn recv(&mut self, limit: Instant) -> Result<Option<ServerMessage>, String> {
+        loop {
+            match timeout_at(limit, self.client.recv()).await {
+                Err(_) => return Ok(None),
+                Ok(Ok(message)) => return Ok(Some(message)),
+                Ok(Err(ClientError::Decode(DecodeError::UnknownType { .. }))) => continue,
+                Ok(Err(e)) => return Err(e.to_string()),
+            }
+        }
+    }
+}
+
+/// The limit for one wait: [`PATIENCE`] from now, but never past `hard`.
+fn wait_limit(hard: Instant) -> Instant {
+    (Instant::now() + PATIENCE).min(hard)
+}
+
+fn timed_out(what: &str) -> String {
+    format!("no answer to {what} within {PATIENCE:?}")
+}
+
+/// A greeted Jumpgate connection with the newest state of its lobby.
+#[derive(Debug)]
+struct Player {
+    conn: Conn,
+    id: String,
+    /// The lobby this player is in, once known.
+    code: Option<String>,
+    state: Option<RoomState>,
+}
+
+impl Player {
+    async fn greet(url: &str, limit: Instant) -> Result<Player, String> {
+        let mut conn = Conn::connect(url, limit).await?;
+        let seq = conn.client.next_seq();
+        conn.send(&ClientMessage::Hello {
+            seq,
+            protocol: jumpgate_protocol::PROTOCOL_VERSION,
+            token: None,
+            client: "jumpgate-loadtest".into(),
+        })
+        .await?;
+        loop {
+            match conn.recv(limit).await? {
+                None => return Err(timed_out("hello")),
+                Some(ServerMessage::Welcome { identity, .. }) => {
+                    return Ok(Player {
+                        conn,
+                        id: identity.id,
+                        code: None,
+                        state: None,
+                    });
+                }
+                Some(ServerMessage::Error { code, message, .. }) => {
+                    return Err(format!("hello refused: {code} {message}"));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    fn absorb(&mut self, message: ServerMessage) -> Result<(), String> {
+        match message {
+            ServerMessage::State(state) => {
+                if self.code.as_deref().is_none_or(|code| code == state.code) {
+                    self.state = Some(state);
+                }
+                Ok(())
+            }
+            ServerMessage::Error {
+                seq: None,
+                code,
+                message,
+            } => Err(format!("server error: {code} {message}")),
+            ServerMessage::Shutdown { .. } => Err("the server is shutting down".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Sends a request and waits for its `ack`; returns when it came.
+    async fn request(
+        &mut self,
+        build: impl FnOnce(u32) -> ClientMessage,
+        hard: Instant,
+    ) -> Result<Option<Instant>, String> {
+        let seq = self.conn.client.next_seq();
+        let message = build(seq);
+        self.conn.send(&message).await?;
+        let limit = wait_limit(hard);
+        loop {
+            match self.conn.recv(limit).await? {
+                None if limit >= hard => return Ok(None),
+                None => return Err(timed_out("a request")),
+                Some(ServerMessage::Ack { seq: s }) if s == seq => {
+                    return Ok(Some(Instant::now()));
+                }
+                Some(ServerMessage::Error {
+                    seq: Some(s),
+                    code,
+                    message,
+                }) if s == seq => return Err(format!("request refused: {code} {message}")),
+                Some(other) => self.absorb(other)?,
+            }
+        }
+    }
+
+    /// Reads until the stored state satisfies `pred`; false if `hard` passed first.
+    async fn state_until(
+        &mut self,
+        pred: impl Fn(&RoomState) -> bool,
+        hard: Instant,
+    ) -> Result<bool, String> {
+        let limit = wait_limit(hard);
+        loop {
+            if self.state.as_ref().is_some_and(&pred) {
+                return Ok(true);
+            }
+            match self.conn.recv(limit).await? {
+                None if limit >= hard => return Ok(false),
+                None => return Err(timed_out("a state")),
+                Some(message) => self.absorb(message)?,
+            }
+        }
+    }
+}
+
+/// Two players seated in one lobby.
+#[derive(Debug)]
+struct Game {
+    host: Player,
+    guest: Player,
+}
+
+impl Game {
+    async fn set_up(url: &str, hard: Instant) -> Result<Game, String> {
+        let host = Player::greet(url, hard).await?;
+        let guest = Player::greet(url, hard).await?;
+        let mut game = Game { host, guest };
+        if !game.new_lobby(hard).await? {
+            return Err("setting up the lobby took too long".into());
+        }
+        Ok(game)
+    }
+
+    /// The host opens a lobby and the guest joins; false if `hard` passed first.
+    async fn new_lobby(&mut self, hard: Instant) -> Result<bool, String> {
+        self.host.code = None;
+        self.host.state = None;
+        let acked = self
+            .host
+            .request(
+                |seq| ClientMessage::CreateLobby {
+                    seq,
+                    rule_set: RuleSet::American,
+                    series_length: 1,
+                    invite_only: false,
+                },
+                hard,
+            )
+            .await?;
+        if acked.is_none() {
+            return Ok(false);
+        }
+        // The server sends the ack first, then the new lobby's state.
+        self.host.state = None;
+        if !self.host.state_until(|_| true, hard).await? {
+            return Ok(false);
+        }
+        let code = self.host.state.as_ref().map(|s| s.code.clone());
+        self.host.code.clone_from(&code);
+        self.guest.code.clone_from(&code);
+        self.guest.state = None;
+        let join = code.clone().unwrap_or_default();
+        let acked = self
+            .guest
+            .request(
+                |seq| ClientMessage::JoinLobby {
+                    seq,
+                    code: join,
+                    invite: None,
+                },
+                hard,
+            )
+            .await?;
+        if acked.is_none() {
+            return Ok(false);
+        }
+        let playing = |s: &RoomState| s.phase == Phase::Playing && s.game.is_some();
+        Ok(self.guest.state_until(playing, hard).await?
+            && self.host.state_until(playing, hard).await?)
+    }
+
+    /// Both leave; false if `hard` passed first.
+    async fn leave(&mut self, hard: Instant) -> Result<bool, String> {
+        for player in [&mut self.host, &mut self.guest] {
+            if player
+                .request(|seq| ClientMessage::Leave { seq }, hard)
+                .await?
+                .is_none()
+            {
+                return Ok(false);
+            }
+            player.code = Some(String::new());
+            player.state = None;
+        }
+        Ok(true)
+    }
+}
+
+/// What is next in a game, read from a state.
+enum Turn {
+    /// This seat's player plays this notation.
+    Play { host: bool, notation: String },
+    /// The game is over.
+    Over,
+}
+
+fn turn(state: &RoomState, host_id: &str) -> Turn {
+    let Some(game) = &state.game else {
+        return Turn::Over;
+    };
+    if state.phase != Phase::Playing || game.result.is_some() || game.legal_moves.is_empty() {
+        return Turn::Over;
+    }
+    let seat = if game.turn == Color::Dark {
+        usize::from(game.dark_seat)
+    } else {
+        1 - usize::from(game.dark_seat).min(1)
+    };
+    let host = state
+        .players
+        .get(seat)
+        .and_then(Option::as_ref)
+        .is_some_and(|p| p.id == host_id);
+    Turn::Play {
+        host,
+        notation: game.legal_moves[0].notation.clone(),
+    }
+}
+
+/// The open-loop schedule of one game or pair.
+#[derive(Debug)]
+struct Schedule {
+    next: Instant,
+    gap: Option<Duration>,
+}
+
+impl Schedule {
+    fn new(pace: Pace, games: usize, index: usize, start: Instant) -> Schedule {
+        match pace {
+            Pace::Open { rate } => {
+                let gap = Duration::from_secs_f64(games as f64 / rate);
+                // Spread the games' first sends evenly over one gap.
+                let offset = gap.mul_f64(index as f64 / games as f64);
+                Schedule {
+                    next: start + offset,
+                    gap: Some(gap),
+                }
+            }
+            Pace::Closed => Schedule {
+                next: start,
+                gap: None,
+            },
+        }
+    }
+
+    /// Waits for the next intended send time and returns it; `None` if it falls after
+    /// `deadline`. Closed loop: now.
+    async fn wait(&mut self, deadline: Instant) -> Option<Instant> {
+        let Some(gap) = self.gap else {
+            return Some(Instant::now());
+        };
+        let intended = self.next;
+        if intended >= deadline {
+            return None;
+        }
+        self.next += gap;
+        sleep_until(intended).await;
+        Some(intended)
+    }
+
+    /// After a pause that is not part of the load (a new lobby), start from now.
+    fn rebase(&mut self) {
+        self.next = self.next.max(Instant::now());
+    }
+}
+
+/// What one game or pair brings back.
+#[derive(Debug)]
+struct Outcome {
+    ops: u64,
+    lobbies: u64,
+    latency_us: Histogram<u64>,
+    error: Option<String>,
+}
+
+fn micros(from: Instant, to: Instant) -> u64 {
+    u64::try_from(to.saturating_duration_since(from).as_micros()).unwrap_or(u64::MAX)
+}
+
+async fn play_game(
+    mut game: Game,
+    mut schedule: Schedule,
+    deadline: Instant,
+    progress: Arc<Progress>,
+) -> Outcome {
+    let mut outcome = Outcome {
+        ops: 0,
+        lobbies: 0,
+        latency_us: new_histogram(),
+        error: None,
+    };
+    let hard = deadline + GRACE;
+    let result = async {
+        while Instant::now() < deadline {
+            let state = game.host.state.as_ref().ok_or("no state")?;
+            let (host_moves, notation) = match turn(state, &game.host.id) {
+                Turn::Over => {
+                    if !game.leave(deadline).await? || !game.new_lobby(deadline).await? {
+                        break;
+                    }
+                    outcome.lobbies += 1;
+                    progress.lobbies.fetch_add(1, Ordering::Relaxed);
+                    schedule.rebase();
+                    continue;
+                }
+                Turn::Play { host, notation } => (host, notation),
+            };
+            let version = state.version;
+            let Some(intended) = schedule.wait(deadline).await else {
+                break;
+            };
+            let (mover, other) = if host_moves {
+                (&mut game.host, &mut game.guest)
+            } else {
+                (&mut game.guest, &mut game.host)
+            };
+            let sent = Instant::now();
+            let Some(acked) = mover
+                .request(
+                    |seq| ClientMessage::Move {
+                        seq,
+                        notation: Some(notation),
+                        path: None,
+                    },
+                    hard,
+                )
+                .await?
+            else {
+                break;
+            };
+            if acked <= deadline {
+                let from = if schedule.gap.is_some() {
+                    intended
+                } else {
+                    sent
+                };
+                outcome.latency_us.saturating_record(micros(from, acked));
+                outcome.ops += 1;
+                progress.ops.fetch_add(1, Ordering::Relaxed);
+            }
+            // Both see the move's state before anyone moves again.
+            if !mover.state_until(|s| s.version > version, hard).await? {
+                break;
+            }
+            let seen = mover.state.as_ref().map_or(version, |s| s.version);
+            if !other.state_until(|s| s.version >= seen, hard).await? {
+                break;
+            }
+        }
+        Ok::<(), String>(())
+    }
+    .await;
+    if let Err(e) = result {
+        progress.errors.fetch_add(1, Ordering::Relaxed);
+        outcome.error = Some(e);
+    }
+    outcome
+}
+
+/// Builds echo frames: MessagePack `ack`s padded to the size of a `move` message.
+#[derive(Debug, Clone)]
+pub struct EchoFrames {
+    pad: String,
+}
+
+#[derive(Serialize)]
+struct Probe<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    seq: u32,
+    pad: &'a str,
+}
+
+impl Default for EchoFrames {
+    fn default() -> Self {
+        EchoFrames::new()
+    }
+}
+
+impl EchoFrames {
+    /// Works out the padding once; the `seq` takes the same bytes in both messages.
+    pub fn new() -> EchoFrames {
+        let move_len = move_frame_len(1);
+        let bare = EchoFrames { pad: String::new() }.frame(1).len();
+        EchoFrames {
+            pad: "x".repeat(move_len.saturating_sub(bare)),
+        }
+    }
+
+    /// The frame for `seq`.
+    pub fn frame(&self, seq: u32) -> Vec<u8> {
+        let probe = Probe {
+            kind: "ack",
+            seq,
+            pad: &self.pad,
+        };
+        match codec::encode(Encoding::MsgPack, &probe) {
+            Ok(Frame::Binary(bytes)) => bytes,
+            Ok(Frame::Text(text)) => text.into_bytes(),
+            Err(e) => panic!("cannot encode an echo frame: {e}"),
+        }
+    }
+}
+
+/// The size in bytes of a MessagePack `move` with a typical notation.
+pub fn move_frame_len(seq: u32) -> usize {
+    codec::encode_client(
+        Encoding::MsgPack,
+        &ClientMessage::Move {
+            seq,
+            notation: Some(TYPICAL_NOTATION.into()),
+            path: None,
+        },
+    )
+    .len()
+}
+
+impl Conn {
+    /// Sends one echo frame and waits for it; returns when it came back.
+    async fn echo(
+        &mut self,
+        frames: &EchoFrames,
+        hard: Instant,
+    ) -> Result<Option<Instant>, String> {
+        let seq = self.client.next_seq();
+        self.send_frame(frames.frame(seq)).await?;
+        let limit = wait_limit(hard);
+        loop {
+            match self.recv(limit).await? {
+                None if limit >= hard => return Ok(None),
+                None => return Err(timed_out("an echo")),
+                Some(ServerMessage::Ack { seq: s }) if s == seq => {
+                    return Ok(Some(Instant::now()));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// Two echo connections taking turns.
+#[derive(Debug)]
+struct Pair {
+    a: Conn,
+    b: Conn,
+}
+
+impl Pair {
+    async fn set_up(url: &str, frames: &EchoFrames, hard: Instant) -> Result<Pair, String> {
+        let mut a = Conn::connect(url, hard).await?;
+        let mut b = Conn::connect(url, hard).await?;
+        for conn in [&mut a, &mut b] {
+            if conn.echo(frames, hard).await?.is_none() {
+                return Err(timed_out("the first echo"));
+            }
+        }
+        Ok(Pair { a, b })
+    }
+}
+
+async fn play_pair(
+    mut pair: Pair,
+    frames: EchoFrames,
+    mut schedule: Schedule,
+    deadline: Instant,
+    progress: Arc<Progress>,
+) -> Outcome {
+    let mut outcome = Outcome {
+        ops: 0,
+        lobbies: 0,
+        latency_us: new_histogram(),
+        error: None,
+    };
+    let hard = deadline + GRACE;
+    let mut a_turn = true;
+    let result = async {
+        while Instant::now() < deadline {
+            let Some(intended) = schedule.wait(deadline).await else {
+                break;
+            };
+            let conn = if a_turn { &mut pair.a } else { &mut pair.b };
+            a_turn = !a_turn;
+            let sent = Instant::now();
+            let Some(back) = conn.echo(&frames, hard).await? else {
+                break;
+            };
+            if back <= deadline {
+                let from = if schedule.gap.is_some() {
+                    intended
+                } else {
+                    sent
+                };
+                outcome.latency_us.saturating_record(micros(from, back));
+                outcome.ops += 1;
+                progress.ops.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok::<(), String>(())
+    }
+    .await;
+    if let Err(e) = result {
+        progress.errors.fetch_add(1, Ordering::Relaxed);
+        outcome.error = Some(e);
+    }
+    outcome
+}
+
+enum Driver {
+    Game(Box<Game>),
+    Pair(Box<Pair>),
+}
+
+/// Runs one phase: sets up `games` games (or echo pairs) against `url`, then drives
+/// them for `duration`, printing a progress line to stderr every second.
+pub async fn run_phase(
+    label: &str,
+    kind: Kind,
+    url: &str,
+    games: usize,
+    pace: Pace,
+    duration: Duration,
+) -> Result<PhaseStats, String> {
+    let frames = EchoFrames::new();
+    let setup_limit = Instant::now() + PATIENCE * 3;
+    let permits = Arc::new(Semaphore::new(SETUP_CONCURRENCY));
+    let mut setups = JoinSet::new();
+    for _ in 0..games {
+        let (url, frames, permits) = (url.to_owned(), frames.clone(), permits.clone());
+        setups.spawn(async move {
+            let _permit = permits.acquire_owned().await.map_err(|e| e.to_string())?;
+            match kind {
+                Kind::Jumpgate => Game::set_up(&url, setup_limit)
+                    .await
+                    .map(|g| Driver::Game(Box::new(g))),
+                Kind::Echo => Pair::set_up(&url, &frames, setup_limit)
+                    .await
+                    .map(|p| Driver::Pair(Box::new(p))),
+            }
+        });
+    }
+    let mut ready = Vec::with_capacity(games);
+    let mut errors = 0;
+    let mut first_error = None;
+    while let Some(joined) = setups.join_next().await {
+        match joined.map_err(|e| e.to_string()).and_then(|r| r) {
+            Ok(driver) => ready.push(driver),
+            Err(e) => {
+                errors += 1;
+                first_error.get_or_insert(format!("set-up: {e}"));
+            }
+        }
+    }
+    if ready.is_empty() {
+        return Err(format!(
+            "{label}: no game could be set up: {}",
+            first_error.unwrap_or_default()
+        ));
+    }
+
+    let progress = Arc::new(Progress::default());
+    let start = Instant::now();
+    let deadline = start + duration;
+    let count = ready.len();
+    let mut running = JoinSet::new();
+    for (index, driver) in ready.into_iter().enumerate() {
+        let schedule = Schedule::new(pace, count, index, start);
+        let progress = progress.clone();
+        match driver {
+            Driver::Game(game) => {
+                running.spawn(play_game(*game, schedule, deadline, progress));
+            }
+            Driver::Pair(pair) => {
+                running.spawn(play_pair(
+                    *pair,
+                    frames.clone(),
+                    schedule,
+                    deadline,
+                    progress,
+                ));
+            }
+        }
+    }
+    let ticker = tokio::spawn(report_progress(
+        label.to_owned(),
+        kind,
+        progress.clone(),
+        start,
+        deadline,
+    ));
+
+    let mut latency_us = new_histogram();
+    let (mut ops, mut lobbies) = (0, 0);
+    // A hard bound even if some connection hangs past every limit.
+    let give_up = deadline + GRACE + PATIENCE;
+    loop {
+        match timeout_at(give_up, running.join_next()).await {
+            Ok(Some(Ok(outcome))) => {
+                ops += outcome.ops;
+                lobbies += outcome.lobbies;
+                latency_us
+                    .add(&outcome.latency_us)
+                    .map_err(|e| e.to_string())?;
+                if let Some(e) = outcome.error {
+                    errors += 1;
+                    first_error.get_or_insert(e);
+                }
+            }
+            Ok(Some(Err(e))) => {
+                errors += 1;
+                first_error.get_or_insert(e.to_string());
+            }
+            Ok(None) => break,
+            Err(_) => {
+                errors += running.len() as u64;
+                first_error.get_or_insert("some games did not stop in time".into());
+                running.abort_all();
+                break;
+            }
+        }
+    }
+    ticker.abort();
+    Ok(PhaseStats {
+        label: label.to_owned(),
+        kind,
+        games: count,
+        ops,
+        seconds: duration.as_secs_f64(),
+        errors,
+        first_error,
+        lobbies,
+        latency_us,
+    })
+}
+
+async fn report_progress(
+    label: String,
+    kind: Kind,
+    progress: Arc<Progress>,
+    start: Instant,
+    deadline: Instant,
+) {
+    let mut tick = tokio::time::interval_at(start + Duration::from_secs(1), Duration::from_secs(1));
+    let mut last = 0;
+    loop {
+        let now = tick.tick().await;
+        if now > deadline + Duration::from_millis(100) {
+            return;
+        }
+        let ops = progress.ops.load(Ordering::Relaxed);
+        eprintln!(
+            "  {label:<20} {:>4.0}s {ops:>9} {} {:>8}/s  lobbies {:>5}  errors {}",
+            now.duration_since(start).as_secs_f64(),
+            kind.unit(),
+            ops - last,
+            progress.lobbies.load(Ordering::Relaxed),
+            progress.errors.load(Ordering::Relaxed),
+        );
+        last = ops;
+    }
+}
+
+/// Opens `count` connections, says `hello` on each (one echo round trip on the echo
+/// server), and reads the server's memory before and after; bounded by `limit`.
+pub async fn run_idle(
+    kind: Kind,
+    url: &str,
+    count: usize,
+    pid: Option<u32>,
+    limit: Duration,
+) -> IdleStats {
+    let rss_before_kib = pid.and_then(crate::net::vm_rss_kib);
+    let hard = Instant::now() + limit;
+    let frames = EchoFrames::new();
+    let permits = Arc::new(Semaphore::new(SETUP_CONCURRENCY));
+    let mut opening = JoinSet::new();
+    for _ in 0..count {
+        let (url, frames, permits) = (url.to_owned(), frames.clone(), permits.clone());
+        opening.spawn(async move {
+            let _permit = permits.acquire_owned().await.map_err(|e| e.to_string())?;
+            match kind {
+                Kind::Jumpgate => Player::greet(&url, hard).await.map(|p| p.conn),
+                Kind::Echo => {
+                    let mut conn = Conn::connect(&url, hard).await?;
+                    match conn.echo(&frames, hard).await? {
+                        Some(_) => Ok(conn),
+                        None => Err(timed_out("the first echo")),
+                    }
+                }
+            }
+        });
+    }
+    let started = Instant::now();
+    let mut open = Vec::with_capacity(count);
+    let (mut errors, mut first_error) = (0, None);
+    let mut last_report = started;
+    loop {
+        match timeout_at(hard, opening.join_next()).await {
+            Ok(Some(Ok(Ok(conn)))) => open.push(conn),
+            Ok(Some(Ok(Err(e)))) => {
+                errors += 1;
+                first_error.get_or_insert(e);
+            }
+            Ok(Some(Err(e))) => {
+                errors += 1;
+                first_error.get_or_insert(e.to_string());
+            }
+            Ok(None) => break,
+            Err(_) => {
+                errors += opening.len() as u64;
+                first_error.get_or_insert("opening connections took too long".into());
+                opening.abort_all();
+                break;
+            }
+        }
+        if last_report.elapsed() >= Duration::from_secs(1) {
+            last_report = Instant::now();
+            eprintln!(
+                "  idle {kind:?}: {:>4.0}s {} of {count} open, errors {errors}",
+                started.elapsed().as_secs_f64(),
+                open.len(),
+            );
+        }
+    }
+    // Let the server finish any work the greetings caused before reading its memory.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rss_after_kib = pid.and_then(crate::net::vm_rss_kib);
+    eprintln!(
+        "  idle {kind:?}: {} open in {:.1}s, errors {errors}",
+        open.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let connections = open.len();
+    drop(open);
+    IdleStats {
+        connections,
+        rss_before_kib,
+        rss_after_kib,
+        errors,
+        first_error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echo_frames_are_move_sized_acks() {
+        let frames = EchoFrames::new();
+        for seq in [1, 200, 70_000, u32::MAX] {
+            let frame = frames.frame(seq);
+            assert_eq!(frame.len(), move_frame_len(seq), "seq {seq}");
+            let decoded = codec::decode_server(Encoding::MsgPack, &frame).unwrap();
+            assert_eq!(decoded, ServerMessage::Ack { seq });
+        }
+    }
+}

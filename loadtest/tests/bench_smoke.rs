@@ -1,0 +1,67 @@
+//! Runs every bench phase in a tiny configuration against a real Jumpgate server and
+//! the echo server, both in-process, and checks that each phase counted something.
+//! Nothing here asserts on time.
+
+use std::time::Duration;
+
+use jumpgate_loadtest::bench::{BenchConfig, RedisTarget, Target, run_all};
+use jumpgate_loadtest::svg;
+use jumpgate_server::config::Settings;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiny_bench_counts_everything() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut settings = Settings::for_address(addr);
+    settings.move_clock = Duration::from_secs(600);
+    let (stop_server, stopped) = oneshot::channel::<()>();
+    tokio::spawn(jumpgate_server::run(listener, settings, async {
+        let _ = stopped.await;
+    }));
+
+    let echo_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let echo_addr = echo_listener.local_addr().unwrap();
+    let (stop_echo, echo_stopped) = oneshot::channel::<()>();
+    tokio::spawn(jumpgate_loadtest::echo::serve(echo_listener, async {
+        let _ = echo_stopped.await;
+    }));
+
+    let config = BenchConfig::new(2, 20.0, 2, 1.0, 50).unwrap();
+    // In-process servers share this process, so their memory is not measured.
+    let jumpgate = Target {
+        url: format!("ws://{addr}/ws"),
+        pid: None,
+    };
+    let echo = Target {
+        url: format!("ws://{echo_addr}/ws"),
+        pid: None,
+    };
+    let report = run_all(&jumpgate, &echo, &RedisTarget::NotRequested, &config).await;
+    let _ = stop_server.send(());
+    let _ = stop_echo.send(());
+
+    for (name, side) in [("jumpgate", &report.jumpgate), ("echo", &report.echo)] {
+        assert!(side.failures.is_empty(), "{name}: {:?}", side.failures);
+        let latency = side.latency.as_ref().expect("latency phase");
+        assert!(
+            latency.ops > 0,
+            "{name}: no round trips in the latency phase"
+        );
+        assert!(!latency.curve.is_empty());
+        let saturated = side.saturated.as_ref().expect("saturation phase");
+        assert!(saturated.ops > 0, "{name}: no round trips when saturated");
+        let idle = side.idle.as_ref().expect("idle phase");
+        assert_eq!(idle.stats.connections, 50, "{name}: {:?}", idle.stats);
+        assert_eq!(idle.bytes_per_connection, None);
+    }
+    assert_eq!(report.figures.len(), 5);
+    assert!(report.redis.saturated.is_none());
+    let table = report.table();
+    assert!(table.contains("move round trip p50"), "{table}");
+    assert!(table.contains("not measured"), "{table}");
+    let plot = svg::latency_plot(&report);
+    assert_eq!(plot.matches("<polyline").count(), 2);
+    serde_json::to_string(&report).unwrap();
+}
