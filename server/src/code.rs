@@ -31,6 +31,15 @@ impl RoomCode {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether this code belongs to shard `(index, count)`: the load
+    /// balancer sends a room to instance `crc32(CODE) % count`.
+    pub fn in_shard(&self, shard: Option<(u32, u32)>) -> bool {
+        match shard {
+            None => true,
+            Some((index, count)) => crc32fast::hash(self.0.as_bytes()) % count == index,
+        }
+    }
 }
 
 impl fmt::Display for RoomCode {

@@ -36,9 +36,33 @@ pub struct ServeConfig {
     /// How long a finished or closed lobby is kept in Redis, in seconds.
     #[arg(long, env = "JUMPGATE_FINISHED_TTL_SECS", default_value_t = 86_400)]
     pub finished_ttl_secs: u64,
+    /// Serve /metrics on this separate address too (it is always on the main
+    /// address).
+    #[arg(long, env = "JUMPGATE_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// Deadline for a graceful shutdown after SIGTERM or Ctrl-C, in
+    /// milliseconds.
+    #[arg(long, env = "JUMPGATE_SHUTDOWN_GRACE_MS", default_value_t = 10_000)]
+    pub shutdown_grace_ms: u64,
+    /// This instance's share of room codes, `INDEX/COUNT`: new codes satisfy
+    /// `crc32(CODE) % COUNT == INDEX`, matching the load balancer's routing.
+    #[arg(long, env = "JUMPGATE_SHARD", value_parser = parse_shard)]
+    pub shard: Option<(u32, u32)>,
     /// Log as JSON lines instead of text.
     #[arg(long, env = "JUMPGATE_LOG_JSON")]
     pub log_json: bool,
+}
+
+fn parse_shard(text: &str) -> Result<(u32, u32), String> {
+    let (index, count) = text
+        .split_once('/')
+        .ok_or("expected INDEX/COUNT, e.g. 0/2")?;
+    let index: u32 = index.trim().parse().map_err(|_| "INDEX is not a number")?;
+    let count: u32 = count.trim().parse().map_err(|_| "COUNT is not a number")?;
+    if count == 0 || index >= count {
+        return Err("need 0 <= INDEX < COUNT".into());
+    }
+    Ok((index, count))
 }
 
 /// Settings the running server uses (tests build these directly).
@@ -62,6 +86,10 @@ pub struct Settings {
     pub resume_grace: Duration,
     /// How long a finished or closed lobby stays in the store.
     pub finished_ttl: Duration,
+    pub metrics_listen: Option<SocketAddr>,
+    pub shutdown_grace: Duration,
+    /// `(index, count)`: which room codes this instance issues.
+    pub shard: Option<(u32, u32)>,
 }
 
 impl Settings {
@@ -79,6 +107,9 @@ impl Settings {
             redis_timeout: Duration::from_secs(2),
             resume_grace: Duration::from_secs(15),
             finished_ttl: Duration::from_secs(86_400),
+            metrics_listen: None,
+            shutdown_grace: Duration::from_secs(10),
+            shard: None,
         }
     }
 
@@ -93,6 +124,9 @@ impl Settings {
         settings.redis_timeout = Duration::from_millis(config.redis_timeout_ms.max(1));
         settings.resume_grace = Duration::from_millis(config.resume_grace_ms);
         settings.finished_ttl = Duration::from_secs(config.finished_ttl_secs.max(1));
+        settings.metrics_listen = config.metrics_listen;
+        settings.shutdown_grace = Duration::from_millis(config.shutdown_grace_ms);
+        settings.shard = config.shard;
         match &config.token_secret {
             Some(secret) => settings.token_secret = secret.clone().into_bytes(),
             None => tracing::warn!(

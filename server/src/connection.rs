@@ -42,6 +42,8 @@ enum Flow {
 }
 
 pub async fn serve(mut socket: WebSocket, encoding: Encoding, state: Arc<AppState>) {
+    let metrics = &crate::metrics::METRICS;
+    metrics.connections_open.inc();
     let (out_tx, mut out_rx) = mpsc::channel(state.settings.outbound_queue);
     let mut conn = Connection {
         id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
@@ -87,6 +89,7 @@ pub async fn serve(mut socket: WebSocket, encoding: Encoding, state: Arc<AppStat
             }
         }
     };
+    metrics.connections_open.dec();
     if let Some(room) = conn.room.take() {
         let _ = room
             .commands
@@ -171,6 +174,10 @@ impl Connection {
         let client_message = match decoded {
             Ok(m) => m,
             Err(e) => {
+                crate::metrics::METRICS
+                    .decode_errors
+                    .with_label_values(&[e.code().as_str()])
+                    .inc();
                 self.refuse(socket, e.seq(), e.code(), &e.to_string()).await;
                 return Flow::Continue;
             }

@@ -27,7 +27,32 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/r/{code}", get(lobby_summary))
         .route("/r/{code}/games.pdn", get(lobby_games))
         .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(ready))
+        .route("/metrics", get(metrics))
         .with_state(state)
+}
+
+/// `/metrics` alone, for a separate metrics address.
+pub fn metrics_router() -> Router {
+    Router::new().route("/metrics", get(metrics))
+}
+
+async fn metrics() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        crate::metrics::METRICS.render(),
+    )
+}
+
+/// Ready to serve: not shutting down, and the store answers.
+async fn ready(State(state): State<Arc<AppState>>) -> Response {
+    if *state.shutdown.borrow() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
+    }
+    match state.store.ping().await {
+        Ok(()) => "ready\n".into_response(),
+        Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("store: {e}\n")).into_response(),
+    }
 }
 
 /// Picks the first subprotocol the client offers that we speak.
@@ -55,7 +80,10 @@ async fn upgrade(
     ws.protocols([encoding.subprotocol()])
         .max_message_size(MAX_FRAME_BYTES)
         .max_frame_size(MAX_FRAME_BYTES)
-        .write_buffer_size(16 * 1024)
+        // Small buffers keep an idle connection cheap; permessage-deflate
+        // is not offered (tungstenite does not implement it).
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(4 * 1024)
         .max_write_buffer_size(256 * 1024)
         .on_upgrade(move |socket| crate::connection::serve(socket, encoding, state))
 }

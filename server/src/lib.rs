@@ -8,6 +8,7 @@ pub mod config;
 pub mod connection;
 pub mod http;
 pub mod identity;
+pub mod metrics;
 pub mod room;
 pub mod rules;
 pub mod store;
@@ -95,7 +96,7 @@ impl AppState {
             rooms.retain(|_, h| !h.commands.is_closed());
             loop {
                 let code = RoomCode::generate();
-                if !rooms.contains_key(&code) {
+                if !rooms.contains_key(&code) && code.in_shard(self.settings.shard) {
                     break code;
                 }
             }
@@ -157,12 +158,39 @@ pub async fn run(
         let resumed = resume_rooms(&state).await?;
         tracing::info!(resumed, "lobbies resumed from the store");
     }
-    let app = http::router(state.clone());
     let notify = state.clone();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            let _ = notify.shutdown.send(true);
-        })
-        .await
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = notify.shutdown.send(true);
+    });
+    if let Some(addr) = state.settings.metrics_listen {
+        let metrics_listener = TcpListener::bind(addr).await?;
+        let mut stop = state.shutdown.subscribe();
+        tokio::spawn(async move {
+            let stopped = async move {
+                let _ = stop.wait_for(|s| *s).await;
+            };
+            let _ = axum::serve(metrics_listener, http::metrics_router())
+                .with_graceful_shutdown(stopped)
+                .await;
+        });
+    }
+    let app = http::router(state.clone());
+    let mut stop = state.shutdown.subscribe();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        let _ = stop.wait_for(|s| *s).await;
+    });
+    let mut stop = state.shutdown.subscribe();
+    let grace = state.settings.shutdown_grace;
+    let deadline = async move {
+        let _ = stop.wait_for(|s| *s).await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        result = server => result,
+        () = deadline => {
+            tracing::warn!("shutdown deadline passed with connections still open");
+            Ok(())
+        }
+    }
 }

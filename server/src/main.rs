@@ -97,6 +97,11 @@ fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
             move_clock_ms = settings.move_clock.as_millis() as u64,
             break_ms = settings.break_time.as_millis() as u64,
             token_secret = "<redacted>",
+            redis = settings.redis_url.is_some(),
+            metrics_listen = ?settings.metrics_listen,
+            shutdown_grace_ms = settings.shutdown_grace.as_millis() as u64,
+            resume_grace_ms = settings.resume_grace.as_millis() as u64,
+            shard = ?settings.shard,
             "jumpgate listening"
         );
         tracing::warn!(

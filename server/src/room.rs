@@ -453,7 +453,24 @@ impl Room {
 
     /// Runs the room until nobody is seated or connected.
     pub async fn run(mut self, mut commands: mpsc::Receiver<RoomCommand>) {
+        let metrics = &crate::metrics::METRICS;
+        let rule_set = self.options.rule_set.name();
+        metrics.lobbies_live.with_label_values(&[rule_set]).inc();
+        let mut counted_game = self.game_in_play();
+        if counted_game {
+            metrics.games_live.with_label_values(&[rule_set]).inc();
+        }
         loop {
+            let now_live = self.game_in_play();
+            if now_live != counted_game {
+                let gauge = metrics.games_live.with_label_values(&[rule_set]);
+                if now_live {
+                    gauge.inc()
+                } else {
+                    gauge.dec()
+                }
+                counted_game = now_live;
+            }
             let timer = self.next_timer();
             let retry = self.dirty.then(|| Instant::now() + STORE_RETRY);
             tokio::select! {
@@ -476,7 +493,15 @@ impl Room {
                 }
             }
         }
+        if counted_game {
+            metrics.games_live.with_label_values(&[rule_set]).dec();
+        }
+        metrics.lobbies_live.with_label_values(&[rule_set]).dec();
         tracing::debug!(room = %self.code, "room closed");
+    }
+
+    fn game_in_play(&self) -> bool {
+        self.phase == Phase::Playing && self.round.as_ref().is_some_and(|r| r.result.is_none())
     }
 
     fn next_timer(&self) -> Option<Instant> {
@@ -503,6 +528,10 @@ impl Room {
                     let loser = self.round.as_ref().map(|r| r.game.turn());
                     if let Some(loser) = loser {
                         tracing::debug!(room = %self.code, "move clock lapsed");
+                        crate::metrics::METRICS
+                            .clock_forfeits
+                            .with_label_values(&[self.options.rule_set.name()])
+                            .inc();
                         self.end_round(Some(loser.opposite()), wire::GameEndReason::Timeout);
                         self.commit_or_retry().await;
                         self.broadcast();
@@ -556,11 +585,29 @@ impl Room {
             }
             RoomCommand::Act { conn, seq, action } => {
                 let resync = action == Action::Resync;
+                let is_move = matches!(action, Action::Move { .. });
+                let started = std::time::Instant::now();
                 let before = self.snapshot();
                 let mut result = self.act(conn, seq, action).await;
                 if matches!(result, Ok(true)) && self.commit().await.is_err() {
                     self.restore(before);
                     result = Err(storage_unavailable());
+                }
+                if is_move {
+                    let metrics = &crate::metrics::METRICS;
+                    match &result {
+                        Ok(_) => metrics
+                            .moves_accepted
+                            .with_label_values(&[self.options.rule_set.name()])
+                            .inc(),
+                        Err(r) => metrics
+                            .moves_rejected
+                            .with_label_values(&[r.code.as_str()])
+                            .inc(),
+                    }
+                    metrics
+                        .move_handling_seconds
+                        .observe(started.elapsed().as_secs_f64());
                 }
                 match result {
                     Ok(changed) => {
@@ -653,6 +700,7 @@ impl Room {
         if let Some(m) = self.member(conn)
             && m.out.try_send(Outbound::Direct(Box::new(message))).is_err()
         {
+            crate::metrics::METRICS.slow_consumers_dropped.inc();
             m.kick.notify_one();
         }
     }
@@ -962,6 +1010,10 @@ impl Room {
     }
 
     fn finish(&mut self, winner: Option<usize>, reason: wire::SeriesEndReason) {
+        crate::metrics::METRICS
+            .series_finished
+            .with_label_values(&[reason.as_str()])
+            .inc();
         self.series.result = Some(wire::SeriesResult {
             winner: winner.map(|s| s as u8),
             reason,
@@ -1102,6 +1154,7 @@ impl Room {
                 Ok(()) => true,
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     tracing::info!(conn = m.conn, "dropping a slow consumer");
+                    crate::metrics::METRICS.slow_consumers_dropped.inc();
                     m.kick.notify_one();
                     false
                 }

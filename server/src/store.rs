@@ -209,6 +209,24 @@ fn redis_error(e: redis::RedisError) -> StoreError {
     StoreError(e.to_string())
 }
 
+/// Times a Redis operation and counts its failure.
+async fn observed<T>(
+    op: &'static str,
+    work: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let metrics = &crate::metrics::METRICS;
+    let timer = metrics
+        .redis_op_seconds
+        .with_label_values(&[op])
+        .start_timer();
+    let result = work.await;
+    timer.observe_duration();
+    if result.is_err() {
+        metrics.redis_errors.with_label_values(&[op]).inc();
+    }
+    result
+}
+
 impl RedisStore {
     /// Connects (lazily: the first command connects, and the manager
     /// reconnects by itself after a failure). Every command times out.
@@ -230,7 +248,7 @@ impl RedisStore {
 
 impl Store for RedisStore {
     fn write(&self, write: RoomWrite) -> StoreFuture<'_, ()> {
-        Box::pin(async move {
+        Box::pin(observed("write", async move {
             let mut conn = self.conn.clone();
             let [room, moves, games] = keys(&write.code);
             let mut invocation = self.script.prepare_invoke();
@@ -263,11 +281,11 @@ impl Store for RedisStore {
                 .await
                 .map_err(redis_error)?;
             Ok(())
-        })
+        }))
     }
 
     fn load_open(&self) -> StoreFuture<'_, Vec<StoredRoom>> {
-        Box::pin(async move {
+        Box::pin(observed("load", async move {
             let mut conn = self.conn.clone();
             let codes: Vec<String> = redis::cmd("SMEMBERS")
                 .arg(OPEN_SET)
@@ -311,11 +329,11 @@ impl Store for RedisStore {
                 });
             }
             Ok(rooms)
-        })
+        }))
     }
 
     fn games<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Vec<String>> {
-        Box::pin(async move {
+        Box::pin(observed("games", async move {
             let mut conn = self.conn.clone();
             let [_, _, games] = keys(code);
             let all: HashMap<u64, String> = redis::cmd("HGETALL")
@@ -325,18 +343,18 @@ impl Store for RedisStore {
                 .map_err(redis_error)?;
             let ordered: BTreeMap<u64, String> = all.into_iter().collect();
             Ok(ordered.into_values().collect())
-        })
+        }))
     }
 
     fn ping(&self) -> StoreFuture<'_, ()> {
-        Box::pin(async move {
+        Box::pin(observed("ping", async move {
             let mut conn = self.conn.clone();
             let _: String = redis::cmd("PING")
                 .query_async(&mut conn)
                 .await
                 .map_err(redis_error)?;
             Ok(())
-        })
+        }))
     }
 
     fn is_durable(&self) -> bool {

@@ -1,0 +1,173 @@
+//! Prometheus metrics. Labels are bounded sets (rule set, reason, outcome,
+//! operation), never room codes or user ids.
+
+use std::sync::LazyLock;
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+/// Every metric the server exports.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    pub connections_open: IntGauge,
+    pub lobbies_live: IntGaugeVec,
+    pub games_live: IntGaugeVec,
+    pub moves_accepted: IntCounterVec,
+    pub moves_rejected: IntCounterVec,
+    pub decode_errors: IntCounterVec,
+    pub clock_forfeits: IntCounterVec,
+    pub series_finished: IntCounterVec,
+    pub stake_points: IntCounterVec,
+    pub redis_op_seconds: HistogramVec,
+    pub redis_errors: IntCounterVec,
+    pub bot_think_seconds: HistogramVec,
+    pub move_handling_seconds: Histogram,
+    pub slow_consumers_dropped: IntCounter,
+}
+
+fn opts(name: &str, help: &str) -> Opts {
+    Opts::new(name, help).namespace("jumpgate")
+}
+
+/// Latency buckets from 50 µs to 5 s.
+const LATENCY_BUCKETS: &[f64] = &[
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5, 5.0,
+];
+
+impl Metrics {
+    fn new() -> Metrics {
+        let registry = Registry::new();
+        let hist = |name: &str, help: &str| {
+            HistogramOpts::new(name, help)
+                .namespace("jumpgate")
+                .buckets(LATENCY_BUCKETS.to_vec())
+        };
+        let m = Metrics {
+            connections_open: IntGauge::with_opts(opts(
+                "connections_open",
+                "Open WebSocket connections",
+            ))
+            .expect("valid metric"),
+            lobbies_live: IntGaugeVec::new(
+                opts("lobbies_live", "Lobbies in memory"),
+                &["rule_set"],
+            )
+            .expect("valid metric"),
+            games_live: IntGaugeVec::new(opts("games_live", "Games in play"), &["rule_set"])
+                .expect("valid metric"),
+            moves_accepted: IntCounterVec::new(
+                opts("moves_accepted_total", "Moves accepted"),
+                &["rule_set"],
+            )
+            .expect("valid metric"),
+            moves_rejected: IntCounterVec::new(
+                opts("moves_rejected_total", "Moves refused, by error code"),
+                &["reason"],
+            )
+            .expect("valid metric"),
+            decode_errors: IntCounterVec::new(
+                opts(
+                    "decode_errors_total",
+                    "Client frames that could not be decoded",
+                ),
+                &["code"],
+            )
+            .expect("valid metric"),
+            clock_forfeits: IntCounterVec::new(
+                opts("clock_forfeits_total", "Rounds lost on the move clock"),
+                &["rule_set"],
+            )
+            .expect("valid metric"),
+            series_finished: IntCounterVec::new(
+                opts(
+                    "series_finished_total",
+                    "Series finished, by how they ended",
+                ),
+                &["outcome"],
+            )
+            .expect("valid metric"),
+            stake_points: IntCounterVec::new(
+                opts(
+                    "stake_points_total",
+                    "Bold Points escrowed, paid and refunded",
+                ),
+                &["kind"],
+            )
+            .expect("valid metric"),
+            redis_op_seconds: HistogramVec::new(
+                hist("redis_op_seconds", "Redis operation latency"),
+                &["op"],
+            )
+            .expect("valid metric"),
+            redis_errors: IntCounterVec::new(
+                opts("redis_errors_total", "Redis operations that failed"),
+                &["op"],
+            )
+            .expect("valid metric"),
+            bot_think_seconds: HistogramVec::new(
+                hist("bot_think_seconds", "Computer opponent thinking time"),
+                &["level"],
+            )
+            .expect("valid metric"),
+            move_handling_seconds: Histogram::with_opts(hist(
+                "move_handling_seconds",
+                "Time from a move reaching its room to its acknowledgement",
+            ))
+            .expect("valid metric"),
+            slow_consumers_dropped: IntCounter::with_opts(opts(
+                "slow_consumers_dropped_total",
+                "Connections dropped for falling behind",
+            ))
+            .expect("valid metric"),
+            registry,
+        };
+        let r = &m.registry;
+        let all: [Box<dyn prometheus::core::Collector>; 14] = [
+            Box::new(m.connections_open.clone()),
+            Box::new(m.lobbies_live.clone()),
+            Box::new(m.games_live.clone()),
+            Box::new(m.moves_accepted.clone()),
+            Box::new(m.moves_rejected.clone()),
+            Box::new(m.decode_errors.clone()),
+            Box::new(m.clock_forfeits.clone()),
+            Box::new(m.series_finished.clone()),
+            Box::new(m.stake_points.clone()),
+            Box::new(m.redis_op_seconds.clone()),
+            Box::new(m.redis_errors.clone()),
+            Box::new(m.bot_think_seconds.clone()),
+            Box::new(m.move_handling_seconds.clone()),
+            Box::new(m.slow_consumers_dropped.clone()),
+        ];
+        for c in all {
+            r.register(c).expect("metric names are unique");
+        }
+        // Bounded label sets appear from the start, at zero.
+        for rs in crate::rules::RuleSet::ALL {
+            m.lobbies_live.with_label_values(&[rs.name()]);
+            m.games_live.with_label_values(&[rs.name()]);
+            m.moves_accepted.with_label_values(&[rs.name()]);
+            m.clock_forfeits.with_label_values(&[rs.name()]);
+        }
+        for kind in ["escrowed", "paid", "refunded"] {
+            m.stake_points.with_label_values(&[kind]);
+        }
+        m
+    }
+
+    /// The text exposition format.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        let encoder = TextEncoder::new();
+        if encoder.encode(&self.registry.gather(), &mut buf).is_err() {
+            return String::new();
+        }
+        String::from_utf8(buf).unwrap_or_default()
+    }
+}
+
+/// The process's metrics.
+pub static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
