@@ -62,6 +62,16 @@ mod tests {
     }
 
     #[test]
+    fn shards_follow_the_standard_crc32_the_balancer_uses() {
+        // zlib.crc32(b"K7M2QX9P") == 1623696347
+        let code = RoomCode::parse("k7m2qx9p").unwrap();
+        assert!(code.in_shard(None));
+        assert!(code.in_shard(Some((1, 2))));
+        assert!(!code.in_shard(Some((0, 2))));
+        assert!(code.in_shard(Some((2, 3))));
+    }
+
+    #[test]
     fn look_alikes_and_wrong_lengths_are_refused() {
         assert_eq!(RoomCode::parse("ABCDEFG0"), None);
         assert_eq!(RoomCode::parse("ABCDEFGI"), None);

@@ -41,12 +41,22 @@ enum Flow {
     Close(u16, &'static str),
 }
 
-pub async fn serve(mut socket: WebSocket, encoding: Encoding, state: Arc<AppState>) {
+/// Serves one connection, inside a `conn` span (id, encoding).
+pub async fn serve(socket: WebSocket, encoding: Encoding, state: Arc<AppState>) {
+    use tracing::Instrument;
+    let id = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
+    let span = tracing::debug_span!("conn", id, encoding = ?encoding);
+    serve_inner(socket, encoding, state, id)
+        .instrument(span)
+        .await;
+}
+
+async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppState>, id: ConnId) {
     let metrics = &crate::metrics::METRICS;
     metrics.connections_open.inc();
     let (out_tx, mut out_rx) = mpsc::channel(state.settings.outbound_queue);
     let mut conn = Connection {
-        id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
+        id,
         encoding,
         state: state.clone(),
         identity: None,
@@ -58,8 +68,6 @@ pub async fn serve(mut socket: WebSocket, encoding: Encoding, state: Arc<AppStat
     };
     let mut shutdown = state.shutdown.subscribe();
     let kick = conn.kick.clone();
-    let span = tracing::debug_span!("conn", id = conn.id, encoding = ?encoding);
-    let _enter = span.enter();
     let close = loop {
         tokio::select! {
             incoming = socket.recv() => {
