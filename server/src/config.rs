@@ -48,6 +48,26 @@ pub struct ServeConfig {
     /// `crc32(CODE) % COUNT == INDEX`, matching the load balancer's routing.
     #[arg(long, env = "JUMPGATE_SHARD", value_parser = parse_shard)]
     pub shard: Option<(u32, u32)>,
+    /// Issuer (`iss`) of account tokens. Accounts are off without it.
+    #[arg(long, env = "JUMPGATE_JWT_ISSUER")]
+    pub jwt_issuer: Option<String>,
+    /// Audience (`aud`) account tokens must name.
+    #[arg(long, env = "JUMPGATE_JWT_AUDIENCE", default_value = "jumpgate")]
+    pub jwt_audience: String,
+    /// HS256 account keys, `KID=SECRET`, comma-separated.
+    #[arg(
+        long,
+        env = "JUMPGATE_JWT_HS256",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    pub jwt_hs256: Vec<String>,
+    /// RS256 public keys, `KID=PATH.pem`, comma-separated.
+    #[arg(long, env = "JUMPGATE_JWT_RS256", value_delimiter = ',')]
+    pub jwt_rs256: Vec<String>,
+    /// EdDSA (Ed25519) public keys, `KID=PATH.pem`, comma-separated.
+    #[arg(long, env = "JUMPGATE_JWT_EDDSA", value_delimiter = ',')]
+    pub jwt_eddsa: Vec<String>,
     /// Log as JSON lines instead of text.
     #[arg(long, env = "JUMPGATE_LOG_JSON")]
     pub log_json: bool,
@@ -90,6 +110,8 @@ pub struct Settings {
     pub shutdown_grace: Duration,
     /// `(index, count)`: which room codes this instance issues.
     pub shard: Option<(u32, u32)>,
+    /// The external account issuer; `None` means guests only.
+    pub accounts: Option<crate::identity::AccountSettings>,
 }
 
 impl Settings {
@@ -110,10 +132,11 @@ impl Settings {
             metrics_listen: None,
             shutdown_grace: Duration::from_secs(10),
             shard: None,
+            accounts: None,
         }
     }
 
-    pub fn from_config(config: &ServeConfig, addr: SocketAddr) -> Settings {
+    pub fn from_config(config: &ServeConfig, addr: SocketAddr) -> Result<Settings, String> {
         let mut settings = Settings::for_address(addr);
         if let Some(url) = &config.public_url {
             settings.public_url = url.trim_end_matches('/').to_owned();
@@ -127,6 +150,37 @@ impl Settings {
         settings.metrics_listen = config.metrics_listen;
         settings.shutdown_grace = Duration::from_millis(config.shutdown_grace_ms);
         settings.shard = config.shard;
+        if let Some(issuer) = &config.jwt_issuer {
+            let split = |item: &String| -> Result<(String, String), String> {
+                item.split_once('=')
+                    .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+                    .ok_or_else(|| "expected KID=VALUE".to_owned())
+            };
+            let read_pem = |item: &String| -> Result<(String, Vec<u8>), String> {
+                let (kid, path) = split(item)?;
+                let pem = std::fs::read(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
+                Ok((kid, pem))
+            };
+            settings.accounts = Some(crate::identity::AccountSettings {
+                issuer: issuer.clone(),
+                audience: config.jwt_audience.clone(),
+                hs256: config
+                    .jwt_hs256
+                    .iter()
+                    .map(|i| split(i).map(|(k, v)| (k, v.into_bytes())))
+                    .collect::<Result<_, _>>()?,
+                rs256: config
+                    .jwt_rs256
+                    .iter()
+                    .map(read_pem)
+                    .collect::<Result<_, _>>()?,
+                eddsa: config
+                    .jwt_eddsa
+                    .iter()
+                    .map(read_pem)
+                    .collect::<Result<_, _>>()?,
+            });
+        }
         match &config.token_secret {
             Some(secret) => settings.token_secret = secret.clone().into_bytes(),
             None => tracing::warn!(
@@ -134,6 +188,6 @@ impl Settings {
                  will not survive a restart"
             ),
         }
-        settings
+        Ok(settings)
     }
 }

@@ -40,14 +40,20 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(settings: Settings, store: Arc<dyn Store>) -> Arc<AppState> {
-        let identities = Identities::new(&settings.token_secret);
-        Arc::new(AppState {
+        Self::try_new(settings, store).expect("valid account keys")
+    }
+
+    /// Like [`new`](Self::new), refusing unreadable account keys.
+    pub fn try_new(settings: Settings, store: Arc<dyn Store>) -> Result<Arc<AppState>, String> {
+        let identities =
+            Identities::with_accounts(&settings.token_secret, settings.accounts.as_ref())?;
+        Ok(Arc::new(AppState {
             settings: Arc::new(settings),
             identities,
             store,
             rooms: Mutex::new(HashMap::new()),
             shutdown: watch::channel(false).0,
-        })
+        }))
     }
 
     pub fn room(&self, code: &RoomCode) -> Option<RoomHandle> {
@@ -153,7 +159,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let store = open_store(&settings)?;
-    let state = AppState::new(settings, store);
+    let state = AppState::try_new(settings, store).map_err(std::io::Error::other)?;
     if state.store.is_durable() {
         let resumed = resume_rooms(&state).await?;
         tracing::info!(resumed, "lobbies resumed from the store");
@@ -177,6 +183,12 @@ pub async fn run(
     }
     let app = http::router(state.clone());
     let mut stop = state.shutdown.subscribe();
+    // Moves are small and latency matters more than packet count.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         let _ = stop.wait_for(|s| *s).await;
     });

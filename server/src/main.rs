@@ -21,7 +21,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the lobby server.
-    Serve(jumpgate_server::config::ServeConfig),
+    Serve(Box<jumpgate_server::config::ServeConfig>),
     /// Count the leaves of the move tree from a position (single-threaded).
     Perft(PerftArgs),
 }
@@ -90,7 +90,7 @@ fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        let settings = jumpgate_server::config::Settings::from_config(config, addr);
+        let settings = jumpgate_server::config::Settings::from_config(config, addr)?;
         tracing::info!(
             listen = %addr,
             public_url = %settings.public_url,
