@@ -361,6 +361,7 @@ impl Game {
                     rule_set: RuleSet::American,
                     series_length: 1,
                     invite_only: false,
+                    stake: None,
                 },
                 hard,
             )

@@ -369,6 +369,7 @@ mod tests {
                 rule_set: RuleSet::American,
                 series_length: 1,
                 invite_only: false,
+                stake: None,
             })
         );
         let json = br#"{"type":"hello","seq":1,"protocol":1,"client":"t"}"#;

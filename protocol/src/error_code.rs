@@ -58,6 +58,10 @@ pub enum ErrorCode {
     StorageUnavailable,
     /// The server failed in a way that is not the client's fault.
     InternalError,
+    /// Staked (or ranked) play needs an account token; guests cannot.
+    AccountRequired,
+    /// A player cannot cover the lobby's stake; nothing was taken.
+    InsufficientFunds,
 }
 
 wire_names!(ErrorCode {
@@ -85,6 +89,8 @@ wire_names!(ErrorCode {
     RateLimited => "rate_limited",
     StorageUnavailable => "storage_unavailable",
     InternalError => "internal_error",
+    AccountRequired => "account_required",
+    InsufficientFunds => "insufficient_funds",
 });
 
 impl ErrorCode {
@@ -106,6 +112,6 @@ mod tests {
             let back: ErrorCode = serde_json::from_str(&json).unwrap();
             assert_eq!(back, *code);
         }
-        assert_eq!(ErrorCode::ALL.len(), 24);
+        assert_eq!(ErrorCode::ALL.len(), 26);
     }
 }

@@ -41,6 +41,10 @@ pub enum ClientMessage {
         series_length: u8,
         #[serde(default)]
         invite_only: bool,
+        /// Bold Points each player stakes, 10 to 1,000; absent or 0 for a
+        /// free lobby. Staked lobbies need an account.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stake: Option<u32>,
     },
     /// Take the free seat of a lobby.
     JoinLobby {

@@ -20,6 +20,10 @@ pub struct RoomState {
     pub series_length: u8,
     /// Whether joining or watching needs the invite.
     pub invite_only: bool,
+    /// Bold Points each player stakes (0: a free lobby). Fixed at creation,
+    /// so anyone who opens the lobby sees it before taking a seat.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stake: u32,
     /// The invite of an invite-only lobby, for its members to pass on; absent otherwise.
     ///
     /// Everyone in such a lobby either created it or needed the invite to get in, so
@@ -65,6 +69,10 @@ pub struct PlayerView {
 }
 
 /// Where a room is in its life.
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {

@@ -48,6 +48,7 @@ fn client_examples() -> Vec<(&'static str, ClientMessage)> {
                 rule_set: RuleSet::Russian,
                 series_length: 3,
                 invite_only: true,
+                stake: Some(100),
             },
         ),
         (
@@ -150,6 +151,7 @@ fn state_playing() -> RoomState {
         series_length: 3,
         invite_only: false,
         invite: None,
+        stake: 0,
         invite_link: Some("https://jumpgate.example/r/K7M2QX9P".into()),
         host: "u_7f3a".into(),
         players: vec![
@@ -204,6 +206,7 @@ fn state_waiting() -> RoomState {
         series_length: 3,
         invite_only: true,
         invite: Some("inv_8dJ3".into()),
+        stake: 0,
         invite_link: Some("https://jumpgate.example/r/K7M2QX9P?invite=inv_8dJ3".into()),
         host: "u_7f3a".into(),
         players: vec![player("u_7f3a", "Guest 7F3A", true), None],
@@ -245,6 +248,7 @@ fn state_finished() -> RoomState {
         series_length: 1,
         invite_only: false,
         invite: None,
+        stake: 0,
         invite_link: Some("https://jumpgate.example/r/K7M2QX9P".into()),
         host: "u_91c2".into(),
         players: vec![
@@ -309,6 +313,7 @@ fn state_break() -> RoomState {
         series_length: 5,
         invite_only: false,
         invite: None,
+        stake: 0,
         invite_link: Some("https://jumpgate.example/r/K7M2QX9P".into()),
         host: "u_7f3a".into(),
         players: vec![

@@ -68,6 +68,15 @@ pub struct ServeConfig {
     /// EdDSA (Ed25519) public keys, `KID=PATH.pem`, comma-separated.
     #[arg(long, env = "JUMPGATE_JWT_EDDSA", value_delimiter = ',')]
     pub jwt_eddsa: Vec<String>,
+    /// Bold Points a new account starts with.
+    #[arg(long, env = "JUMPGATE_INITIAL_GRANT", default_value_t = 1_000)]
+    pub initial_grant: u64,
+    /// Most Bold Points a member may win per UTC day.
+    #[arg(long, env = "JUMPGATE_DAILY_CAP", default_value_t = 5_000)]
+    pub daily_cap: u64,
+    /// Bearer token for the operator API (/api/admin/…); off without it.
+    #[arg(long, env = "JUMPGATE_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
     /// Log as JSON lines instead of text.
     #[arg(long, env = "JUMPGATE_LOG_JSON")]
     pub log_json: bool,
@@ -112,6 +121,9 @@ pub struct Settings {
     pub shard: Option<(u32, u32)>,
     /// The external account issuer; `None` means guests only.
     pub accounts: Option<crate::identity::AccountSettings>,
+    pub wallet_rules: crate::wallet::WalletRules,
+    /// Bearer token of the operator API; `None` turns it off.
+    pub admin_token: Option<String>,
 }
 
 impl Settings {
@@ -133,6 +145,8 @@ impl Settings {
             shutdown_grace: Duration::from_secs(10),
             shard: None,
             accounts: None,
+            wallet_rules: crate::wallet::WalletRules::default(),
+            admin_token: None,
         }
     }
 
@@ -150,6 +164,11 @@ impl Settings {
         settings.metrics_listen = config.metrics_listen;
         settings.shutdown_grace = Duration::from_millis(config.shutdown_grace_ms);
         settings.shard = config.shard;
+        settings.wallet_rules = crate::wallet::WalletRules {
+            initial_grant: config.initial_grant,
+            daily_cap: config.daily_cap,
+        };
+        settings.admin_token = config.admin_token.clone().filter(|t| !t.is_empty());
         if let Some(issuer) = &config.jwt_issuer {
             let split = |item: &String| -> Result<(String, String), String> {
                 item.split_once('=')

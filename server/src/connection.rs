@@ -46,9 +46,11 @@ pub async fn serve(socket: WebSocket, encoding: Encoding, state: Arc<AppState>) 
     use tracing::Instrument;
     let id = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
     let span = tracing::debug_span!("conn", id, encoding = ?encoding);
-    serve_inner(socket, encoding, state, id)
+    state.live_connections.send_modify(|n| *n += 1);
+    serve_inner(socket, encoding, state.clone(), id)
         .instrument(span)
         .await;
+    state.live_connections.send_modify(|n| *n -= 1);
 }
 
 async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppState>, id: ConnId) {
@@ -264,6 +266,7 @@ impl Connection {
                 rule_set,
                 series_length,
                 invite_only,
+                stake,
             } => {
                 if self.room.is_some() {
                     self.refuse(
@@ -285,10 +288,32 @@ impl Connection {
                     .await;
                     return Flow::Continue;
                 }
+                let stake = stake.unwrap_or(0);
+                if stake != 0 && !(10..=1000).contains(&stake) {
+                    self.refuse(
+                        socket,
+                        Some(seq),
+                        ErrorCode::InvalidOptions,
+                        "stake must be 0 (free) or 10 to 1,000 Bold Points",
+                    )
+                    .await;
+                    return Flow::Continue;
+                }
+                if stake > 0 && identity.guest {
+                    self.refuse(
+                        socket,
+                        Some(seq),
+                        ErrorCode::AccountRequired,
+                        "guests play free lobbies only: sign in to play for Bold Points",
+                    )
+                    .await;
+                    return Flow::Continue;
+                }
                 let options = LobbyOptions {
                     rule_set: wire_view::rule_set_from_wire(rule_set),
                     series_length,
                     invite_only,
+                    stake,
                 };
                 let (handle, invite) = self.state.create_room(options, &identity);
                 self.enter(socket, handle, seq, invite, false, identity)

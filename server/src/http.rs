@@ -1,10 +1,11 @@
 //! The HTTP front: the WebSocket endpoint (with subprotocol negotiation),
-//! lobby summaries behind invite links, finished games as PDN, health.
+//! lobby summaries behind invite links (the web client's page for
+//! browsers), finished games as PDN, health.
 
 use std::sync::Arc;
 
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -29,6 +30,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
+        .merge(crate::web::router())
         .with_state(state)
 }
 
@@ -88,7 +90,17 @@ async fn upgrade(
         .on_upgrade(move |socket| crate::connection::serve(socket, encoding, state))
 }
 
-async fn lobby_summary(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Response {
+/// The lobby's JSON summary for API clients; the web client's page for
+/// browsers (see [`crate::web::wants_json`]).
+async fn lobby_summary(
+    State(state): State<Arc<AppState>>,
+    Path(code): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    if !crate::web::wants_json(&headers, query.as_deref()) {
+        return crate::web::index(headers).await;
+    }
     let Some(handle) = RoomCode::parse(&code).and_then(|c| state.room(&c)) else {
         return not_found();
     };

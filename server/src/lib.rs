@@ -3,6 +3,7 @@
 //! [`run`] serves on a bound listener until the shutdown future resolves, so
 //! tests bind port 0 and stop the server at will.
 
+pub mod admin;
 pub mod code;
 pub mod config;
 pub mod connection;
@@ -12,6 +13,8 @@ pub mod metrics;
 pub mod room;
 pub mod rules;
 pub mod store;
+pub mod wallet;
+pub mod web;
 pub mod wire_view;
 
 use std::collections::HashMap;
@@ -33,26 +36,36 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     pub identities: Identities,
     pub store: Arc<dyn Store>,
+    pub wallets: Arc<dyn wallet::Wallets>,
     rooms: Mutex<HashMap<RoomCode, RoomHandle>>,
     /// Flips to true when the server starts shutting down.
     pub shutdown: watch::Sender<bool>,
+    /// WebSocket connections still running; shutdown waits for zero.
+    pub live_connections: watch::Sender<usize>,
 }
 
 impl AppState {
     pub fn new(settings: Settings, store: Arc<dyn Store>) -> Arc<AppState> {
-        Self::try_new(settings, store).expect("valid account keys")
+        let wallets = Arc::new(wallet::MemoryWallets::new(settings.wallet_rules));
+        Self::try_new(settings, store, wallets).expect("valid account keys")
     }
 
     /// Like [`new`](Self::new), refusing unreadable account keys.
-    pub fn try_new(settings: Settings, store: Arc<dyn Store>) -> Result<Arc<AppState>, String> {
+    pub fn try_new(
+        settings: Settings,
+        store: Arc<dyn Store>,
+        wallets: Arc<dyn wallet::Wallets>,
+    ) -> Result<Arc<AppState>, String> {
         let identities =
             Identities::with_accounts(&settings.token_secret, settings.accounts.as_ref())?;
         Ok(Arc::new(AppState {
             settings: Arc::new(settings),
             identities,
             store,
+            wallets,
             rooms: Mutex::new(HashMap::new()),
             shutdown: watch::channel(false).0,
+            live_connections: watch::channel(0).0,
         }))
     }
 
@@ -68,8 +81,13 @@ impl AppState {
     /// Starts the task of a room resumed from the store.
     pub fn resume_room(self: &Arc<Self>, stored: StoredRoom) -> Result<RoomCode, String> {
         let code = stored.code.clone();
-        let room = Room::resume(stored, self.settings.clone(), self.store.clone())
-            .map_err(|e| format!("room {code}: {e}"))?;
+        let room = Room::resume(
+            stored,
+            self.settings.clone(),
+            self.store.clone(),
+            self.wallets.clone(),
+        )
+        .map_err(|e| format!("room {code}: {e}"))?;
         let code = room.code().clone();
         self.spawn(room);
         Ok(code)
@@ -113,6 +131,7 @@ impl AppState {
             host,
             self.settings.clone(),
             self.store.clone(),
+            self.wallets.clone(),
         );
         let invite = room.invite().map(str::to_owned);
         (self.spawn(room), invite)
@@ -128,6 +147,19 @@ pub fn open_store(settings: &Settings) -> std::io::Result<Arc<dyn Store>> {
             Ok(Arc::new(store))
         }
         None => Ok(Arc::new(MemoryStore::default())),
+    }
+}
+
+/// The wallets the settings ask for: Redis when a URL is set, else memory.
+pub fn open_wallets(settings: &Settings) -> std::io::Result<Arc<dyn wallet::Wallets>> {
+    match &settings.redis_url {
+        Some(url) => {
+            let wallets =
+                wallet::RedisWallets::open(url, settings.redis_timeout, settings.wallet_rules)
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+            Ok(Arc::new(wallets))
+        }
+        None => Ok(Arc::new(wallet::MemoryWallets::new(settings.wallet_rules))),
     }
 }
 
@@ -159,7 +191,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let store = open_store(&settings)?;
-    let state = AppState::try_new(settings, store).map_err(std::io::Error::other)?;
+    let wallets = open_wallets(&settings)?;
+    let state = AppState::try_new(settings, store, wallets).map_err(std::io::Error::other)?;
     if state.store.is_durable() {
         let resumed = resume_rooms(&state).await?;
         tracing::info!(resumed, "lobbies resumed from the store");
@@ -181,7 +214,7 @@ pub async fn run(
                 .await;
         });
     }
-    let app = http::router(state.clone());
+    let app = http::router(state.clone()).merge(admin::router(state.clone()));
     let mut stop = state.shutdown.subscribe();
     // Moves are small and latency matters more than packet count.
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
@@ -198,8 +231,16 @@ pub async fn run(
         let _ = stop.wait_for(|s| *s).await;
         tokio::time::sleep(grace).await;
     };
+    // Upgraded WebSocket connections outlive the HTTP server's graceful
+    // shutdown, so wait for them too: each sends `shutdown` and closes.
+    let mut live = state.live_connections.subscribe();
+    let all_done = async move {
+        let result = server.await;
+        let _ = live.wait_for(|n| *n == 0).await;
+        result
+    };
     tokio::select! {
-        result = server => result,
+        result = all_done => result,
         () = deadline => {
             tracing::warn!("shutdown deadline passed with connections still open");
             Ok(())

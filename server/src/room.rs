@@ -15,6 +15,7 @@ use crate::config::Settings;
 use crate::identity::Identity;
 use crate::rules::{Color, Game, Outcome, RuleSet, notation};
 use crate::store::{RoomWrite, Store, StoreError, StoredMove, StoredRoom};
+use crate::wallet::{Settlement, Wallets};
 use crate::wire_view;
 
 pub type ConnId = u64;
@@ -131,12 +132,16 @@ pub struct LobbyOptions {
     pub rule_set: RuleSet,
     pub series_length: u8,
     pub invite_only: bool,
+    /// Bold Points each player stakes; 0 for a free lobby.
+    pub stake: u32,
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Seat {
     id: String,
     name: String,
+    #[serde(default)]
+    guest: bool,
     /// The last move this player had applied: its seq and content, so a
     /// move re-sent after a reconnect is applied once.
     last_move: Option<(u32, Action)>,
@@ -186,6 +191,11 @@ pub struct Room {
     pending_games: Vec<(u64, String)>,
     /// A write failed for a change nobody was waiting on; retry soon.
     dirty: bool,
+    wallets: Arc<dyn Wallets>,
+    /// Numbers the series of this lobby; with the code it names the escrow.
+    series_no: u64,
+    /// A finished staked series whose pot is not yet paid out or refunded.
+    pending_settlement: Option<(String, Settlement)>,
 }
 
 /// The durable part of a room, restored when a write fails.
@@ -203,6 +213,8 @@ struct Snapshot {
     games_started: u64,
     pending_moves: Vec<StoredMove>,
     pending_games: Vec<(u64, String)>,
+    series_no: u64,
+    pending_settlement: Option<(String, Settlement)>,
 }
 
 /// A room as written to the store (JSON). The game itself is rebuilt from
@@ -223,6 +235,12 @@ struct RoomRecord {
     rematch: [bool; 2],
     version: u64,
     games_started: u64,
+    #[serde(default)]
+    stake: u32,
+    #[serde(default)]
+    series_no: u64,
+    #[serde(default)]
+    pending_settlement: Option<(String, Settlement)>,
 }
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -243,6 +261,7 @@ impl Room {
         host: &Identity,
         settings: Arc<Settings>,
         store: Arc<dyn Store>,
+        wallets: Arc<dyn Wallets>,
     ) -> Room {
         let invite = options.invite_only.then(|| nanoid::nanoid!(22));
         Room {
@@ -265,6 +284,9 @@ impl Room {
             pending_moves: Vec::new(),
             pending_games: Vec::new(),
             dirty: false,
+            wallets,
+            series_no: 0,
+            pending_settlement: None,
         }
     }
 
@@ -279,6 +301,7 @@ impl Room {
         stored: StoredRoom,
         settings: Arc<Settings>,
         store: Arc<dyn Store>,
+        wallets: Arc<dyn Wallets>,
     ) -> Result<Room, String> {
         let record: RoomRecord =
             serde_json::from_str(&stored.record).map_err(|e| format!("bad record: {e}"))?;
@@ -321,6 +344,7 @@ impl Room {
                 rule_set: record.rule_set,
                 series_length: record.series_length,
                 invite_only: record.invite.is_some(),
+                stake: record.stake,
             },
             invite: record.invite,
             host: record.host,
@@ -339,6 +363,9 @@ impl Room {
             pending_moves: Vec::new(),
             pending_games: Vec::new(),
             dirty: false,
+            wallets,
+            series_no: record.series_no,
+            pending_settlement: record.pending_settlement,
         })
     }
 
@@ -356,6 +383,8 @@ impl Room {
             games_started: self.games_started,
             pending_moves: self.pending_moves.clone(),
             pending_games: self.pending_games.clone(),
+            series_no: self.series_no,
+            pending_settlement: self.pending_settlement.clone(),
         }
     }
 
@@ -372,6 +401,8 @@ impl Room {
         self.games_started = s.games_started;
         self.pending_moves = s.pending_moves;
         self.pending_games = s.pending_games;
+        self.series_no = s.series_no;
+        self.pending_settlement = s.pending_settlement;
     }
 
     fn record(&self) -> RoomRecord {
@@ -397,6 +428,9 @@ impl Room {
             rematch: self.rematch,
             version: self.version,
             games_started: self.games_started,
+            stake: self.options.stake,
+            series_no: self.series_no,
+            pending_settlement: self.pending_settlement.clone(),
         }
     }
 
@@ -436,6 +470,40 @@ impl Room {
         result
     }
 
+    /// Pays out or refunds a finished staked series. Idempotent, so it is
+    /// simply retried (with the store) until it goes through.
+    async fn settle_pending(&mut self) {
+        let Some((series, settlement)) = self.pending_settlement.clone() else {
+            return;
+        };
+        match self
+            .wallets
+            .settle(&series, &settlement, crate::wallet::utc_day())
+            .await
+        {
+            Ok(settled) => {
+                let metrics = &crate::metrics::METRICS;
+                metrics
+                    .stake_points
+                    .with_label_values(&["paid"])
+                    .inc_by(settled.paid);
+                metrics
+                    .stake_points
+                    .with_label_values(&["refunded"])
+                    .inc_by(settled.refunded);
+                tracing::info!(room = %self.code, %series, paid = settled.paid, refunded = settled.refunded, "stakes settled");
+                self.pending_settlement = None;
+                if self.persist().await.is_err() {
+                    self.dirty = true;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(room = %self.code, error = %e, "settlement failed; will retry");
+                self.dirty = true;
+            }
+        }
+    }
+
     /// A change that happens anyway (a clock, a disconnect): bump, try to
     /// persist, and retry later if the store is down.
     async fn commit_or_retry(&mut self) {
@@ -460,6 +528,8 @@ impl Room {
         if counted_game {
             metrics.games_live.with_label_values(&[rule_set]).inc();
         }
+        // A settlement interrupted by a crash is finished first.
+        self.settle_pending().await;
         loop {
             let now_live = self.game_in_play();
             if now_live != counted_game {
@@ -485,6 +555,7 @@ impl Room {
                     }
                 }
             }
+            self.settle_pending().await;
             if self.is_empty() {
                 // Nobody left: the lobby closes; its keys expire.
                 self.commit_or_retry().await;
@@ -558,10 +629,16 @@ impl Room {
             } => {
                 let before = self.snapshot();
                 let mut result = self.enter(&member, invite.as_deref(), watch);
+                if result.is_ok()
+                    && self.phase == Phase::Waiting
+                    && self.seats.iter().all(Option::is_some)
+                {
+                    result = self.start_series().await;
+                }
+                if result.is_err() {
+                    self.restore(before.clone());
+                }
                 if result.is_ok() {
-                    if self.phase == Phase::Waiting && self.seats.iter().all(Option::is_some) {
-                        self.start_series();
-                    }
                     self.members.push(member);
                     if self.commit().await.is_err() {
                         self.members.pop();
@@ -589,9 +666,13 @@ impl Room {
                 let started = std::time::Instant::now();
                 let before = self.snapshot();
                 let mut result = self.act(conn, seq, action).await;
-                if matches!(result, Ok(true)) && self.commit().await.is_err() {
+                if result.is_err() {
+                    self.restore(before);
+                } else if matches!(result, Ok(true)) && self.commit().await.is_err() {
                     self.restore(before);
                     result = Err(storage_unavailable());
+                } else {
+                    self.settle_pending().await;
                 }
                 if is_move {
                     let metrics = &crate::metrics::METRICS;
@@ -672,6 +753,12 @@ impl Room {
         if watch || seated {
             return Ok(());
         }
+        if self.options.stake > 0 && member.identity.guest {
+            return Err(Refusal::new(
+                ErrorCode::AccountRequired,
+                "this lobby is played for Bold Points: sign in to take a seat (you can watch)",
+            ));
+        }
         let Some(free) = self.seats.iter().position(Option::is_none) else {
             return Err(Refusal::new(
                 ErrorCode::LobbyFull,
@@ -681,6 +768,7 @@ impl Room {
         self.seats[free] = Some(Seat {
             id: id.clone(),
             name: member.identity.name.clone(),
+            guest: member.identity.guest,
             last_move: None,
         });
         Ok(())
@@ -788,7 +876,7 @@ impl Room {
                 self.rematch[seat] = true;
                 if self.rematch.iter().all(|r| *r) {
                     self.seats.swap(0, 1);
-                    self.start_series();
+                    self.start_series().await?;
                 }
                 Ok(true)
             }
@@ -918,10 +1006,54 @@ impl Room {
         Ok(true)
     }
 
-    fn start_series(&mut self) {
+    /// Starts a new series; in a staked lobby, both stakes go into escrow
+    /// first, or nothing happens.
+    async fn start_series(&mut self) -> Result<(), Refusal> {
+        self.series_no += 1;
+        let stake = self.options.stake;
+        if stake > 0 {
+            let ids: Vec<(String, String)> = self
+                .seats
+                .iter()
+                .flatten()
+                .map(|s| (s.id.clone(), s.name.clone()))
+                .collect();
+            let [(a, _), (b, _)] = ids.as_slice() else {
+                return Err(not_now("a series needs two players"));
+            };
+            let series = self.series_id();
+            match self
+                .wallets
+                .escrow(&series, [(a, u64::from(stake)), (b, u64::from(stake))])
+                .await
+            {
+                Ok(Ok(())) => crate::metrics::METRICS
+                    .stake_points
+                    .with_label_values(&["escrowed"])
+                    .inc_by(2 * u64::from(stake)),
+                Ok(Err(short)) => {
+                    let name = ids
+                        .iter()
+                        .find(|(id, _)| *id == short)
+                        .map_or("a player", |(_, n)| n.as_str());
+                    return Err(Refusal::new(
+                        ErrorCode::InsufficientFunds,
+                        format!(
+                            "{name} cannot cover the stake of {stake} Bold Points; nothing was taken"
+                        ),
+                    ));
+                }
+                Err(_) => return Err(storage_unavailable()),
+            }
+        }
         self.series = Series::default();
         self.rematch = [false; 2];
         self.start_round();
+        Ok(())
+    }
+
+    fn series_id(&self) -> String {
+        format!("{}:{}", self.code, self.series_no)
     }
 
     fn start_round(&mut self) {
@@ -1010,6 +1142,21 @@ impl Room {
     }
 
     fn finish(&mut self, winner: Option<usize>, reason: wire::SeriesEndReason) {
+        if self.options.stake > 0 {
+            let ids: Vec<String> = self.seats.iter().flatten().map(|s| s.id.clone()).collect();
+            if let [a, b] = ids.as_slice() {
+                let settlement = match winner.and_then(|w| self.seats[w].as_ref()) {
+                    Some(w) => Settlement::Winner {
+                        winner: w.id.clone(),
+                        loser: if w.id == *a { b.clone() } else { a.clone() },
+                    },
+                    None => Settlement::Refund {
+                        players: [a.clone(), b.clone()],
+                    },
+                };
+                self.pending_settlement = Some((self.series_id(), settlement));
+            }
+        }
         crate::metrics::METRICS
             .series_finished
             .with_label_values(&[reason.as_str()])
@@ -1083,6 +1230,7 @@ impl Room {
             "rule_set": self.options.rule_set.name(),
             "series_length": self.options.series_length,
             "invite_only": self.invite.is_some(),
+            "stake": self.options.stake,
             "players": self.seats.iter().map(|s| s.as_ref().map(|s| s.name.clone())).collect::<Vec<_>>(),
             "spectators": self.spectator_count(),
             "phase": self.phase.as_str(),
@@ -1115,6 +1263,7 @@ impl Room {
             rule_set: wire_view::rule_set(self.options.rule_set),
             series_length: self.options.series_length,
             invite_only: self.invite.is_some(),
+            stake: self.options.stake,
             invite: self.invite.clone(),
             invite_link: Some(self.invite_link()),
             host: self.host.clone(),
@@ -1270,10 +1419,12 @@ mod tests {
                 rule_set: RuleSet::Russian,
                 series_length: 3,
                 invite_only: false,
+                stake: 0,
             },
             &host,
             Arc::new(settings),
             Arc::new(MemoryStore::default()),
+            Arc::new(crate::wallet::MemoryWallets::default()),
         );
         let (tx, rx) = mpsc::channel(16);
         tokio::spawn(room.run(rx));

@@ -242,6 +242,7 @@ pub async fn seated_pair(
             rule_set,
             series_length,
             invite_only: false,
+            stake: None,
         })
         .await;
     host.expect_ack(seq).await;

@@ -223,6 +223,7 @@ async fn lobby_errors_outside_and_inside_a_lobby() {
                     rule_set: RuleSet::Russian,
                     series_length,
                     invite_only: false,
+                    stake: None,
                 })
                 .await;
             assert_eq!(p.expect_error(Some(seq)).await, ErrorCode::InvalidOptions);
@@ -239,6 +240,7 @@ async fn lobby_errors_outside_and_inside_a_lobby() {
                 rule_set: RuleSet::Russian,
                 series_length: 1,
                 invite_only: false,
+                stake: None,
             })
             .await;
         assert_eq!(

@@ -138,6 +138,7 @@ async fn join_by_code_and_link_and_invite_only_lobbies() {
                 rule_set: RuleSet::Italian,
                 series_length: 1,
                 invite_only: true,
+                stake: None,
             })
             .await;
         host.expect_ack(seq).await;
@@ -444,7 +445,9 @@ fn serde_json_value(message: &ClientMessage, seq: u32) -> serde_json::Value {
 async fn http_get(server: &TestServer, path: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+    );
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).await.unwrap();

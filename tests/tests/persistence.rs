@@ -16,6 +16,7 @@ async fn pair(endpoint: &impl Endpoint, rule_set: RuleSet) -> (Player, Player, S
             rule_set,
             series_length: 1,
             invite_only: false,
+            stake: None,
         })
         .await;
     host.expect_ack(seq).await;
@@ -223,12 +224,13 @@ async fn sigterm_tells_clients_and_clocks_get_a_grace_on_resume() {
     let redis = RedisServer::start().await;
     let env = [
         ("JUMPGATE_REDIS_URL", redis.url()),
-        ("JUMPGATE_MOVE_CLOCK_MS", "1000".to_owned()),
+        ("JUMPGATE_MOVE_CLOCK_MS", "4000".to_owned()),
         ("JUMPGATE_RESUME_GRACE_MS", "60000".to_owned()),
     ];
     let mut first = JumpgateProcess::start(&env).await;
     let (mut host, mut guest, code) = pair(&first, RuleSet::American).await;
     let played = play(&mut host, &mut guest, 1).await;
+    let clock_started = tokio::time::Instant::now();
 
     let status = first.terminate();
     assert!(status.success(), "graceful exit");
@@ -246,8 +248,8 @@ async fn sigterm_tells_clients_and_clocks_get_a_grace_on_resume() {
     }
     assert!(saw_notice, "clients are told the server is restarting");
 
-    // The 1 s clock runs out while the server is down...
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The 4 s clock runs out while the server is down...
+    tokio::time::sleep_until(clock_started + Duration::from_millis(4500)).await;
     let second = JumpgateProcess::start(&env).await;
     let mut back = Player::connect_to(&second, Encoding::Json, Some(guest.token.clone())).await;
     let s = back.join(&code).await;
@@ -259,7 +261,7 @@ async fn sigterm_tells_clients_and_clocks_get_a_grace_on_resume() {
         "no forfeit while the server was down"
     );
     assert!(
-        game.remaining_ms > 1000,
+        game.remaining_ms > 4000,
         "the grace is longer than the move clock"
     );
 }

@@ -1,0 +1,164 @@
+//! The browser client: its static files, embedded in the binary, and the routes that serve them.
+//!
+//! The client is plain ES modules with no build step, so what is in
+//! `server/web/` is exactly what the browser gets. Every response carries a
+//! strong `ETag` and `Cache-Control: no-cache`: browsers revalidate each
+//! time and get a bodiless `304` while the binary is unchanged, so a new
+//! release never leaves a stale module in a cache.
+
+use std::sync::OnceLock;
+
+use axum::Router;
+use axum::extract::Path;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+/// One embedded file.
+struct Asset {
+    name: &'static str,
+    content_type: &'static str,
+    body: &'static [u8],
+}
+
+macro_rules! asset {
+    ($name:literal, $content_type:literal) => {
+        Asset {
+            name: $name,
+            content_type: $content_type,
+            body: include_bytes!(concat!("../web/", $name)),
+        }
+    };
+}
+
+/// The app's page, served at `/` and at `/r/{CODE}` for browsers.
+static INDEX: Asset = asset!("index.html", "text/html; charset=utf-8");
+
+/// Everything under `/assets/`.
+static ASSETS: &[Asset] = &[
+    asset!("app.js", "text/javascript; charset=utf-8"),
+    asset!("connection.js", "text/javascript; charset=utf-8"),
+    asset!("protocol.js", "text/javascript; charset=utf-8"),
+    asset!("board.js", "text/javascript; charset=utf-8"),
+    asset!("lobby.js", "text/javascript; charset=utf-8"),
+    asset!("game.js", "text/javascript; charset=utf-8"),
+    asset!("errors.js", "text/javascript; charset=utf-8"),
+    asset!("style.css", "text/css; charset=utf-8"),
+    asset!("icon.svg", "image/svg+xml"),
+];
+
+/// The routes of the web client (the `/r/{CODE}` page is routed by
+/// [`crate::http`], which also answers API clients there).
+pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    Router::new()
+        .route("/", get(index))
+        .route("/assets/{*file}", get(asset))
+}
+
+/// The app's HTML page.
+pub async fn index(headers: HeaderMap) -> Response {
+    serve(&INDEX, &headers)
+}
+
+async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Response {
+    match ASSETS.iter().find(|a| a.name == file) {
+        Some(asset) => serve(asset, &headers),
+        None => (StatusCode::NOT_FOUND, "no such file\n").into_response(),
+    }
+}
+
+/// Whether a request for a lobby page wants the JSON summary rather than the
+/// app: an `Accept` header naming `application/json`, or `?format=json`.
+pub fn wants_json(headers: &HeaderMap, query: Option<&str>) -> bool {
+    let accepts_json = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/json"));
+    let asks_json = query
+        .unwrap_or("")
+        .split('&')
+        .any(|pair| pair == "format=json");
+    accepts_json || asks_json
+}
+
+fn serve(asset: &Asset, headers: &HeaderMap) -> Response {
+    let etag = etag_of(asset);
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|tag| tag.trim() == etag));
+    let common = [
+        (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        (
+            header::ETAG,
+            HeaderValue::from_str(etag).expect("an ETag is ASCII"),
+        ),
+    ];
+    if fresh {
+        return (StatusCode::NOT_MODIFIED, common).into_response();
+    }
+    (
+        common,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(asset.content_type),
+        )],
+        asset.body,
+    )
+        .into_response()
+}
+
+/// A strong validator per file, computed once from its bytes.
+fn etag_of(asset: &Asset) -> &'static str {
+    static TAGS: OnceLock<Vec<(&'static str, String)>> = OnceLock::new();
+    let tags = TAGS.get_or_init(|| {
+        std::iter::once(&INDEX)
+            .chain(ASSETS)
+            .map(|a| {
+                let tag = format!("\"{:08x}-{:x}\"", crc32fast::hash(a.body), a.body.len());
+                (a.name, tag)
+            })
+            .collect()
+    });
+    tags.iter()
+        .find(|(name, _)| *name == asset.name)
+        .map(|(_, tag)| tag.as_str())
+        .expect("every asset has a tag")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_chosen_by_accept_or_query() {
+        let mut headers = HeaderMap::new();
+        assert!(!wants_json(&headers, None));
+        assert!(wants_json(&headers, Some("format=json")));
+        assert!(wants_json(&headers, Some("invite=x&format=json")));
+        assert!(!wants_json(&headers, Some("invite=x")));
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/html,application/xhtml+xml,*/*;q=0.8"),
+        );
+        assert!(!wants_json(&headers, None));
+        headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
+        assert!(wants_json(&headers, None));
+    }
+
+    #[test]
+    fn every_asset_is_found_and_typed() {
+        for asset in ASSETS {
+            assert!(!asset.body.is_empty(), "{} is empty", asset.name);
+            let ext = asset.name.rsplit('.').next().unwrap();
+            let expected = match ext {
+                "js" => "text/javascript",
+                "css" => "text/css",
+                "svg" => "image/svg+xml",
+                other => panic!("no content type for .{other}"),
+            };
+            assert!(asset.content_type.starts_with(expected), "{}", asset.name);
+        }
+    }
+}

@@ -1,0 +1,263 @@
+// connection.js — the WebSocket to the server: hello with a remembered guest
+// token, numbered requests answered by ack/error, room versions, and
+// reconnecting with back-off and re-joining the room (PROTOCOL.md §3, §4, §10).
+
+import { SUBPROTOCOL, hello, joinLobby, watch } from './protocol.js';
+
+const TOKEN_KEY = 'jumpgate.token';
+const SEQ_KEY = 'jumpgate.seq';
+const MAX_SEQ = 0xffff_ff00;
+
+/** An error answer from the server, or a request lost with its connection. */
+export class RequestError extends Error {
+  constructor(code, message) {
+    super(message || code);
+    this.code = code;
+  }
+}
+
+/**
+ * Events (all `CustomEvent`s): `status` (detail: 'connecting' | 'online' |
+ * 'offline' | 'outdated'), `welcome` (identity), `state` (room state),
+ * `left` (code), `notice` (an error that answers no request of ours),
+ * `shutdown`.
+ */
+export class Connection extends EventTarget {
+  constructor(url, storage = window.localStorage) {
+    super();
+    this.url = url;
+    this.storage = storage;
+    this.socket = null;
+    this.identity = null;
+    this.ready = false;
+    this.waiters = [];
+    this.pending = new Map(); // seq -> { message, resolve, reject }
+    this.attempt = 0;
+    this.minDelay = 0;
+    this.stopped = false;
+    /** The room to re-enter after reconnecting: { code, invite, role }. */
+    this.room = null;
+    /** The lobby code this connection is meant for, before it is in it. */
+    this.hint = null;
+    this.version = 0;
+  }
+
+  get token() {
+    return this.storage.getItem(TOKEN_KEY);
+  }
+
+  /** The next `seq`, counted across connections and reloads (§4). */
+  nextSeq() {
+    let seq = Number(this.storage.getItem(SEQ_KEY) || '0') + 1;
+    if (!Number.isSafeInteger(seq) || seq > MAX_SEQ) seq = 1;
+    this.storage.setItem(SEQ_KEY, String(seq));
+    return seq;
+  }
+
+  start() {
+    this.stopped = false;
+    this.open();
+  }
+
+  emit(type, detail) {
+    this.dispatchEvent(new CustomEvent(type, { detail }));
+  }
+
+  open() {
+    this.ready = false;
+    this.emit('status', 'connecting');
+    let socket;
+    try {
+      socket = new WebSocket(this.socketUrl(), [SUBPROTOCOL]);
+    } catch {
+      this.scheduleReconnect();
+      return;
+    }
+    this.socket = socket;
+    socket.addEventListener('open', () => {
+      if (socket.protocol !== SUBPROTOCOL) {
+        socket.close(1000);
+        return;
+      }
+      this.sendRaw({ ...hello(this.token), seq: this.nextSeq() });
+    });
+    socket.addEventListener('message', (event) => {
+      if (typeof event.data !== 'string') return;
+      let message;
+      try {
+        message = JSON.parse(event.data);
+      } catch {
+        return;
+      }
+      this.handle(message);
+    });
+    socket.addEventListener('close', (event) => {
+      if (this.socket !== socket) return;
+      this.socket = null;
+      this.ready = false;
+      // Only moves are safe to send again (the server applies a repeated
+      // move once); anything else is reported lost so the person decides.
+      for (const [seq, entry] of this.pending) {
+        if (entry.message.type !== 'move') {
+          this.pending.delete(seq);
+          entry.reject(new RequestError('connection_lost', 'The connection dropped before the server answered.'));
+        }
+      }
+      if (event.code === 1002 && this.outdated) {
+        this.emit('status', 'outdated');
+        return;
+      }
+      this.emit('status', 'offline');
+      if (!this.stopped) this.scheduleReconnect();
+    });
+  }
+
+  /**
+   * Names the room in the address (`/ws?room=CODE`) so that a proxy in
+   * front of several servers can send us to the one holding it (see
+   * deploy/README.md); a single server ignores it.
+   */
+  socketUrl() {
+    const code = this.room?.code ?? this.hint;
+    return code ? `${this.url}?room=${encodeURIComponent(code)}` : this.url;
+  }
+
+  /** Before joining `code` from outside any room: reconnect aimed at it. */
+  retarget(code) {
+    if (this.room || this.hint === code) return;
+    this.hint = code;
+    const socket = this.socket;
+    if (!socket) return;
+    this.socket = null;
+    this.ready = false;
+    socket.close(1000);
+    this.open();
+  }
+
+  scheduleReconnect() {
+    const base = Math.min(15000, 500 * 2 ** this.attempt);
+    this.attempt += 1;
+    const delay = Math.max(base * (0.5 + Math.random()), this.minDelay);
+    this.minDelay = 0;
+    setTimeout(() => this.open(), delay);
+  }
+
+  sendRaw(message) {
+    if (this.socket && this.socket.readyState === WebSocket.OPEN) {
+      this.socket.send(JSON.stringify(message));
+    }
+  }
+
+  async whenReady() {
+    if (this.ready) return;
+    await new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Sends a message; resolves on its `ack`, rejects with a RequestError. */
+  async request(message) {
+    await this.whenReady();
+    const seq = this.nextSeq();
+    const full = { ...message, seq };
+    return new Promise((resolve, reject) => {
+      this.pending.set(seq, { message: full, resolve, reject });
+      this.sendRaw(full);
+    });
+  }
+
+  /** Remembers the room this connection is in, to re-enter it later. */
+  enterRoom(room) {
+    if (this.room?.code !== room.code) this.version = 0;
+    this.room = room;
+  }
+
+  forgetRoom() {
+    this.room = null;
+    this.version = 0;
+  }
+
+  handle(message) {
+    switch (message.type) {
+      case 'welcome':
+        this.storage.setItem(TOKEN_KEY, message.token);
+        this.identity = message.identity;
+        this.attempt = 0;
+        this.emit('welcome', message.identity);
+        this.afterWelcome();
+        break;
+      case 'ack': {
+        const entry = this.pending.get(message.seq);
+        if (entry) {
+          this.pending.delete(message.seq);
+          entry.resolve(message);
+        }
+        break;
+      }
+      case 'error':
+        this.handleError(message);
+        break;
+      case 'state':
+        if (this.room && message.code !== this.room.code) break;
+        if (message.version < this.version) break;
+        this.version = message.version;
+        this.emit('state', message);
+        break;
+      case 'left':
+        this.emit('left', message.code);
+        break;
+      case 'shutdown':
+        this.minDelay = message.reconnect_after_ms * (1 + Math.random());
+        this.emit('shutdown', message);
+        break;
+      default:
+        // Later servers may send message types this page does not know (§2).
+        break;
+    }
+  }
+
+  handleError(message) {
+    const entry = message.seq === undefined ? undefined : this.pending.get(message.seq);
+    if (entry) {
+      this.pending.delete(message.seq);
+      entry.reject(new RequestError(message.code, message.message));
+      return;
+    }
+    if (!this.ready) {
+      if (message.code === 'invalid_token') {
+        this.storage.removeItem(TOKEN_KEY);
+        this.sendRaw({ ...hello(null), seq: this.nextSeq() });
+        return;
+      }
+      if (message.code === 'unsupported_version') {
+        this.outdated = true;
+        this.stopped = true;
+      }
+    }
+    this.emit('notice', message);
+  }
+
+  /** Re-enters the remembered room, then re-sends unanswered moves (§10). */
+  async afterWelcome() {
+    const moves = [...this.pending.values()];
+    if (this.room) {
+      const { code, invite, role } = this.room;
+      const seq = this.nextSeq();
+      const message = role === 'spectator' ? watch(code, invite) : joinLobby(code);
+      const rejoined = new Promise((resolve, reject) => {
+        this.pending.set(seq, { message: { ...message, seq }, resolve, reject });
+      });
+      this.sendRaw({ ...message, seq });
+      try {
+        await rejoined;
+      } catch (error) {
+        this.emit('notice', { code: error.code, message: error.message });
+        this.forgetRoom();
+      }
+    }
+    for (const entry of moves) this.sendRaw(entry.message);
+    this.ready = true;
+    this.emit('status', 'online');
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+}

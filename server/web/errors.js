@@ -1,0 +1,38 @@
+// errors.js — a sentence for people for every error code of protocol v1
+// (PROTOCOL.md §13). The server's own `message` is for logs; we branch on
+// `code` only, and fall back to a generic sentence for codes added later.
+
+const MESSAGES = {
+  malformed_message: 'The server could not read a message from this page. Please reload.',
+  unknown_message_type: 'The server does not support that action yet.',
+  message_too_large: 'That message was too large to send.',
+  unsupported_version: 'This page is out of date for the server. Please reload.',
+  hello_required: 'Still connecting — try again in a moment.',
+  already_greeted: 'Already connected.',
+  invalid_token: 'Your guest identity expired; you are now a new guest.',
+  invalid_options: 'Those lobby options are not allowed: choose a series of 1, 3, 5 or 7 rounds.',
+  unknown_lobby: 'No lobby has that code. It may have closed — check the code and try again.',
+  lobby_full: 'This lobby already has two players.',
+  invite_required: 'This lobby is invite-only: open the full invite link you were sent.',
+  already_in_lobby: 'You are already in a lobby. Leave it first.',
+  not_in_lobby: 'You are not in a lobby any more.',
+  spectators_cannot_act: 'Spectators can watch, but only the players can do that.',
+  not_your_turn: 'It is not your turn.',
+  illegal_move: 'That move is not legal here.',
+  no_game_in_progress: 'No game is being played right now.',
+  no_draw_offer: 'There is no draw offer to answer.',
+  draw_already_offered: 'A draw offer is already standing.',
+  not_host: 'Only the host can end the match.',
+  not_now: 'That is not possible at this point of the match.',
+  rate_limited: 'Too many actions at once — slow down a little.',
+  storage_unavailable: 'The server could not save that. Try again in a moment.',
+  internal_error: 'Something went wrong on the server. Try again.',
+};
+
+/** Every code this client knows, for tests and completeness checks. */
+export const KNOWN_ERROR_CODES = Object.freeze(Object.keys(MESSAGES));
+
+/** A human sentence for an error code (unknown codes included). */
+export function describeError(code) {
+  return MESSAGES[code] ?? `The server refused that (${code}).`;
+}

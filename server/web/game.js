@@ -1,0 +1,387 @@
+// game.js — the room screen: seats and clocks, series score, whose turn,
+// the board with move selection, draw offers, break, results, the series
+// buttons and the move list. It sends actions through `send` and never
+// decides the rules: legal moves come from the server's state.
+
+import { BoardView } from './board.js';
+import * as msg from './protocol.js';
+import { ruleSetLabel } from './protocol.js';
+
+const $ = (id) => document.getElementById(id);
+
+const GAME_END = {
+  no_pieces: 'no pieces left',
+  no_moves: 'no moves left',
+  resigned: 'resignation',
+  timeout: 'time ran out',
+  draw_agreed: 'draw agreed',
+  repetition: 'repetition',
+  move_limit: 'move limit',
+  left: 'a player left',
+  ended_by_host: 'ended by the host',
+};
+
+const SERIES_END = {
+  majority: 'won a majority',
+  round_limit: 'round limit reached',
+  resigned: 'resignation',
+  left: 'a player left',
+  ended_by_host: 'ended by the host',
+};
+
+/** Candidate moves whose path starts with `prefix`. */
+export function movesWithPrefix(moves, prefix) {
+  return moves.filter((m) => prefix.every((square, i) => m.path[i] === square));
+}
+
+function seconds(ms) {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+export class GameScreen {
+  /**
+   * @param {{ send(message): Promise, leave(): Promise, notify(text, kind?): void }} actions
+   */
+  constructor(actions) {
+    this.actions = actions;
+    this.state = null;
+    this.identity = null;
+    this.prefix = [];
+    this.sending = false;
+    this.receivedAt = 0;
+    this.serverOffset = 0; // server clock minus ours, estimated from clocks
+    this.board = new BoardView($('board-holder'), {
+      onActivate: (square) => this.activate(square),
+      onClear: () => this.clearSelection(),
+    });
+
+    const act = (id, build, confirmText) => {
+      $(id).addEventListener('click', async () => {
+        if (confirmText && !window.confirm(confirmText)) return;
+        await this.actions.send(build());
+      });
+    };
+    act('offer-draw', msg.offerDraw);
+    act('accept-draw', msg.acceptDraw);
+    act('decline-draw', msg.declineDraw);
+    act('resign', msg.resign, 'Resign the whole series?');
+    act('next-round', msg.nextRound);
+    act('rematch', msg.rematch);
+    act('end-match', msg.endMatch, 'End the match for both players?');
+    $('leave').addEventListener('click', () => this.actions.leave());
+
+    setInterval(() => this.tick(), 250);
+  }
+
+  show() {
+    $('room').hidden = false;
+  }
+
+  hide() {
+    $('room').hidden = true;
+    $('status').textContent = '';
+    this.state = null;
+    this.prefix = [];
+  }
+
+  get seat() {
+    if (!this.state || !this.identity) return -1;
+    return this.state.players.findIndex((p) => p && p.id === this.identity.id);
+  }
+
+  /** The colour this page's player has in the current game, if any. */
+  get myColor() {
+    const game = this.state?.game;
+    if (!game || this.seat < 0) return null;
+    return game.dark_seat === this.seat ? 'dark' : 'light';
+  }
+
+  get interactive() {
+    const s = this.state;
+    return Boolean(s && s.phase === 'playing' && s.game && !s.game.result && this.myColor === s.game.turn && !this.sending);
+  }
+
+  seatOf(color) {
+    const game = this.state.game;
+    if (!game) return color === 'dark' ? 0 : 1;
+    return color === 'dark' ? game.dark_seat : 1 - game.dark_seat;
+  }
+
+  nameOf(seat) {
+    const player = this.state.players[seat];
+    if (!player) return 'an empty seat';
+    return seat === this.seat ? 'You' : player.name;
+  }
+
+  update(state, identity) {
+    const previous = this.state;
+    this.state = state;
+    this.identity = identity;
+    this.receivedAt = performance.now();
+    const game = state.game;
+    if (game && game.deadline > 0) {
+      this.serverOffset = game.deadline - game.remaining_ms - Date.now();
+    }
+    const stillValid = game && this.prefix.length > 0 && movesWithPrefix(game.legal_moves, this.prefix).length > 0;
+    if (!stillValid || previous?.game?.ply !== game?.ply) this.prefix = [];
+    this.sending = false;
+    this.render();
+  }
+
+  clearSelection() {
+    this.prefix = [];
+    this.render();
+  }
+
+  activate(square) {
+    if (!this.interactive) return;
+    const moves = this.state.game.legal_moves;
+    const startsHere = moves.some((m) => m.path[0] === square);
+    if (this.prefix.length === 0) {
+      if (startsHere) this.prefix = [square];
+      else if (this.state.game.must_capture.length > 0 && this.ownPieceOn(square)) {
+        this.actions.notify('A capture is mandatory: move one of the marked pieces.', 'info');
+      }
+      this.render();
+      return;
+    }
+    if (this.prefix.length === 1 && square === this.prefix[0]) {
+      this.clearSelection();
+      return;
+    }
+    const candidates = movesWithPrefix(moves, this.prefix);
+    const next = candidates.filter((m) => m.path[this.prefix.length] === square);
+    if (next.length > 0) {
+      this.prefix = [...this.prefix, square];
+      const complete = next.filter((m) => m.path.length === this.prefix.length);
+      if (complete.length > 0 && complete.length === next.length) {
+        this.play(complete[0]);
+      } else {
+        this.render();
+      }
+      return;
+    }
+    // Pointing straight at the end of a single candidate plays it.
+    const ending = candidates.filter((m) => m.path[m.path.length - 1] === square);
+    if (ending.length === 1) {
+      this.play(ending[0]);
+      return;
+    }
+    this.prefix = startsHere ? [square] : [];
+    this.render();
+  }
+
+  ownPieceOn(square) {
+    return this.state.game.pieces.some((p) => p.square === square && p.color === this.myColor);
+  }
+
+  async play(move) {
+    this.sending = true;
+    this.prefix = [...move.path];
+    this.render();
+    try {
+      await this.actions.send(msg.movePath(move.path));
+    } finally {
+      this.sending = false;
+    }
+    // On success the new state clears the selection; on refusal, start over.
+    if (this.state?.game?.legal_moves.includes(move)) this.clearSelection();
+  }
+
+  marks() {
+    const game = this.state.game;
+    const empty = new Set();
+    const result = {
+      selected: empty, path: empty, targets: empty, captures: empty, mustCapture: empty,
+      lastMove: new Set(game?.last_move?.path ?? []),
+    };
+    if (!game || !this.interactive && !this.sending) return result;
+    if (this.interactive) result.mustCapture = new Set(game.must_capture);
+    if (this.prefix.length > 0) {
+      const candidates = movesWithPrefix(game.legal_moves, this.prefix);
+      result.selected = new Set([this.prefix[0]]);
+      result.path = new Set(this.prefix.slice(1));
+      result.targets = new Set(candidates.map((m) => m.path[this.prefix.length]).filter(Boolean));
+      result.captures = new Set(candidates.flatMap((m) => m.captures));
+    }
+    return result;
+  }
+
+  render() {
+    const s = this.state;
+    if (!s) return;
+    const seat = this.seat;
+    const game = s.game;
+    $('room-title').textContent = `Lobby ${s.code}`;
+    const series = s.series_length === 1 ? 'one game (up to 2 if drawn)' : `best of ${s.series_length}`;
+    const role = seat >= 0 ? (s.host === this.identity?.id ? 'You are the host' : 'You are playing') : 'You are watching';
+    $('room-meta').textContent = `${ruleSetLabel(s.rule_set)} · ${series}${s.invite_only ? ' · invite-only' : ''} · ${s.spectators} watching · ${role}`;
+
+    const flipped = this.myColor === 'light';
+    this.board.render({ ruleSet: s.rule_set, flipped, pieces: game?.pieces ?? [], marks: this.marks() });
+    $('board-holder').classList.toggle('idle', !game);
+
+    const bottomColor = flipped ? 'light' : 'dark';
+    this.renderSeat($('seat-bottom'), bottomColor);
+    this.renderSeat($('seat-top'), bottomColor === 'dark' ? 'light' : 'dark');
+
+    $('status').textContent = this.statusText();
+    this.renderDrawOffer();
+    this.renderActions();
+    this.renderMoves();
+    this.tick();
+  }
+
+  renderSeat(element, color) {
+    const s = this.state;
+    const seat = this.seatOf(color);
+    const player = s.players[seat];
+    element.replaceChildren();
+    element.dataset.seat = String(seat);
+    const swatch = document.createElement('span');
+    swatch.className = `swatch ${color}`;
+    swatch.title = color === 'dark' ? 'Dark (moves first)' : 'Light';
+    const name = document.createElement('span');
+    name.className = 'name';
+    name.textContent = player ? player.name : 'Waiting for a player…';
+    element.append(swatch, name);
+    const tag = document.createElement('span');
+    tag.className = 'tag';
+    const bits = [color === 'dark' ? 'Dark' : 'Light'];
+    if (seat === this.seat) bits.push('you');
+    if (player && s.host === player.id) bits.push('host');
+    bits.push(`${s.series.wins[seat]} ${s.series.wins[seat] === 1 ? 'win' : 'wins'}`);
+    tag.textContent = `(${bits.join(', ')})`;
+    element.append(tag);
+    if (player && !player.connected) {
+      const away = document.createElement('span');
+      away.className = 'away';
+      away.textContent = 'disconnected';
+      element.append(away);
+    }
+    const toMove = s.phase === 'playing' && s.game && !s.game.result && s.game.turn === color;
+    element.classList.toggle('to-move', Boolean(toMove));
+    if (toMove) {
+      const clock = document.createElement('span');
+      clock.className = 'clock';
+      clock.setAttribute('aria-label', 'time left for this move');
+      element.append(clock);
+    }
+    element.setAttribute('aria-label', `${color === 'dark' ? 'Dark' : 'Light'}: ${player ? player.name : 'empty seat'}${toMove ? ', to move' : ''}`);
+  }
+
+  statusText() {
+    const s = this.state;
+    const game = s.game;
+    const round = `Round ${s.series.round} of up to ${s.series.max_rounds}`;
+    const score = `${s.series.wins[0]}–${s.series.wins[1]}${s.series.draws ? `, ${s.series.draws} drawn` : ''}`;
+    switch (s.phase) {
+      case 'waiting':
+        if (s.series.result) return `${this.seriesResultText()} Waiting for a new opponent.`;
+        return this.seat >= 0 ? 'Waiting for an opponent — share the invite link.' : 'Waiting for players.';
+      case 'playing': {
+        const mover = this.seatOf(game.turn);
+        if (mover === this.seat) {
+          return game.must_capture.length > 0 ? `Your turn — you must capture. (${round})` : `Your turn. (${round})`;
+        }
+        return `${this.nameOf(mover)} to move (${game.turn}). ${round}, score ${score}.`;
+      }
+      case 'break':
+        return `${this.gameResultText()} Score ${score}. Next round soon.`;
+      case 'finished':
+        return `${this.gameResultText()} ${this.seriesResultText()}`;
+      case 'ended':
+        return `The host ended the match. ${this.seriesResultText()}`;
+      default:
+        return `Phase: ${s.phase}`;
+    }
+  }
+
+  gameResultText() {
+    const result = this.state.game?.result;
+    if (!result) return '';
+    const why = GAME_END[result.reason] ?? result.reason;
+    if (!result.winner) return `Round ${this.state.series.round} drawn (${why}).`;
+    const winner = this.nameOf(this.seatOf(result.winner));
+    return `${winner} won round ${this.state.series.round} (${why}).`;
+  }
+
+  seriesResultText() {
+    const result = this.state.series.result;
+    if (!result) return '';
+    const why = SERIES_END[result.reason] ?? result.reason;
+    if (result.winner === undefined || result.winner === null) return `Series drawn (${why}).`;
+    const winner = this.nameOf(result.winner);
+    return `${winner} ${winner === 'You' ? 'win' : 'wins'} the series (${why}).`;
+  }
+
+  renderDrawOffer() {
+    const game = this.state.game;
+    const offer = this.state.phase === 'playing' ? game?.draw_offer : undefined;
+    $('draw-offer').hidden = !offer;
+    if (!offer) return;
+    const mine = offer === this.myColor;
+    const mayAnswer = this.seat >= 0 && !mine;
+    $('draw-offer-text').textContent = mine
+      ? 'You offered a draw; waiting for an answer.'
+      : `${this.nameOf(this.seatOf(offer))} offered a draw.`;
+    $('draw-answer').hidden = !mayAnswer;
+  }
+
+  renderActions() {
+    const s = this.state;
+    const seated = this.seat >= 0;
+    const game = s.game;
+    const bothSeated = s.players.every((p) => p !== null);
+    const myTurn = s.phase === 'playing' && game && this.myColor === game.turn;
+    $('offer-draw').hidden = !(seated && myTurn && !game.draw_offer);
+    $('resign').hidden = !(seated && (s.phase === 'playing' || s.phase === 'break'));
+    const next = $('next-round');
+    next.hidden = !(seated && s.phase === 'break');
+    next.disabled = seated && s.next_round[this.seat];
+    next.textContent = next.disabled ? 'Waiting for the other player…' : 'Next round';
+    const rematch = $('rematch');
+    rematch.hidden = !(seated && bothSeated && (s.phase === 'finished' || s.phase === 'ended'));
+    if (seated) {
+      const opponentCalled = s.rematch[1 - this.seat];
+      rematch.disabled = s.rematch[this.seat];
+      rematch.textContent = rematch.disabled ? 'Rematch called — waiting…' : opponentCalled ? 'Accept rematch' : 'Rematch';
+    }
+    const host = seated && s.host === this.identity?.id;
+    $('end-match').hidden = !(host && ['playing', 'break', 'finished'].includes(s.phase));
+    const pdn = $('download-pdn');
+    pdn.href = `/r/${s.code}/games.pdn`;
+    pdn.setAttribute('download', `jumpgate-${s.code}.pdn`);
+    pdn.hidden = s.series.round === 0;
+  }
+
+  renderMoves() {
+    const list = $('moves');
+    const moves = this.state.game?.moves ?? [];
+    list.replaceChildren();
+    for (let i = 0; i < moves.length; i += 2) {
+      const item = document.createElement('li');
+      item.textContent = moves.slice(i, i + 2).join('  ');
+      if (i + 2 >= moves.length) item.className = 'latest';
+      list.append(item);
+    }
+  }
+
+  /** Counts the clocks down between states. */
+  tick() {
+    const s = this.state;
+    if (!s) return;
+    const clock = document.querySelector('.seat.to-move .clock');
+    if (clock && s.game) {
+      const left = s.game.remaining_ms - (performance.now() - this.receivedAt);
+      clock.textContent = seconds(left);
+      clock.classList.toggle('low', left < 10_000);
+    }
+    if (s.phase === 'break' && s.break_ends_at) {
+      const left = s.break_ends_at - (Date.now() + this.serverOffset);
+      const next = $('next-round');
+      if (!next.disabled) next.textContent = `Next round (starts in ${seconds(left)})`;
+    }
+  }
+}

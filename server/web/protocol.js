@@ -1,0 +1,50 @@
+// protocol.js — builders for the client messages of protocol v1 (PROTOCOL.md §5).
+// Each returns the message without `seq`; connection.js numbers them.
+
+export const SUBPROTOCOL = 'jumpgate.v1.json';
+export const PROTOCOL_VERSION = 1;
+export const CLIENT_NAME = 'jumpgate-web/0.1';
+
+export const RULE_SETS = [
+  { value: 'american', label: 'American checkers' },
+  { value: 'brazilian', label: 'Brazilian draughts' },
+  { value: 'russian', label: 'Russian draughts' },
+  { value: 'spanish', label: 'Spanish draughts' },
+  { value: 'italian', label: 'Italian draughts' },
+  { value: 'thai', label: 'Thai checkers' },
+];
+
+export const SERIES_LENGTHS = [1, 3, 5, 7];
+
+export function ruleSetLabel(value) {
+  return RULE_SETS.find((r) => r.value === value)?.label ?? `${value} (not supported by this page)`;
+}
+
+export function hello(token) {
+  const message = { type: 'hello', protocol: PROTOCOL_VERSION, client: CLIENT_NAME };
+  if (token) message.token = token;
+  return message;
+}
+
+export function createLobby({ ruleSet, seriesLength, inviteOnly }) {
+  return { type: 'create_lobby', rule_set: ruleSet, series_length: seriesLength, invite_only: inviteOnly };
+}
+
+function withInvite(message, invite) {
+  if (invite) message.invite = invite;
+  return message;
+}
+
+export const joinLobby = (code, invite) => withInvite({ type: 'join_lobby', code }, invite);
+export const watch = (code, invite) => withInvite({ type: 'watch', code }, invite);
+export const leave = () => ({ type: 'leave' });
+export const movePath = (path) => ({ type: 'move', path: [...path] });
+export const offerDraw = () => ({ type: 'offer_draw' });
+export const acceptDraw = () => ({ type: 'accept_draw' });
+export const declineDraw = () => ({ type: 'decline_draw' });
+export const resign = () => ({ type: 'resign' });
+export const nextRound = () => ({ type: 'next_round' });
+export const rematch = () => ({ type: 'rematch' });
+export const endMatch = () => ({ type: 'end_match' });
+export const resync = (since) => ({ type: 'resync', since });
+export const ping = () => ({ type: 'ping' });

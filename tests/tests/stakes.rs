@@ -1,0 +1,487 @@
+//! Bold Points against a real Redis (and the in-memory wallets, which must
+//! agree): escrow, payouts, refunds, the daily cap, idempotent retries and
+//! the conservation invariant under concurrency.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jumpgate_e2e::RedisServer;
+use jumpgate_server::wallet::{
+    MemoryWallets, RedisWallets, Settled, Settlement, WalletRules, Wallets,
+};
+
+async fn both() -> (RedisServer, Vec<Arc<dyn Wallets>>) {
+    let redis = RedisServer::start().await;
+    let rules = WalletRules::default();
+    let r = RedisWallets::open(&redis.url(), Duration::from_secs(2), rules).unwrap();
+    (
+        redis,
+        vec![Arc::new(r), Arc::new(MemoryWallets::new(rules))],
+    )
+}
+
+async fn balance(w: &dyn Wallets, account: &str) -> i64 {
+    w.wallet(account).await.unwrap().balance
+}
+
+async fn conserved(w: &dyn Wallets) {
+    let t = w.totals().await.unwrap();
+    assert_eq!(
+        t.balances + t.escrow,
+        t.granted,
+        "balances + escrow = granted"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn win_draw_and_retries_move_exact_amounts() {
+    let (_redis, wallets) = both().await;
+    for w in wallets {
+        let w = w.as_ref();
+        assert_eq!(
+            balance(w, "a_ann").await,
+            1000,
+            "a new account starts with the grant"
+        );
+
+        // A win: the winner takes the pot.
+        w.escrow("S1", [("a_ann", 100), ("a_bob", 100)])
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(balance(w, "a_ann").await, 900);
+        assert_eq!(balance(w, "a_bob").await, 900);
+        conserved(w).await;
+        let win = Settlement::Winner {
+            winner: "a_ann".into(),
+            loser: "a_bob".into(),
+        };
+        let s = w.settle("S1", &win, 1).await.unwrap();
+        assert_eq!(
+            s,
+            Settled {
+                paid: 200,
+                refunded: 0
+            }
+        );
+        // Retried: nothing moves twice.
+        assert_eq!(w.settle("S1", &win, 1).await.unwrap(), Settled::default());
+        w.escrow("S1", [("a_ann", 100), ("a_bob", 100)])
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(balance(w, "a_ann").await, 1100);
+        assert_eq!(balance(w, "a_bob").await, 900);
+
+        // A draw: every stake comes back.
+        w.escrow("S2", [("a_ann", 50), ("a_bob", 50)])
+            .await
+            .unwrap()
+            .unwrap();
+        let draw = Settlement::Refund {
+            players: ["a_ann".into(), "a_bob".into()],
+        };
+        assert_eq!(
+            w.settle("S2", &draw, 1).await.unwrap(),
+            Settled {
+                paid: 0,
+                refunded: 100
+            }
+        );
+        assert_eq!(balance(w, "a_ann").await, 1100);
+        assert_eq!(balance(w, "a_bob").await, 900);
+
+        // Not enough: nothing is taken from anyone.
+        assert_eq!(
+            w.escrow("S3", [("a_ann", 1000), ("a_bob", 1000)])
+                .await
+                .unwrap(),
+            Err("a_bob".to_owned())
+        );
+        assert_eq!(balance(w, "a_ann").await, 1100);
+        assert_eq!(balance(w, "a_bob").await, 900);
+
+        let ledger: Vec<(String, i64)> = w
+            .wallet("a_ann")
+            .await
+            .unwrap()
+            .ledger
+            .into_iter()
+            .map(|e| (e.kind, e.amount))
+            .collect();
+        let expected: Vec<(String, i64)> = [
+            ("grant", 1000),
+            ("escrow", -100),
+            ("payout", 200),
+            ("escrow", -50),
+            ("refund", 50),
+        ]
+        .iter()
+        .map(|(k, a)| ((*k).to_owned(), *a))
+        .collect();
+        assert_eq!(ledger, expected);
+        conserved(w).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daily_cap_sends_the_excess_back_to_the_loser() {
+    let (_redis, wallets) = both().await;
+    for w in wallets {
+        let w = w.as_ref();
+        w.grant("a_rich", 10_000, "seed-rich").await.unwrap();
+        w.grant("a_rich", 10_000, "seed-rich").await.unwrap(); // idempotent
+        w.grant("a_champ", 10_000, "seed-champ").await.unwrap();
+        assert_eq!(balance(w, "a_rich").await, 11_000);
+        let win = Settlement::Winner {
+            winner: "a_champ".into(),
+            loser: "a_rich".into(),
+        };
+        // Five wins of 1,000 reach the 5,000 cap exactly.
+        for i in 0..5 {
+            let series = format!("C{i}");
+            w.escrow(&series, [("a_champ", 1000), ("a_rich", 1000)])
+                .await
+                .unwrap()
+                .unwrap();
+            let s = w.settle(&series, &win, 7).await.unwrap();
+            assert_eq!(
+                s,
+                Settled {
+                    paid: 2000,
+                    refunded: 0
+                }
+            );
+        }
+        // The sixth the same day: the winner gets only their own stake back.
+        w.escrow("C5", [("a_champ", 1000), ("a_rich", 1000)])
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            w.settle("C5", &win, 7).await.unwrap(),
+            Settled {
+                paid: 1000,
+                refunded: 1000
+            }
+        );
+        // A new UTC day resets the cap.
+        w.escrow("C6", [("a_champ", 1000), ("a_rich", 1000)])
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            w.settle("C6", &win, 8).await.unwrap(),
+            Settled {
+                paid: 2000,
+                refunded: 0
+            }
+        );
+        assert_eq!(balance(w, "a_champ").await, 11_000 + 6000);
+        assert_eq!(balance(w, "a_rich").await, 11_000 - 6000);
+        conserved(w).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_series_settling_at_once_with_retries_conserve_every_point() {
+    let (_redis, wallets) = both().await;
+    for w in wallets {
+        let mut tasks = Vec::new();
+        for i in 0..40u64 {
+            let w = w.clone();
+            tasks.push(tokio::spawn(async move {
+                let a = format!("a_p{}", i % 7);
+                let b = format!("a_q{}", i % 5);
+                let series = format!("M{i}");
+                let stake = 10 + (i * 37) % 300;
+                let escrowed = w.escrow(&series, [(&a, stake), (&b, stake)]).await.unwrap();
+                if escrowed.is_err() {
+                    return;
+                }
+                let settlement = if i % 3 == 0 {
+                    Settlement::Refund {
+                        players: [a.clone(), b.clone()],
+                    }
+                } else {
+                    Settlement::Winner {
+                        winner: a.clone(),
+                        loser: b.clone(),
+                    }
+                };
+                // A "crash between write and reply": the settlement is sent
+                // again, twice at once, and once more later.
+                let (x, y) = tokio::join!(
+                    w.settle(&series, &settlement, 1),
+                    w.settle(&series, &settlement, 1)
+                );
+                let (x, y) = (x.unwrap(), y.unwrap());
+                let total = x.paid + x.refunded + y.paid + y.refunded;
+                assert_eq!(
+                    total,
+                    2 * stake,
+                    "exactly one of the two retries moved the pot"
+                );
+                let again = w.settle(&series, &settlement, 1).await.unwrap();
+                assert_eq!(again, Settled::default());
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let totals = w.totals().await.unwrap();
+        assert_eq!(totals.escrow, 0, "every escrow settled");
+        assert_eq!(totals.balances, totals.granted);
+        for i in 0..7 {
+            assert!(balance(w.as_ref(), &format!("a_p{i}")).await >= 0);
+        }
+        for i in 0..5 {
+            assert!(balance(w.as_ref(), &format!("a_q{i}")).await >= 0);
+        }
+    }
+}
+
+mod played {
+    //! Staked lobbies over real WebSockets, accounts signed by a test issuer.
+
+    use std::time::Duration;
+
+    use jumpgate_e2e::{Player, RedisServer, TestServer};
+    use jumpgate_protocol::{ClientMessage, Encoding, ErrorCode, Phase, RuleSet};
+    use jumpgate_server::identity::AccountSettings;
+
+    const SECRET: &[u8] = b"issuer-secret-for-stake-tests";
+
+    fn token(sub: &str, name: &str) -> String {
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+        header.kid = Some("k1".into());
+        let exp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 3600;
+        let claims = serde_json::json!({
+            "sub": sub, "name": name, "email": format!("{sub}@private.example"),
+            "iss": "https://id.test", "aud": "jumpgate", "exp": exp,
+        });
+        let key = jsonwebtoken::EncodingKey::from_secret(SECRET).unwrap();
+        jsonwebtoken::encode(&header, &claims, &key).unwrap()
+    }
+
+    async fn server(redis: &RedisServer) -> TestServer {
+        let url = redis.url();
+        TestServer::start(move |s| {
+            s.redis_url = Some(url);
+            s.break_time = Duration::from_millis(200);
+            s.admin_token = Some("admin-secret".into());
+            s.accounts = Some(AccountSettings {
+                issuer: "https://id.test".into(),
+                audience: "jumpgate".into(),
+                hs256: vec![("k1".into(), SECRET.to_vec())],
+                ..AccountSettings::default()
+            });
+        })
+        .await
+    }
+
+    async fn account(server: &TestServer, sub: &str) -> Player {
+        Player::connect_with(
+            server,
+            Encoding::Json,
+            Some(token(sub, &format!("Name {sub}"))),
+        )
+        .await
+    }
+
+    async fn create(host: &mut Player, stake: u32, series_length: u8) -> String {
+        host.state = None;
+        let seq = host
+            .send(|seq| ClientMessage::CreateLobby {
+                seq,
+                rule_set: RuleSet::American,
+                series_length,
+                invite_only: false,
+                stake: Some(stake),
+            })
+            .await;
+        host.expect_ack(seq).await;
+        let state = host.state_until(|_| true).await;
+        assert_eq!(state.stake, stake, "the stake is shown before anyone sits");
+        state.code
+    }
+
+    async fn http(server: &TestServer, path: &str, auth: bool) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let extra = if auth {
+            "Authorization: Bearer admin-secret\r\n"
+        } else {
+            ""
+        };
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\n{extra}Connection: close\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response
+    }
+
+    async fn balance(server: &TestServer, account: &str) -> i64 {
+        let response = http(server, &format!("/api/admin/wallets/{account}"), true).await;
+        let body = response.split("\r\n\r\n").nth(1).unwrap();
+        let body = body.trim_start_matches(|c: char| c.is_ascii_hexdigit() || c.is_whitespace());
+        let json: serde_json::Value = serde_json::from_str(body.split("\r\n").next().unwrap())
+            .unwrap_or_else(|_| serde_json::from_str(body).unwrap());
+        json["balance"].as_i64().unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn resign_pays_the_winner_end_match_refunds_and_short_wallets_cannot_start() {
+        let redis = RedisServer::start().await;
+        let server = server(&redis).await;
+
+        // Guests are refused staked play, with a clear code.
+        let mut guest = Player::connect(&server, Encoding::Json).await;
+        let seq = guest
+            .send(|seq| ClientMessage::CreateLobby {
+                seq,
+                rule_set: RuleSet::American,
+                series_length: 1,
+                invite_only: false,
+                stake: Some(100),
+            })
+            .await;
+        assert_eq!(
+            guest.expect_error(Some(seq)).await,
+            ErrorCode::AccountRequired
+        );
+
+        let mut ann = account(&server, "ann").await;
+        let mut bob = account(&server, "bob").await;
+        let code = create(&mut ann, 400, 3).await;
+        let c = code.clone();
+        let seq = guest
+            .send(|seq| ClientMessage::JoinLobby {
+                seq,
+                code: c,
+                invite: None,
+            })
+            .await;
+        assert_eq!(
+            guest.expect_error(Some(seq)).await,
+            ErrorCode::AccountRequired
+        );
+
+        bob.join(&code).await;
+        bob.phase(Phase::Playing).await;
+        assert_eq!(
+            balance(&server, "a_ann").await,
+            600,
+            "stakes held in escrow"
+        );
+        assert_eq!(balance(&server, "a_bob").await, 600);
+
+        // Resigning concedes the series and the pot.
+        let seq = bob.send(|seq| ClientMessage::Resign { seq }).await;
+        bob.expect_ack(seq).await;
+        ann.phase(Phase::Finished).await;
+        assert_eq!(balance(&server, "a_ann").await, 1400);
+        assert_eq!(balance(&server, "a_bob").await, 600);
+
+        // Rematch; the host ends the match: every stake comes back.
+        for p in [&mut ann, &mut bob] {
+            let seq = p.send(|seq| ClientMessage::Rematch { seq }).await;
+            p.expect_ack(seq).await;
+        }
+        ann.state_until(|s| s.phase == Phase::Playing).await;
+        assert_eq!(balance(&server, "a_bob").await, 200);
+        let seq = ann.send(|seq| ClientMessage::EndMatch { seq }).await;
+        ann.expect_ack(seq).await;
+        ann.phase(Phase::Ended).await;
+        assert_eq!(balance(&server, "a_ann").await, 1400);
+        assert_eq!(balance(&server, "a_bob").await, 600);
+
+        // Bob leaves mid-series in a new lobby: he concedes the pot.
+        let code2 = {
+            let seq = ann.send(|seq| ClientMessage::Leave { seq }).await;
+            ann.expect_ack(seq).await;
+            let seq = bob.send(|seq| ClientMessage::Leave { seq }).await;
+            bob.expect_ack(seq).await;
+            create(&mut ann, 600, 1).await
+        };
+        bob.state = None;
+        bob.join(&code2).await;
+        bob.phase(Phase::Playing).await;
+        assert_eq!(balance(&server, "a_bob").await, 0);
+        let seq = bob.send(|seq| ClientMessage::Leave { seq }).await;
+        bob.expect_ack(seq).await;
+        ann.state_until(|s| s.series.result.is_some()).await;
+        assert_eq!(balance(&server, "a_ann").await, 2000);
+        assert_eq!(balance(&server, "a_bob").await, 0);
+
+        // Bob cannot cover a stake now: nothing is taken from anyone.
+        let mut bob = account(&server, "bob").await;
+        let c = code2.clone();
+        let seq = bob
+            .send(|seq| ClientMessage::JoinLobby {
+                seq,
+                code: c,
+                invite: None,
+            })
+            .await;
+        assert_eq!(
+            bob.expect_error(Some(seq)).await,
+            ErrorCode::InsufficientFunds
+        );
+        assert_eq!(balance(&server, "a_ann").await, 2000);
+        assert_eq!(balance(&server, "a_bob").await, 0);
+
+        // The admin API needs its token; nothing public shows an email.
+        assert!(
+            http(&server, "/api/admin/wallets/a_ann", false)
+                .await
+                .contains("401")
+        );
+        let summary = http(&server, &format!("/r/{code2}"), false).await;
+        assert!(!summary.contains("private.example"));
+        let metrics = http(&server, "/metrics", false).await;
+        assert!(!metrics.contains("private.example"));
+        assert!(metrics.contains("jumpgate_stake_points_total{kind=\"paid\"}"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_frame_sent_to_anyone_carries_an_email() {
+        let redis = RedisServer::start().await;
+        let server = server(&redis).await;
+        let mut ann = account(&server, "ann2").await;
+        let code = create(&mut ann, 50, 1).await;
+        let mut raw = jumpgate_protocol::client::Client::connect(&server.ws_url(), Encoding::Json)
+            .await
+            .unwrap();
+        raw.send(&ClientMessage::Hello {
+            seq: 1,
+            protocol: 1,
+            token: Some(token("bob2", "Bob")),
+            client: "t".into(),
+        })
+        .await
+        .unwrap();
+        raw.send(&ClientMessage::JoinLobby {
+            seq: 2,
+            code,
+            invite: None,
+        })
+        .await
+        .unwrap();
+        for _ in 0..3 {
+            let message = jumpgate_e2e::recv(&mut raw).await;
+            let text = serde_json::to_string(&message).unwrap();
+            assert!(!text.contains("private.example"), "{text}");
+        }
+        let s = ann.state_until(|s| s.phase == Phase::Playing).await;
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(!text.contains("private.example"));
+        assert!(text.contains("Name ann2"), "names are shown");
+    }
+}
