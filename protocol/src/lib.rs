@@ -46,7 +46,9 @@ pub use codec::{DecodeError, EncodeError, Encoding, Frame, FrameKind};
 pub use error_code::ErrorCode;
 pub use game::{Color, GameEndReason, GameResult, GameView, MoveView, PieceView, RuleSet};
 pub use message::{ClientMessage, Identity, ServerMessage};
-pub use room::{Phase, PlayerView, RoomState, SeriesEndReason, SeriesResult, SeriesView};
+pub use room::{
+    HeadToHead, Phase, PlayerView, RecordView, RoomState, SeriesEndReason, SeriesResult, SeriesView,
+};
 
 /// The protocol version this crate speaks, sent in `hello` and listed in `welcome`.
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -39,6 +39,9 @@ pub struct RoomState {
     pub host: String,
     /// Who sits in each seat; `None` for an empty seat.
     pub players: Vec<Option<PlayerView>>,
+    /// When both seats hold accounts: their head-to-head record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_to_head: Option<HeadToHead>,
     /// How many connections are watching.
     pub spectators: u32,
     /// Where the room is in its life.
@@ -66,6 +69,29 @@ pub struct PlayerView {
     pub name: String,
     /// Whether the player has a live connection right now.
     pub connected: bool,
+    /// An account's lasting record (absent for guests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<RecordView>,
+}
+
+/// A player's record as others see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordView {
+    /// Rookie, Contender, Hustler, Shark, Kingpin or Legend.
+    pub rank: String,
+    /// Series won, in every rule set.
+    pub series_won: u32,
+    /// Series won in a row in this lobby's rule set.
+    pub streak: u32,
+    pub best_streak: u32,
+}
+
+/// The all-time series results between the two seated accounts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeadToHead {
+    /// Series won, by seat.
+    pub wins: Vec<u32>,
+    pub draws: u32,
 }
 
 /// Where a room is in its life.

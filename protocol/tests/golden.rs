@@ -104,6 +104,7 @@ fn player(id: &str, name: &str, connected: bool) -> Option<PlayerView> {
         id: id.into(),
         name: name.into(),
         connected,
+        record: None,
     })
 }
 
@@ -152,6 +153,7 @@ fn state_playing() -> RoomState {
         invite_only: false,
         invite: None,
         stake: 0,
+        head_to_head: None,
         invite_link: Some("https://jumpgate.example/r/K7M2QX9P".into()),
         host: "u_7f3a".into(),
         players: vec![
@@ -207,6 +209,7 @@ fn state_waiting() -> RoomState {
         invite_only: true,
         invite: Some("inv_8dJ3".into()),
         stake: 0,
+        head_to_head: None,
         invite_link: Some("https://jumpgate.example/r/K7M2QX9P?invite=inv_8dJ3".into()),
         host: "u_7f3a".into(),
         players: vec![player("u_7f3a", "Guest 7F3A", true), None],
@@ -249,6 +252,7 @@ fn state_finished() -> RoomState {
         invite_only: false,
         invite: None,
         stake: 0,
+        head_to_head: None,
         invite_link: Some("https://jumpgate.example/r/K7M2QX9P".into()),
         host: "u_91c2".into(),
         players: vec![
@@ -314,6 +318,7 @@ fn state_break() -> RoomState {
         invite_only: false,
         invite: None,
         stake: 0,
+        head_to_head: None,
         invite_link: Some("https://jumpgate.example/r/K7M2QX9P".into()),
         host: "u_7f3a".into(),
         players: vec![

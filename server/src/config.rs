@@ -77,6 +77,10 @@ pub struct ServeConfig {
     /// Bearer token for the operator API (/api/admin/…); off without it.
     #[arg(long, env = "JUMPGATE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Series won for each rank (Rookie … Legend), six comma-separated
+    /// numbers.
+    #[arg(long, env = "JUMPGATE_RANK_THRESHOLDS", value_delimiter = ',', default_values_t = [0, 3, 10, 25, 50, 100])]
+    pub rank_thresholds: Vec<u32>,
     /// Log as JSON lines instead of text.
     #[arg(long, env = "JUMPGATE_LOG_JSON")]
     pub log_json: bool,
@@ -124,6 +128,7 @@ pub struct Settings {
     pub wallet_rules: crate::wallet::WalletRules,
     /// Bearer token of the operator API; `None` turns it off.
     pub admin_token: Option<String>,
+    pub rank_thresholds: crate::records::RankThresholds,
 }
 
 impl Settings {
@@ -147,6 +152,7 @@ impl Settings {
             accounts: None,
             wallet_rules: crate::wallet::WalletRules::default(),
             admin_token: None,
+            rank_thresholds: crate::records::RankThresholds::default(),
         }
     }
 
@@ -169,6 +175,15 @@ impl Settings {
             daily_cap: config.daily_cap,
         };
         settings.admin_token = config.admin_token.clone().filter(|t| !t.is_empty());
+        let thresholds: [u32; 6] = config
+            .rank_thresholds
+            .clone()
+            .try_into()
+            .map_err(|_| "--rank-thresholds needs six numbers".to_owned())?;
+        if thresholds[0] != 0 || thresholds.windows(2).any(|w| w[0] > w[1]) {
+            return Err("--rank-thresholds must start at 0 and not decrease".into());
+        }
+        settings.rank_thresholds = crate::records::RankThresholds(thresholds);
         if let Some(issuer) = &config.jwt_issuer {
             let split = |item: &String| -> Result<(String, String), String> {
                 item.split_once('=')

@@ -4,12 +4,14 @@
 //! tests bind port 0 and stop the server at will.
 
 pub mod admin;
+pub mod bots;
 pub mod code;
 pub mod config;
 pub mod connection;
 pub mod http;
 pub mod identity;
 pub mod metrics;
+pub mod records;
 pub mod room;
 pub mod rules;
 pub mod store;
@@ -37,6 +39,7 @@ pub struct AppState {
     pub identities: Identities,
     pub store: Arc<dyn Store>,
     pub wallets: Arc<dyn wallet::Wallets>,
+    pub records: Arc<dyn records::Records>,
     rooms: Mutex<HashMap<RoomCode, RoomHandle>>,
     /// Flips to true when the server starts shutting down.
     pub shutdown: watch::Sender<bool>,
@@ -47,7 +50,8 @@ pub struct AppState {
 impl AppState {
     pub fn new(settings: Settings, store: Arc<dyn Store>) -> Arc<AppState> {
         let wallets = Arc::new(wallet::MemoryWallets::new(settings.wallet_rules));
-        Self::try_new(settings, store, wallets).expect("valid account keys")
+        let records = Arc::new(records::MemoryRecords::default());
+        Self::try_new(settings, store, wallets, records).expect("valid account keys")
     }
 
     /// Like [`new`](Self::new), refusing unreadable account keys.
@@ -55,6 +59,7 @@ impl AppState {
         settings: Settings,
         store: Arc<dyn Store>,
         wallets: Arc<dyn wallet::Wallets>,
+        records: Arc<dyn records::Records>,
     ) -> Result<Arc<AppState>, String> {
         let identities =
             Identities::with_accounts(&settings.token_secret, settings.accounts.as_ref())?;
@@ -63,6 +68,7 @@ impl AppState {
             identities,
             store,
             wallets,
+            records,
             rooms: Mutex::new(HashMap::new()),
             shutdown: watch::channel(false).0,
             live_connections: watch::channel(0).0,
@@ -86,6 +92,7 @@ impl AppState {
             self.settings.clone(),
             self.store.clone(),
             self.wallets.clone(),
+            self.records.clone(),
         )
         .map_err(|e| format!("room {code}: {e}"))?;
         let code = room.code().clone();
@@ -132,6 +139,7 @@ impl AppState {
             self.settings.clone(),
             self.store.clone(),
             self.wallets.clone(),
+            self.records.clone(),
         );
         let invite = room.invite().map(str::to_owned);
         (self.spawn(room), invite)
@@ -160,6 +168,18 @@ pub fn open_wallets(settings: &Settings) -> std::io::Result<Arc<dyn wallet::Wall
             Ok(Arc::new(wallets))
         }
         None => Ok(Arc::new(wallet::MemoryWallets::new(settings.wallet_rules))),
+    }
+}
+
+/// The records the settings ask for: Redis when a URL is set, else memory.
+pub fn open_records(settings: &Settings) -> std::io::Result<Arc<dyn records::Records>> {
+    match &settings.redis_url {
+        Some(url) => {
+            let records = records::RedisRecords::open(url, settings.redis_timeout)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            Ok(Arc::new(records))
+        }
+        None => Ok(Arc::new(records::MemoryRecords::default())),
     }
 }
 
@@ -192,7 +212,9 @@ pub async fn run(
 ) -> std::io::Result<()> {
     let store = open_store(&settings)?;
     let wallets = open_wallets(&settings)?;
-    let state = AppState::try_new(settings, store, wallets).map_err(std::io::Error::other)?;
+    let records = open_records(&settings)?;
+    let state =
+        AppState::try_new(settings, store, wallets, records).map_err(std::io::Error::other)?;
     if state.store.is_durable() {
         let resumed = resume_rooms(&state).await?;
         tracing::info!(resumed, "lobbies resumed from the store");

@@ -24,6 +24,8 @@ enum Command {
     Serve(Box<jumpgate_server::config::ServeConfig>),
     /// Count the leaves of the move tree from a position (single-threaded).
     Perft(PerftArgs),
+    /// Play the computer levels against each other and print their scores.
+    Ladder(LadderArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -130,11 +132,159 @@ fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
     })
 }
 
+#[derive(Debug, clap::Args)]
+struct LadderArgs {
+    /// Games per pairing and rule set (rounded up to an even number: each
+    /// opening is played with both colours).
+    #[arg(long, default_value_t = 16)]
+    games: usize,
+    /// Only this rule set (default: all six).
+    #[arg(long)]
+    rule_set: Option<RuleSet>,
+    /// The Executive's time per move in the ladder, in milliseconds (the
+    /// server default is 1000; smaller keeps the ladder short).
+    #[arg(long, default_value_t = 100)]
+    executive_ms: u64,
+    /// Games played at once.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Plies after which a game is scored as a draw.
+    #[arg(long, default_value_t = 300)]
+    ply_cap: usize,
+    /// Seeds the openings and the bots.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Plays each level against the level below in every rule set and prints
+/// the upper level's score.
+fn run_ladder(args: &LadderArgs) -> Result<(), String> {
+    use jumpgate_server::bots::{BotConfig, Level, arena, rng::SplitMix64};
+    use jumpgate_server::rules::Color;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let rule_sets: Vec<RuleSet> = match args.rule_set {
+        Some(rs) => vec![rs],
+        None => RuleSet::ALL.to_vec(),
+    };
+    let pairings = [
+        (Level::Driver, Level::Tamer),
+        (Level::Warden, Level::Driver),
+        (Level::Executive, Level::Warden),
+    ];
+    let games = args.games.max(1).div_ceil(2) * 2;
+    let budget = std::time::Duration::from_millis(args.executive_ms);
+    let mix = |parts: &[u64]| {
+        parts
+            .iter()
+            .fold(SplitMix64::new(args.seed), |mut acc, &p| {
+                SplitMix64::new(acc.next_u64() ^ p)
+            })
+            .next_u64()
+    };
+    // (rule set, pairing, game): game 2k and 2k+1 share opening k.
+    let jobs: Vec<(usize, usize, usize)> = (0..rule_sets.len())
+        .flat_map(|r| (0..pairings.len()).flat_map(move |p| (0..games).map(move |g| (r, p, g))))
+        .collect();
+    // Upper level's [wins, draws, losses, capped] per (rule set, pairing).
+    let tally = Mutex::new(vec![[0usize; 4]; rule_sets.len() * pairings.len()]);
+    let next = AtomicUsize::new(0);
+    println!(
+        "ladder: {games} games per pairing, openings of 2-4 random plies, ply cap {}, \
+         Executive at {} ms per move (server default 1000 ms), {} threads, seed {}",
+        args.ply_cap,
+        args.executive_ms,
+        args.threads.max(1),
+        args.seed
+    );
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..args.threads.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(r, p, g)) = jobs.get(i) else { break };
+                    let rs = rule_sets[r];
+                    let (upper, lower) = pairings[p];
+                    let opening = (g / 2) as u64;
+                    let game = arena::random_opening(
+                        rs,
+                        mix(&[r as u64, opening]),
+                        2 + (opening % 3) as usize,
+                    );
+                    let config = |level: Level, side: u64| {
+                        BotConfig::new(level)
+                            .with_seed(mix(&[r as u64, p as u64, g as u64, side]))
+                            .with_time_budget(budget)
+                    };
+                    let upper_color = if g % 2 == 0 {
+                        Color::Dark
+                    } else {
+                        Color::Light
+                    };
+                    let (dark, light) = if upper_color == Color::Dark {
+                        (config(upper, 0), config(lower, 1))
+                    } else {
+                        (config(lower, 0), config(upper, 1))
+                    };
+                    let (_, end) = arena::play_out(game, &dark, &light, args.ply_cap);
+                    let column = match end.winner() {
+                        Some(c) if c == upper_color => 0,
+                        Some(_) => 2,
+                        None => 1,
+                    };
+                    let mut tally = tally.lock().unwrap_or_else(|e| e.into_inner());
+                    let row = &mut tally[r * pairings.len() + p];
+                    row[column] += 1;
+                    if end == arena::GameEnd::Capped {
+                        row[3] += 1;
+                    }
+                }
+            });
+        }
+    });
+    let tally = tally.into_inner().unwrap_or_else(|e| e.into_inner());
+    println!(
+        "{:<10} {:<21} {:>5} {:>4} {:>4} {:>4} {:>7} {:>6}",
+        "rule set", "pairing", "games", "W", "D", "L", "score", "capped"
+    );
+    let mut weak = 0;
+    for (r, rs) in rule_sets.iter().enumerate() {
+        for (p, (upper, lower)) in pairings.iter().enumerate() {
+            let [w, d, l, capped] = tally[r * pairings.len() + p];
+            let score = 100.0 * (w as f64 + d as f64 / 2.0) / games as f64;
+            if score < 75.0 {
+                weak += 1;
+            }
+            println!(
+                "{:<10} {:<21} {:>5} {:>4} {:>4} {:>4} {:>6.1}% {:>6}",
+                rs.name(),
+                format!("{} v {}", upper.title(), lower.title()),
+                games,
+                w,
+                d,
+                l,
+                score,
+                capped
+            );
+        }
+    }
+    println!(
+        "{} of {} pairings below the 75% goal; {:.0} s",
+        weak,
+        rule_sets.len() * pairings.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Serve(config) => serve(config),
         Command::Perft(args) => run_perft(args),
+        Command::Ladder(args) => run_ladder(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

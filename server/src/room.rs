@@ -13,6 +13,7 @@ use tokio::time::{Duration, Instant, sleep_until};
 use crate::code::RoomCode;
 use crate::config::Settings;
 use crate::identity::Identity;
+use crate::records::{Records, SeriesRecord};
 use crate::rules::{Color, Game, Outcome, RuleSet, notation};
 use crate::store::{RoomWrite, Store, StoreError, StoredMove, StoredRoom};
 use crate::wallet::{Settlement, Wallets};
@@ -196,6 +197,12 @@ pub struct Room {
     series_no: u64,
     /// A finished staked series whose pot is not yet paid out or refunded.
     pending_settlement: Option<(String, Settlement)>,
+    records: Arc<dyn Records>,
+    /// A finished series between two accounts not yet in the records.
+    pending_record: Option<SeriesRecord>,
+    /// Seated accounts' records and their head-to-head, as last read.
+    record_views: [Option<wire::RecordView>; 2],
+    head_to_head: Option<wire::HeadToHead>,
 }
 
 /// The durable part of a room, restored when a write fails.
@@ -215,6 +222,7 @@ struct Snapshot {
     pending_games: Vec<(u64, String)>,
     series_no: u64,
     pending_settlement: Option<(String, Settlement)>,
+    pending_record: Option<SeriesRecord>,
 }
 
 /// A room as written to the store (JSON). The game itself is rebuilt from
@@ -241,6 +249,8 @@ struct RoomRecord {
     series_no: u64,
     #[serde(default)]
     pending_settlement: Option<(String, Settlement)>,
+    #[serde(default)]
+    pending_record: Option<SeriesRecord>,
 }
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -262,6 +272,7 @@ impl Room {
         settings: Arc<Settings>,
         store: Arc<dyn Store>,
         wallets: Arc<dyn Wallets>,
+        records: Arc<dyn Records>,
     ) -> Room {
         let invite = options.invite_only.then(|| nanoid::nanoid!(22));
         Room {
@@ -287,6 +298,10 @@ impl Room {
             wallets,
             series_no: 0,
             pending_settlement: None,
+            records,
+            pending_record: None,
+            record_views: [None, None],
+            head_to_head: None,
         }
     }
 
@@ -302,6 +317,7 @@ impl Room {
         settings: Arc<Settings>,
         store: Arc<dyn Store>,
         wallets: Arc<dyn Wallets>,
+        records: Arc<dyn Records>,
     ) -> Result<Room, String> {
         let record: RoomRecord =
             serde_json::from_str(&stored.record).map_err(|e| format!("bad record: {e}"))?;
@@ -366,6 +382,10 @@ impl Room {
             wallets,
             series_no: record.series_no,
             pending_settlement: record.pending_settlement,
+            records,
+            pending_record: record.pending_record,
+            record_views: [None, None],
+            head_to_head: None,
         })
     }
 
@@ -385,6 +405,7 @@ impl Room {
             pending_games: self.pending_games.clone(),
             series_no: self.series_no,
             pending_settlement: self.pending_settlement.clone(),
+            pending_record: self.pending_record.clone(),
         }
     }
 
@@ -403,6 +424,7 @@ impl Room {
         self.pending_games = s.pending_games;
         self.series_no = s.series_no;
         self.pending_settlement = s.pending_settlement;
+        self.pending_record = s.pending_record;
     }
 
     fn record(&self) -> RoomRecord {
@@ -431,6 +453,7 @@ impl Room {
             stake: self.options.stake,
             series_no: self.series_no,
             pending_settlement: self.pending_settlement.clone(),
+            pending_record: self.pending_record.clone(),
         }
     }
 
@@ -468,6 +491,64 @@ impl Room {
             tracing::warn!(room = %self.code, error = %e, "write refused; change undone");
         }
         result
+    }
+
+    /// Writes a finished series into the records (idempotent; retried).
+    async fn record_pending(&mut self) {
+        let Some(job) = self.pending_record.clone() else {
+            return;
+        };
+        match self.records.record(&job).await {
+            Ok(()) => {
+                self.pending_record = None;
+                if self.persist().await.is_err() {
+                    self.dirty = true;
+                }
+                if self.refresh_records().await {
+                    self.version += 1;
+                    self.broadcast();
+                }
+            }
+            Err(e) => {
+                tracing::warn!(room = %self.code, error = %e, "recording failed; will retry");
+                self.dirty = true;
+            }
+        }
+    }
+
+    /// Rereads the seated accounts' records; true when they changed.
+    async fn refresh_records(&mut self) -> bool {
+        let thresholds = self.settings.rank_thresholds;
+        let rule_set = self.options.rule_set.name();
+        let mut views: [Option<wire::RecordView>; 2] = [None, None];
+        for (i, seat) in self.seats.iter().enumerate() {
+            if let Some(s) = seat.as_ref().filter(|s| !s.guest)
+                && let Ok(r) = self.records.player(&s.id, rule_set).await
+            {
+                views[i] = Some(wire::RecordView {
+                    rank: thresholds.rank(r.series_won).to_owned(),
+                    series_won: r.series_won,
+                    streak: r.streak,
+                    best_streak: r.best_streak,
+                });
+            }
+        }
+        let h2h = match &self.seats {
+            [Some(a), Some(b)] if !a.guest && !b.guest => self
+                .records
+                .head_to_head(&a.id, &b.id)
+                .await
+                .ok()
+                .map(|(x, y, d)| wire::HeadToHead {
+                    wins: vec![x, y],
+                    draws: d,
+                }),
+            _ => None,
+        };
+        let changed = views != self.record_views || h2h != self.head_to_head;
+        self.record_views = views;
+        self.head_to_head = h2h;
+        changed
     }
 
     /// Pays out or refunds a finished staked series. Idempotent, so it is
@@ -530,6 +611,8 @@ impl Room {
         }
         // A settlement interrupted by a crash is finished first.
         self.settle_pending().await;
+        self.record_pending().await;
+        self.refresh_records().await;
         loop {
             let now_live = self.game_in_play();
             if now_live != counted_game {
@@ -556,6 +639,7 @@ impl Room {
                 }
             }
             self.settle_pending().await;
+            self.record_pending().await;
             if self.is_empty() {
                 // Nobody left: the lobby closes; its keys expire.
                 self.commit_or_retry().await;
@@ -645,6 +729,9 @@ impl Room {
                         self.restore(before);
                         result = Err(storage_unavailable());
                     }
+                }
+                if result.is_ok() {
+                    self.refresh_records().await;
                 }
                 match result {
                     Ok(()) => {
@@ -1142,6 +1229,20 @@ impl Room {
     }
 
     fn finish(&mut self, winner: Option<usize>, reason: wire::SeriesEndReason) {
+        // Records count series between two accounts that ended with a
+        // result; a match the host ended is not one.
+        if reason != wire::SeriesEndReason::EndedByHost
+            && let [Some(a), Some(b)] = &self.seats
+            && !a.guest
+            && !b.guest
+        {
+            self.pending_record = Some(SeriesRecord {
+                series: self.series_id(),
+                rule_set: self.options.rule_set.name().to_owned(),
+                players: [a.id.clone(), b.id.clone()],
+                winner,
+            });
+        }
         if self.options.stake > 0 {
             let ids: Vec<String> = self.seats.iter().flatten().map(|s| s.id.clone()).collect();
             if let [a, b] = ids.as_slice() {
@@ -1251,6 +1352,11 @@ impl Room {
             .iter()
             .map(|seat| {
                 seat.as_ref().map(|s| wire::PlayerView {
+                    record: self
+                        .seats
+                        .iter()
+                        .position(|x| x.as_ref().is_some_and(|x| x.id == s.id))
+                        .and_then(|i| self.record_views[i].clone()),
                     id: s.id.clone(),
                     name: s.name.clone(),
                     connected: self.members.iter().any(|m| m.identity.id == s.id),
@@ -1268,6 +1374,7 @@ impl Room {
             invite_link: Some(self.invite_link()),
             host: self.host.clone(),
             players,
+            head_to_head: self.head_to_head.clone(),
             spectators: self.spectator_count(),
             phase: self.phase,
             series: wire::SeriesView {
@@ -1425,6 +1532,7 @@ mod tests {
             Arc::new(settings),
             Arc::new(MemoryStore::default()),
             Arc::new(crate::wallet::MemoryWallets::default()),
+            Arc::new(crate::records::MemoryRecords::default()),
         );
         let (tx, rx) = mpsc::channel(16);
         tokio::spawn(room.run(rx));

@@ -386,6 +386,35 @@ mod played {
         let seq = bob.send(|seq| ClientMessage::Resign { seq }).await;
         bob.expect_ack(seq).await;
         ann.phase(Phase::Finished).await;
+        // The series counts toward records, ranks and the head-to-head.
+        let s = ann
+            .state_until(|s| {
+                s.players[0]
+                    .as_ref()
+                    .and_then(|p| p.record.as_ref())
+                    .is_some_and(|r| r.series_won == 1)
+            })
+            .await;
+        let record = s.players[0].as_ref().unwrap().record.clone().unwrap();
+        assert_eq!(
+            (record.rank.as_str(), record.streak, record.best_streak),
+            ("Rookie", 1, 1)
+        );
+        assert_eq!(
+            s.players[1]
+                .as_ref()
+                .unwrap()
+                .record
+                .as_ref()
+                .unwrap()
+                .streak,
+            0
+        );
+        let h2h = s
+            .head_to_head
+            .clone()
+            .expect("two accounts have a head-to-head");
+        assert_eq!((h2h.wins.clone(), h2h.draws), (vec![1, 0], 0));
         assert_eq!(balance(&server, "a_ann").await, 1400);
         assert_eq!(balance(&server, "a_bob").await, 600);
 
@@ -483,5 +512,48 @@ mod played {
         let text = serde_json::to_string(&s).unwrap();
         assert!(!text.contains("private.example"));
         assert!(text.contains("Name ann2"), "names are shown");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_count_streaks_ranks_and_head_to_head_once_per_series() {
+    use jumpgate_server::records::{
+        MemoryRecords, RankThresholds, Records, RedisRecords, SeriesRecord,
+    };
+    let redis = RedisServer::start().await;
+    let stores: Vec<Box<dyn Records>> = vec![
+        Box::new(RedisRecords::open(&redis.url(), Duration::from_secs(2)).unwrap()),
+        Box::new(MemoryRecords::default()),
+    ];
+    for r in stores {
+        let series = |n: u32, winner: Option<usize>| SeriesRecord {
+            series: format!("R{n}"),
+            rule_set: "russian".into(),
+            players: ["a_x".into(), "a_y".into()],
+            winner,
+        };
+        for (n, w) in [
+            (1, Some(0)),
+            (2, Some(0)),
+            (3, Some(0)),
+            (4, None),
+            (5, Some(1)),
+            (6, Some(0)),
+        ] {
+            r.record(&series(n, w)).await.unwrap();
+            r.record(&series(n, w)).await.unwrap(); // a retry counts once
+        }
+        let x = r.player("a_x", "russian").await.unwrap();
+        assert_eq!((x.series_won, x.streak, x.best_streak), (4, 1, 3));
+        let y = r.player("a_y", "russian").await.unwrap();
+        assert_eq!((y.series_won, y.streak, y.best_streak), (1, 0, 1));
+        assert_eq!(
+            r.player("a_x", "thai").await.unwrap().streak,
+            0,
+            "streaks are per rule set"
+        );
+        assert_eq!(r.head_to_head("a_x", "a_y").await.unwrap(), (4, 1, 1));
+        assert_eq!(r.head_to_head("a_y", "a_x").await.unwrap(), (1, 4, 1));
+        assert_eq!(RankThresholds::default().rank(x.series_won), "Contender");
     }
 }

@@ -1,0 +1,295 @@
+//! Lasting records between accounts: head-to-head series results, win
+//! streaks per rule set, and ranks by series won. Recording a series is
+//! idempotent (keyed by the series id), so a retry never counts twice.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::{StoreError, StoreFuture};
+
+/// Rank names, lowest first.
+pub const RANKS: [&str; 6] = [
+    "Rookie",
+    "Contender",
+    "Hustler",
+    "Shark",
+    "Kingpin",
+    "Legend",
+];
+
+/// Series won needed for each rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RankThresholds(pub [u32; 6]);
+
+impl Default for RankThresholds {
+    fn default() -> RankThresholds {
+        RankThresholds([0, 3, 10, 25, 50, 100])
+    }
+}
+
+impl RankThresholds {
+    pub fn rank(&self, series_won: u32) -> &'static str {
+        let i = self.0.iter().rposition(|t| series_won >= *t).unwrap_or(0);
+        RANKS[i]
+    }
+}
+
+/// One player's record in one rule set.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlayerRecord {
+    /// Series won in every rule set.
+    pub series_won: u32,
+    /// Consecutive series won in this rule set.
+    pub streak: u32,
+    pub best_streak: u32,
+}
+
+/// A finished series to record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeriesRecord {
+    pub series: String,
+    pub rule_set: String,
+    pub players: [String; 2],
+    /// Index into `players`; `None` for a drawn series.
+    pub winner: Option<usize>,
+}
+
+pub trait Records: Send + Sync + std::fmt::Debug {
+    fn record<'a>(&'a self, series: &'a SeriesRecord) -> StoreFuture<'a, ()>;
+    fn player<'a>(&'a self, account: &'a str, rule_set: &'a str) -> StoreFuture<'a, PlayerRecord>;
+    /// `(a's wins, b's wins, draws)` between two accounts.
+    fn head_to_head<'a>(&'a self, a: &'a str, b: &'a str) -> StoreFuture<'a, (u32, u32, u32)>;
+}
+
+#[derive(Debug, Default)]
+struct Tables {
+    done: HashSet<String>,
+    won: HashMap<String, u32>,
+    streak: HashMap<(String, String), (u32, u32)>,
+    h2h: HashMap<(String, String), u32>,
+    draws: HashMap<(String, String), u32>,
+}
+
+fn pair(a: &str, b: &str) -> (String, String) {
+    if a <= b {
+        (a.to_owned(), b.to_owned())
+    } else {
+        (b.to_owned(), a.to_owned())
+    }
+}
+
+/// Records in this process only.
+#[derive(Debug, Default)]
+pub struct MemoryRecords {
+    tables: Mutex<Tables>,
+}
+
+impl Records for MemoryRecords {
+    fn record<'a>(&'a self, s: &'a SeriesRecord) -> StoreFuture<'a, ()> {
+        let mut t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        if t.done.insert(s.series.clone()) {
+            let [a, b] = &s.players;
+            match s.winner {
+                None => {
+                    *t.draws.entry(pair(a, b)).or_default() += 1;
+                    for p in [a, b] {
+                        t.streak
+                            .entry((p.clone(), s.rule_set.clone()))
+                            .or_default()
+                            .0 = 0;
+                    }
+                }
+                Some(w) => {
+                    let (winner, loser) = (&s.players[w], &s.players[1 - w]);
+                    *t.won.entry(winner.clone()).or_default() += 1;
+                    *t.h2h.entry((winner.clone(), loser.clone())).or_default() += 1;
+                    let e = t
+                        .streak
+                        .entry((winner.clone(), s.rule_set.clone()))
+                        .or_default();
+                    e.0 += 1;
+                    e.1 = e.1.max(e.0);
+                    t.streak
+                        .entry((loser.clone(), s.rule_set.clone()))
+                        .or_default()
+                        .0 = 0;
+                }
+            }
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn player<'a>(&'a self, account: &'a str, rule_set: &'a str) -> StoreFuture<'a, PlayerRecord> {
+        let t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let (streak, best_streak) = t
+            .streak
+            .get(&(account.to_owned(), rule_set.to_owned()))
+            .copied()
+            .unwrap_or_default();
+        let r = PlayerRecord {
+            series_won: t.won.get(account).copied().unwrap_or(0),
+            streak,
+            best_streak,
+        };
+        Box::pin(async move { Ok(r) })
+    }
+
+    fn head_to_head<'a>(&'a self, a: &'a str, b: &'a str) -> StoreFuture<'a, (u32, u32, u32)> {
+        let t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let get = |x: &str, y: &str| {
+            t.h2h
+                .get(&(x.to_owned(), y.to_owned()))
+                .copied()
+                .unwrap_or(0)
+        };
+        let r = (
+            get(a, b),
+            get(b, a),
+            t.draws.get(&pair(a, b)).copied().unwrap_or(0),
+        );
+        Box::pin(async move { Ok(r) })
+    }
+}
+
+/// Records in Redis, keys under the hash tag `{records}`: `…:done` (set of
+/// recorded series), `…:won` (hash account → series won), `…:streak:RULES`
+/// and `…:best:RULES` (hash account → streak), `…:h2h` (hash
+/// `WINNER|LOSER` → count), `…:draws` (hash `A|B`, sorted → count).
+#[derive(Clone)]
+pub struct RedisRecords {
+    conn: redis::aio::ConnectionManager,
+    script: redis::Script,
+}
+
+impl std::fmt::Debug for RedisRecords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RedisRecords { .. }")
+    }
+}
+
+const R: &str = "jgr:{records}";
+
+/// KEYS: done, won, streak, best, h2h, draws.
+/// ARGV: series, a, b, winner ('a' | 'b' | ''), draw field.
+const RECORD: &str = r"
+if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
+if ARGV[4] == '' then
+  redis.call('HINCRBY', KEYS[6], ARGV[5], 1)
+  redis.call('HSET', KEYS[3], ARGV[2], 0, ARGV[3], 0)
+  return 1
+end
+local w, l = ARGV[2], ARGV[3]
+if ARGV[4] == 'b' then w, l = ARGV[3], ARGV[2] end
+redis.call('HINCRBY', KEYS[2], w, 1)
+redis.call('HINCRBY', KEYS[5], w .. '|' .. l, 1)
+local s = redis.call('HINCRBY', KEYS[3], w, 1)
+local best = tonumber(redis.call('HGET', KEYS[4], w) or '0')
+if s > best then redis.call('HSET', KEYS[4], w, s) end
+redis.call('HSET', KEYS[3], l, 0)
+return 1
+";
+
+fn err(e: redis::RedisError) -> StoreError {
+    StoreError(e.to_string())
+}
+
+impl RedisRecords {
+    pub fn open(url: &str, timeout: std::time::Duration) -> Result<RedisRecords, StoreError> {
+        let client = redis::Client::open(url).map_err(err)?;
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(1);
+        let conn =
+            redis::aio::ConnectionManager::new_lazy_with_config(client, config).map_err(err)?;
+        Ok(RedisRecords {
+            conn,
+            script: redis::Script::new(RECORD),
+        })
+    }
+
+    async fn hget(&self, key: &str, field: &str) -> Result<u32, StoreError> {
+        let mut conn = self.conn.clone();
+        let v: Option<u32> = redis::cmd("HGET")
+            .arg(key)
+            .arg(field)
+            .query_async(&mut conn)
+            .await
+            .map_err(err)?;
+        Ok(v.unwrap_or(0))
+    }
+}
+
+impl Records for RedisRecords {
+    fn record<'a>(&'a self, s: &'a SeriesRecord) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            let [a, b] = &s.players;
+            let (x, y) = pair(a, b);
+            let _: i64 = self
+                .script
+                .key(format!("{R}:done"))
+                .key(format!("{R}:won"))
+                .key(format!("{R}:streak:{}", s.rule_set))
+                .key(format!("{R}:best:{}", s.rule_set))
+                .key(format!("{R}:h2h"))
+                .key(format!("{R}:draws"))
+                .arg(&s.series)
+                .arg(a)
+                .arg(b)
+                .arg(match s.winner {
+                    None => "",
+                    Some(0) => "a",
+                    Some(_) => "b",
+                })
+                .arg(format!("{x}|{y}"))
+                .invoke_async(&mut conn)
+                .await
+                .map_err(err)?;
+            Ok(())
+        })
+    }
+
+    fn player<'a>(&'a self, account: &'a str, rule_set: &'a str) -> StoreFuture<'a, PlayerRecord> {
+        Box::pin(async move {
+            Ok(PlayerRecord {
+                series_won: self.hget(&format!("{R}:won"), account).await?,
+                streak: self
+                    .hget(&format!("{R}:streak:{rule_set}"), account)
+                    .await?,
+                best_streak: self.hget(&format!("{R}:best:{rule_set}"), account).await?,
+            })
+        })
+    }
+
+    fn head_to_head<'a>(&'a self, a: &'a str, b: &'a str) -> StoreFuture<'a, (u32, u32, u32)> {
+        Box::pin(async move {
+            let (x, y) = pair(a, b);
+            Ok((
+                self.hget(&format!("{R}:h2h"), &format!("{a}|{b}")).await?,
+                self.hget(&format!("{R}:h2h"), &format!("{b}|{a}")).await?,
+                self.hget(&format!("{R}:draws"), &format!("{x}|{y}"))
+                    .await?,
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_follow_the_thresholds() {
+        let t = RankThresholds::default();
+        assert_eq!(t.rank(0), "Rookie");
+        assert_eq!(t.rank(2), "Rookie");
+        assert_eq!(t.rank(3), "Contender");
+        assert_eq!(t.rank(24), "Hustler");
+        assert_eq!(t.rank(25), "Shark");
+        assert_eq!(t.rank(99), "Kingpin");
+        assert_eq!(t.rank(1000), "Legend");
+    }
+}
