@@ -964,6 +964,11 @@ impl Room {
                 if self.rematch.iter().all(|r| *r) {
                     self.seats.swap(0, 1);
                     self.start_series().await?;
+                    // The cached records follow their players to the new seats.
+                    self.record_views.swap(0, 1);
+                    if let Some(h2h) = &mut self.head_to_head {
+                        h2h.wins.reverse();
+                    }
                 }
                 Ok(true)
             }
