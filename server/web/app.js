@@ -2,7 +2,7 @@
 // page's address (`/` for the home screen, `/r/{CODE}` for a lobby, with
 // `?invite=` for invite-only lobbies).
 
-import { Connection } from './connection.js';
+import { Connection, isAccountToken } from './connection.js';
 import { describeError } from './errors.js';
 import { GameScreen } from './game.js';
 import { InvitePanel, LobbyScreen, normaliseCode } from './lobby.js';
@@ -10,6 +10,24 @@ import * as msg from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
 const WATCHING_KEY = 'jumpgate.watching'; // per tab: the code this tab watches
+
+/**
+ * Sign-in from the hosting site: `?token=JWT` (or `#token=JWT`) in the
+ * address is an account token. Keep it as this page's identity (in place of
+ * any guest token) and take it out of the address bar at once.
+ */
+function takeTokenFromAddress() {
+  const url = new URL(location.href);
+  const hash = new URLSearchParams(url.hash.replace(/^#/, ''));
+  const token = url.searchParams.get('token') || hash.get('token');
+  if (!url.searchParams.has('token') && !hash.has('token')) return null;
+  url.searchParams.delete('token');
+  hash.delete('token');
+  const rest = hash.toString();
+  url.hash = rest ? `#${rest}` : '';
+  history.replaceState(history.state, '', url.pathname + url.search + url.hash);
+  return token ? token.trim() : null;
+}
 
 const socketUrl = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`;
 const connection = new Connection(socketUrl);
@@ -30,7 +48,7 @@ async function send(message) {
   try {
     return await connection.request(message);
   } catch (error) {
-    notify(describeError(error.code));
+    notify(describeError(error.code, error.message));
     return null;
   }
 }
@@ -78,12 +96,12 @@ async function join(code, invite) {
   } catch (error) {
     connection.forgetRoom();
     if (error.code === 'already_in_lobby') {
-      notify(describeError(error.code));
+      notify(describeError(error.code, error.message));
       return;
     }
     showHome(code);
     if (error.code === 'lobby_full') lobby.offerToWatch(code, invite);
-    else notify(describeError(error.code));
+    else notify(describeError(error.code, error.message));
   }
 }
 
@@ -97,7 +115,7 @@ async function watch(code, invite) {
   } catch (error) {
     connection.forgetRoom();
     showHome(code);
-    notify(describeError(error.code));
+    notify(describeError(error.code, error.message));
   }
 }
 
@@ -114,8 +132,31 @@ connection.addEventListener('status', ({ detail }) => {
 
 connection.addEventListener('welcome', ({ detail }) => {
   identity = detail;
-  $('identity').textContent = `You are ${detail.name}`;
+  $('identity').textContent = detail.guest === false ? `Signed in as ${detail.name}` : `You are ${detail.name}`;
+  $('sign-out').hidden = detail.guest !== false;
 });
+
+connection.addEventListener('account-rejected', ({ detail }) => {
+  notify(`Your sign-in was not accepted (${detail.message || 'invalid token'}); you are playing as a guest.`);
+});
+
+async function signOut() {
+  if (connection.room) {
+    const inSeries = game.seat >= 0 && ['playing', 'break'].includes(game.state?.phase);
+    if (inSeries && !window.confirm('Signing out leaves this lobby and forfeits the series. Sign out?')) return;
+    await send(msg.leave());
+  }
+  sessionStorage.removeItem(WATCHING_KEY);
+  identity = null;
+  $('sign-out').hidden = true;
+  $('identity').textContent = '';
+  if (location.pathname !== '/') history.pushState(null, '', '/');
+  showHome();
+  connection.signOut();
+  notify('Signed out; you are playing as a guest.', 'info');
+}
+
+$('sign-out').addEventListener('click', () => signOut());
 
 connection.addEventListener('state', ({ detail: state }) => {
   const seated = state.players.some((p) => p && p.id === identity?.id);
@@ -135,7 +176,7 @@ connection.addEventListener('state', ({ detail: state }) => {
 connection.addEventListener('left', () => goHome());
 
 connection.addEventListener('notice', ({ detail }) => {
-  notify(describeError(detail.code));
+  notify(describeError(detail.code, detail.message));
   // The room we were in is gone (say, after a server restart).
   if (!connection.room && !$('room').hidden) showHome();
 });
@@ -158,6 +199,10 @@ function route() {
   if (sessionStorage.getItem(WATCHING_KEY) === code) watch(code, invite);
   else join(code, invite);
 }
+
+const addressToken = takeTokenFromAddress();
+if (addressToken && isAccountToken(addressToken)) connection.setAccountToken(addressToken);
+else if (addressToken) notify('That sign-in link did not carry an account token; you are playing as a guest.');
 
 route();
 connection.start();

@@ -8,6 +8,18 @@ const TOKEN_KEY = 'jumpgate.token';
 const SEQ_KEY = 'jumpgate.seq';
 const MAX_SEQ = 0xffff_ff00;
 
+/** Whether a JWT is an account token: its header names a key (`kid`), §3. */
+export function isAccountToken(token) {
+  if (!token) return false;
+  try {
+    const part = token.split('.')[0].replace(/-/g, '+').replace(/_/g, '/');
+    const header = JSON.parse(atob(part + '='.repeat((4 - (part.length % 4)) % 4)));
+    return typeof header?.kid === 'string' && header.kid !== '';
+  } catch {
+    return false;
+  }
+}
+
 /** An error answer from the server, or a request lost with its connection. */
 export class RequestError extends Error {
   constructor(code, message) {
@@ -20,7 +32,8 @@ export class RequestError extends Error {
  * Events (all `CustomEvent`s): `status` (detail: 'connecting' | 'online' |
  * 'offline' | 'outdated'), `welcome` (identity), `state` (room state),
  * `left` (code), `notice` (an error that answers no request of ours),
- * `shutdown`.
+ * `shutdown`, `account-rejected` (the kept account token was refused with
+ * `invalid_token`; the page carries on as a new guest).
  */
 export class Connection extends EventTarget {
   constructor(url, storage = window.localStorage) {
@@ -40,10 +53,44 @@ export class Connection extends EventTarget {
     /** The lobby code this connection is meant for, before it is in it. */
     this.hint = null;
     this.version = 0;
+    this.reconnectTimer = undefined;
   }
 
   get token() {
     return this.storage.getItem(TOKEN_KEY);
+  }
+
+  /**
+   * Keeps an account token from the hosting site as this page's identity,
+   * in place of any guest token; it is used by the next `hello`.
+   */
+  setAccountToken(token) {
+    this.storage.setItem(TOKEN_KEY, token);
+  }
+
+  /** Forgets the kept token (account or guest) and reconnects as a new guest. */
+  signOut() {
+    this.storage.removeItem(TOKEN_KEY);
+    this.forgetRoom();
+    this.hint = null;
+    this.reconnect();
+  }
+
+  /** Drops the socket (if any) and opens a fresh one at once, sending a new `hello`. */
+  reconnect() {
+    const socket = this.socket;
+    this.socket = null;
+    this.ready = false;
+    this.identity = null;
+    for (const [seq, entry] of this.pending) {
+      if (entry.message.type !== 'move') {
+        this.pending.delete(seq);
+        entry.reject(new RequestError('connection_lost', 'The connection was restarted before the server answered.'));
+      }
+    }
+    clearTimeout(this.reconnectTimer);
+    if (socket) socket.close(1000);
+    if (!this.stopped) this.open();
   }
 
   /** The next `seq`, counted across connections and reloads (§4). */
@@ -82,6 +129,7 @@ export class Connection extends EventTarget {
       this.sendRaw({ ...hello(this.token), seq: this.nextSeq() });
     });
     socket.addEventListener('message', (event) => {
+      if (this.socket !== socket) return; // a socket we have replaced
       if (typeof event.data !== 'string') return;
       let message;
       try {
@@ -139,7 +187,8 @@ export class Connection extends EventTarget {
     this.attempt += 1;
     const delay = Math.max(base * (0.5 + Math.random()), this.minDelay);
     this.minDelay = 0;
-    setTimeout(() => this.open(), delay);
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = setTimeout(() => this.open(), delay);
   }
 
   sendRaw(message) {
@@ -223,6 +272,7 @@ export class Connection extends EventTarget {
     }
     if (!this.ready) {
       if (message.code === 'invalid_token') {
+        if (isAccountToken(this.token)) this.emit('account-rejected', message);
         this.storage.removeItem(TOKEN_KEY);
         this.sendRaw({ ...hello(null), seq: this.nextSeq() });
         return;

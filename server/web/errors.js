@@ -10,7 +10,7 @@ const MESSAGES = {
   hello_required: 'Still connecting — try again in a moment.',
   already_greeted: 'Already connected.',
   invalid_token: 'Your guest identity expired; you are now a new guest.',
-  invalid_options: 'Those lobby options are not allowed: choose a series of 1, 3, 5 or 7 rounds.',
+  invalid_options: 'Those lobby options are not allowed: choose a series of 1, 3, 5 or 7 rounds, and a stake of 0 (free) or 10 to 1,000 Bold Points.',
   unknown_lobby: 'No lobby has that code. It may have closed — check the code and try again.',
   lobby_full: 'This lobby already has two players.',
   invite_required: 'This lobby is invite-only: open the full invite link you were sent.',
@@ -25,6 +25,8 @@ const MESSAGES = {
   not_host: 'Only the host can end the match.',
   not_now: 'That is not possible at this point of the match.',
   rate_limited: 'Too many actions at once — slow down a little.',
+  account_required: 'Sign in to play for Bold Points',
+  insufficient_funds: 'Not enough Bold Points to start this series.',
   storage_unavailable: 'The server could not save that. Try again in a moment.',
   internal_error: 'Something went wrong on the server. Try again.',
 };
@@ -32,7 +34,14 @@ const MESSAGES = {
 /** Every code this client knows, for tests and completeness checks. */
 export const KNOWN_ERROR_CODES = Object.freeze(Object.keys(MESSAGES));
 
-/** A human sentence for an error code (unknown codes included). */
-export function describeError(code) {
+/** Codes whose server `message` says what people need to know (who is short of points). */
+const SHOW_SERVER_MESSAGE = new Set(['insufficient_funds']);
+
+/**
+ * A human sentence for an error code (unknown codes included). For a few
+ * codes the server's own `message` is shown when there is one.
+ */
+export function describeError(code, serverMessage) {
+  if (SHOW_SERVER_MESSAGE.has(code) && serverMessage) return serverMessage;
   return MESSAGES[code] ?? `The server refused that (${code}).`;
 }

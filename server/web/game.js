@@ -217,6 +217,12 @@ export class GameScreen {
     const series = s.series_length === 1 ? 'one game (up to 2 if drawn)' : `best of ${s.series_length}`;
     const role = seat >= 0 ? (s.host === this.identity?.id ? 'You are the host' : 'You are playing') : 'You are watching';
     $('room-meta').textContent = `${ruleSetLabel(s.rule_set)} · ${series}${s.invite_only ? ' · invite-only' : ''} · ${s.spectators} watching · ${role}`;
+    const stake = s.stake ?? 0;
+    $('room-stake').hidden = !(stake > 0);
+    $('room-stake').textContent = stake > 0 ? `Played for ${stake.toLocaleString('en')} Bold Points each` : '';
+    const h2h = this.headToHeadText();
+    $('head-to-head').hidden = !h2h;
+    $('head-to-head').textContent = h2h;
 
     const flipped = this.myColor === 'light';
     this.board.render({ ruleSet: s.rule_set, flipped, pieces: game?.pieces ?? [], marks: this.marks() });
@@ -231,6 +237,16 @@ export class GameScreen {
     this.renderActions();
     this.renderMoves();
     this.tick();
+  }
+
+  /** "Head to head: Ann 3 – 1 Bob, 2 drawn", when both players are accounts. */
+  headToHeadText() {
+    const s = this.state;
+    const h2h = s.head_to_head;
+    if (!h2h || !Array.isArray(h2h.wins) || !s.players[0] || !s.players[1]) return '';
+    const name = (seat) => (seat === this.seat ? 'You' : s.players[seat].name);
+    const draws = h2h.draws ? `, ${h2h.draws} drawn` : '';
+    return `Head to head: ${name(0)} ${h2h.wins[0] ?? 0} – ${h2h.wins[1] ?? 0} ${name(1)}${draws}`;
   }
 
   renderSeat(element, color) {
@@ -254,6 +270,14 @@ export class GameScreen {
     bits.push(`${s.series.wins[seat]} ${s.series.wins[seat] === 1 ? 'win' : 'wins'}`);
     tag.textContent = `(${bits.join(', ')})`;
     element.append(tag);
+    if (player?.record) {
+      const { rank, series_won: won, streak, best_streak: best } = player.record;
+      const record = document.createElement('span');
+      record.className = 'record';
+      record.textContent = `${rank}${streak > 0 ? ` · ${streak} win streak` : ''}`;
+      record.title = `${won} series won · streak ${streak} (best ${best})`;
+      element.append(record);
+    }
     if (player && !player.connected) {
       const away = document.createElement('span');
       away.className = 'away';
@@ -268,7 +292,8 @@ export class GameScreen {
       clock.setAttribute('aria-label', 'time left for this move');
       element.append(clock);
     }
-    element.setAttribute('aria-label', `${color === 'dark' ? 'Dark' : 'Light'}: ${player ? player.name : 'empty seat'}${toMove ? ', to move' : ''}`);
+    const rank = player?.record ? `, ${player.record.rank}, win streak ${player.record.streak}` : '';
+    element.setAttribute('aria-label', `${color === 'dark' ? 'Dark' : 'Light'}: ${player ? player.name : 'empty seat'}${rank}${toMove ? ', to move' : ''}`);
   }
 
   statusText() {

@@ -1,13 +1,23 @@
 // lobby.js — the home screen (create a lobby with its options, join or
 // watch by code, the offer to watch a full lobby) and the invite panel.
 
-import { RULE_SETS, SERIES_LENGTHS } from './protocol.js';
+import { RULE_SETS, SERIES_LENGTHS, STAKE_MAX, STAKE_MIN } from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
 
 /** Lobby codes are read in any case, ignoring spaces (PROTOCOL.md §11). */
 export function normaliseCode(text) {
   return text.replace(/\s+/g, '').toUpperCase();
+}
+
+/** The stake field: empty or 0 is free (0); 10 to 1,000 as is; else null. */
+export function readStake(text) {
+  const trimmed = String(text ?? '').trim();
+  if (trimmed === '') return 0;
+  const n = Number(trimmed);
+  if (!Number.isInteger(n)) return null;
+  if (n === 0) return 0;
+  return n >= STAKE_MIN && n <= STAKE_MAX ? n : null;
 }
 
 export class LobbyScreen {
@@ -33,10 +43,19 @@ export class LobbyScreen {
       lengths.append(label);
     }
 
+    const stakeInput = $('stake');
+    stakeInput.addEventListener('input', () => stakeInput.setCustomValidity(''));
     $('create-form').addEventListener('submit', (event) => {
       event.preventDefault();
+      const stake = readStake(stakeInput.value);
+      if (stake === null) {
+        stakeInput.setCustomValidity(`Leave empty or 0 for a free lobby, or stake ${STAKE_MIN} to ${STAKE_MAX} Bold Points.`);
+        stakeInput.reportValidity();
+        return;
+      }
+      stakeInput.setCustomValidity('');
       const seriesLength = Number(document.querySelector('input[name=series_length]:checked').value);
-      this.busy(actions.create({ ruleSet: ruleSet.value, seriesLength, inviteOnly: $('invite-only').checked }));
+      this.busy(actions.create({ ruleSet: ruleSet.value, seriesLength, inviteOnly: $('invite-only').checked, stake }));
     });
     $('join-form').addEventListener('submit', (event) => {
       event.preventDefault();

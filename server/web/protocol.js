@@ -26,8 +26,14 @@ export function hello(token) {
   return message;
 }
 
-export function createLobby({ ruleSet, seriesLength, inviteOnly }) {
-  return { type: 'create_lobby', rule_set: ruleSet, series_length: seriesLength, invite_only: inviteOnly };
+/** Bold Points a staked lobby may ask of each player (PROTOCOL.md §13). */
+export const STAKE_MIN = 10;
+export const STAKE_MAX = 1000;
+
+export function createLobby({ ruleSet, seriesLength, inviteOnly, stake = 0 }) {
+  const message = { type: 'create_lobby', rule_set: ruleSet, series_length: seriesLength, invite_only: inviteOnly };
+  if (stake > 0) message.stake = stake;
+  return message;
 }
 
 function withInvite(message, invite) {
