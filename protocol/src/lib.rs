@@ -45,7 +45,7 @@ mod room;
 pub use codec::{DecodeError, EncodeError, Encoding, Frame, FrameKind};
 pub use error_code::ErrorCode;
 pub use game::{Color, GameEndReason, GameResult, GameView, MoveView, PieceView, RuleSet};
-pub use message::{ClientMessage, Identity, ServerMessage};
+pub use message::{BotLevel, ClientMessage, Identity, ServerMessage, SoloMode, SoloState};
 pub use room::{
     HeadToHead, Phase, PlayerView, RecordView, RoomState, SeriesEndReason, SeriesResult, SeriesView,
 };

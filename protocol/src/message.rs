@@ -92,6 +92,26 @@ pub enum ClientMessage {
     Resync { seq: u32, since: u64 },
     /// Keep-alive and round-trip probe; answered by `ack`.
     Ping { seq: u32 },
+    /// Start a game against the computer, or a same-device game (one
+    /// connection plays both sides). Ranked games need an account and the
+    /// Executive.
+    StartSolo {
+        seq: u32,
+        #[serde(default)]
+        rule_set: RuleSet,
+        #[serde(default)]
+        mode: SoloMode,
+        /// The computer's level (computer mode); the Executive if absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<BotLevel>,
+        #[serde(default)]
+        ranked: bool,
+    },
+    /// Take back your last turn and the computer's reply (or, on one
+    /// device, the last move). A ranked game becomes practice.
+    Undo { seq: u32 },
+    /// Come back to your unfinished solo game (after a refresh or restart).
+    ResumeSolo { seq: u32 },
 }
 
 impl ClientMessage {
@@ -112,6 +132,9 @@ impl ClientMessage {
         "end_match",
         "resync",
         "ping",
+        "start_solo",
+        "undo",
+        "resume_solo",
     ];
 
     /// The client's sequence number for this message.
@@ -131,7 +154,10 @@ impl ClientMessage {
             | ClientMessage::Rematch { seq }
             | ClientMessage::EndMatch { seq }
             | ClientMessage::Resync { seq, .. }
-            | ClientMessage::Ping { seq } => *seq,
+            | ClientMessage::Ping { seq }
+            | ClientMessage::StartSolo { seq, .. }
+            | ClientMessage::Undo { seq }
+            | ClientMessage::ResumeSolo { seq } => *seq,
         }
     }
 
@@ -153,6 +179,9 @@ impl ClientMessage {
             ClientMessage::EndMatch { .. } => "end_match",
             ClientMessage::Resync { .. } => "resync",
             ClientMessage::Ping { .. } => "ping",
+            ClientMessage::StartSolo { .. } => "start_solo",
+            ClientMessage::Undo { .. } => "undo",
+            ClientMessage::ResumeSolo { .. } => "resume_solo",
         }
     }
 }
@@ -208,12 +237,21 @@ pub enum ServerMessage {
         reason: String,
         reconnect_after_ms: u32,
     },
+    /// The full state of your solo game, after every change.
+    SoloState(SoloState),
 }
 
 impl ServerMessage {
     /// Every `type` a server message can have, in declaration order.
-    pub const TYPES: &'static [&'static str] =
-        &["welcome", "ack", "error", "state", "left", "shutdown"];
+    pub const TYPES: &'static [&'static str] = &[
+        "welcome",
+        "ack",
+        "error",
+        "state",
+        "left",
+        "shutdown",
+        "solo_state",
+    ];
 
     /// The message's `type` on the wire, e.g. "state"; handy as a metrics label.
     pub fn kind(&self) -> &'static str {
@@ -224,6 +262,7 @@ impl ServerMessage {
             ServerMessage::State(_) => "state",
             ServerMessage::Left { .. } => "left",
             ServerMessage::Shutdown { .. } => "shutdown",
+            ServerMessage::SoloState(_) => "solo_state",
         }
     }
 
@@ -235,4 +274,49 @@ impl ServerMessage {
             message: message.into(),
         }
     }
+}
+
+/// Who plays a solo game.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SoloMode {
+    /// You against the computer.
+    #[default]
+    Computer,
+    /// Two people on one device; always practice.
+    SameDevice,
+}
+
+/// The computer's strength, weakest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BotLevel {
+    Tamer,
+    Driver,
+    Warden,
+    Executive,
+}
+
+/// A solo game as the player sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SoloState {
+    /// Rises with every change.
+    pub version: u64,
+    /// The game's id.
+    pub id: String,
+    pub rule_set: RuleSet,
+    pub mode: SoloMode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<BotLevel>,
+    /// Still counts for the leaderboard (false once undo was used, and for
+    /// practice games).
+    pub ranked: bool,
+    /// The side you play against the computer; absent on one device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub you: Option<crate::Color>,
+    /// The computer is choosing its move.
+    pub thinking: bool,
+    /// The board, legal moves and result. There is no clock: `deadline` and
+    /// `remaining_ms` are 0.
+    pub game: crate::GameView,
 }

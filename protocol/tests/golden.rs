@@ -96,6 +96,18 @@ fn client_examples() -> Vec<(&'static str, ClientMessage)> {
             ClientMessage::Resync { seq: 12, since: 41 },
         ),
         ("client_ping", ClientMessage::Ping { seq: 300 }),
+        (
+            "client_start_solo",
+            ClientMessage::StartSolo {
+                seq: 301,
+                rule_set: RuleSet::Italian,
+                mode: jumpgate_protocol::SoloMode::Computer,
+                level: Some(jumpgate_protocol::BotLevel::Executive),
+                ranked: true,
+            },
+        ),
+        ("client_undo", ClientMessage::Undo { seq: 302 }),
+        ("client_resume_solo", ClientMessage::ResumeSolo { seq: 303 }),
     ]
 }
 
@@ -416,6 +428,20 @@ fn server_examples() -> Vec<(&'static str, ServerMessage)> {
                 reason: "restarting for an upgrade".into(),
                 reconnect_after_ms: 3_000,
             },
+        ),
+        (
+            "server_solo_state",
+            ServerMessage::SoloState(jumpgate_protocol::SoloState {
+                version: 4,
+                id: "S4K7M2QX".into(),
+                rule_set: RuleSet::American,
+                mode: jumpgate_protocol::SoloMode::Computer,
+                level: Some(jumpgate_protocol::BotLevel::Executive),
+                ranked: true,
+                you: Some(Color::Dark),
+                thinking: false,
+                game: state_playing().game.expect("a game"),
+            }),
         ),
     ]
 }

@@ -81,6 +81,13 @@ pub struct ServeConfig {
     /// numbers.
     #[arg(long, env = "JUMPGATE_RANK_THRESHOLDS", value_delimiter = ',', default_values_t = [0, 3, 10, 25, 50, 100])]
     pub rank_thresholds: Vec<u32>,
+    /// Bot searches that may run at once (default: cores − 1, at least 1),
+    /// so the computer never takes every core from human games.
+    #[arg(long, env = "JUMPGATE_BOT_THREADS")]
+    pub bot_threads: Option<usize>,
+    /// The Executive's thinking time per move, in milliseconds.
+    #[arg(long, env = "JUMPGATE_EXECUTIVE_MS", default_value_t = 1_000)]
+    pub executive_ms: u64,
     /// Log as JSON lines instead of text.
     #[arg(long, env = "JUMPGATE_LOG_JSON")]
     pub log_json: bool,
@@ -129,6 +136,12 @@ pub struct Settings {
     /// Bearer token of the operator API; `None` turns it off.
     pub admin_token: Option<String>,
     pub rank_thresholds: crate::records::RankThresholds,
+    /// Plies after which a ranked game is drawn.
+    pub ranked_ply_cap: usize,
+    /// Bot searches that may run at once.
+    pub bot_threads: usize,
+    /// The Executive's time per move.
+    pub executive_budget: Duration,
 }
 
 impl Settings {
@@ -153,6 +166,11 @@ impl Settings {
             wallet_rules: crate::wallet::WalletRules::default(),
             admin_token: None,
             rank_thresholds: crate::records::RankThresholds::default(),
+            ranked_ply_cap: 500,
+            bot_threads: std::thread::available_parallelism()
+                .map(|n| n.get().saturating_sub(1).max(1))
+                .unwrap_or(1),
+            executive_budget: Duration::from_secs(1),
         }
     }
 
@@ -184,6 +202,10 @@ impl Settings {
             return Err("--rank-thresholds must start at 0 and not decrease".into());
         }
         settings.rank_thresholds = crate::records::RankThresholds(thresholds);
+        if let Some(n) = config.bot_threads {
+            settings.bot_threads = n.max(1);
+        }
+        settings.executive_budget = Duration::from_millis(config.executive_ms.max(10));
         if let Some(issuer) = &config.jwt_issuer {
             let split = |item: &String| -> Result<(String, String), String> {
                 item.split_once('=')

@@ -30,6 +30,7 @@ struct Connection {
     state: Arc<AppState>,
     identity: Option<Identity>,
     room: Option<RoomHandle>,
+    solo: Option<crate::solo::SoloHandle>,
     out_tx: mpsc::Sender<Outbound>,
     kick: Arc<Notify>,
     window_start: Instant,
@@ -63,6 +64,7 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
         state: state.clone(),
         identity: None,
         room: None,
+        solo: None,
         out_tx,
         kick: Arc::new(Notify::new()),
         window_start: Instant::now(),
@@ -100,6 +102,12 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
         }
     };
     metrics.connections_open.dec();
+    if let Some(solo) = conn.solo.take() {
+        let _ = solo
+            .commands
+            .send(crate::solo::SoloCommand::Detach { conn: conn.id })
+            .await;
+    }
     if let Some(room) = conn.room.take() {
         let _ = room
             .commands
@@ -325,6 +333,84 @@ impl Connection {
             ClientMessage::Watch { seq, code, invite } => {
                 self.join(socket, seq, code, invite, true, identity).await;
             }
+            ClientMessage::StartSolo {
+                seq,
+                rule_set,
+                mode,
+                level,
+                ranked,
+            } => {
+                self.start_solo(socket, seq, identity, rule_set, mode, level, ranked)
+                    .await;
+            }
+            ClientMessage::ResumeSolo { seq } => {
+                if self.room.is_some() {
+                    self.refuse(
+                        socket,
+                        Some(seq),
+                        ErrorCode::AlreadyInLobby,
+                        "leave your lobby first",
+                    )
+                    .await;
+                    return Flow::Continue;
+                }
+                match self.state.solo_of(&identity.id) {
+                    Some(handle) => self.attach_solo(socket, handle, seq).await,
+                    None => {
+                        self.refuse(
+                            socket,
+                            Some(seq),
+                            ErrorCode::NoGameInProgress,
+                            "you have no unfinished solo game",
+                        )
+                        .await;
+                    }
+                }
+            }
+            ClientMessage::Leave { seq } if self.room.is_none() && self.solo.is_some() => {
+                if let Some(solo) = self.solo.take() {
+                    let _ = solo
+                        .commands
+                        .send(crate::solo::SoloCommand::Detach { conn: self.id })
+                        .await;
+                    self.send(socket, &ServerMessage::Ack { seq }).await;
+                }
+            }
+            ClientMessage::Move {
+                seq,
+                notation,
+                path,
+            } if self.room.is_none() && self.solo.is_some() => {
+                self.tell_solo(crate::solo::SoloCommand::Move {
+                    conn: self.id,
+                    seq,
+                    notation,
+                    path,
+                })
+                .await;
+            }
+            ClientMessage::Undo { seq } => {
+                if self.solo.is_some() {
+                    self.tell_solo(crate::solo::SoloCommand::Undo { conn: self.id, seq })
+                        .await;
+                } else {
+                    self.refuse(
+                        socket,
+                        Some(seq),
+                        ErrorCode::NoGameInProgress,
+                        "undo is for solo games",
+                    )
+                    .await;
+                }
+            }
+            ClientMessage::Resign { seq } if self.room.is_none() && self.solo.is_some() => {
+                self.tell_solo(crate::solo::SoloCommand::Resign { conn: self.id, seq })
+                    .await;
+            }
+            ClientMessage::Resync { seq, .. } if self.room.is_none() && self.solo.is_some() => {
+                self.tell_solo(crate::solo::SoloCommand::Resync { conn: self.id, seq })
+                    .await;
+            }
             ClientMessage::Leave { seq } => match self.room.take() {
                 Some(room) => {
                     let _ = room
@@ -385,6 +471,107 @@ impl Connection {
             }
         }
         Flow::Continue
+    }
+
+    async fn tell_solo(&mut self, command: crate::solo::SoloCommand) {
+        if let Some(solo) = &self.solo
+            && solo.commands.send(command).await.is_err()
+        {
+            self.solo = None;
+        }
+    }
+
+    async fn attach_solo(
+        &mut self,
+        socket: &mut WebSocket,
+        handle: crate::solo::SoloHandle,
+        seq: u32,
+    ) {
+        let attach = crate::solo::SoloCommand::Attach {
+            conn: self.id,
+            out: self.out_tx.clone(),
+            seq,
+        };
+        if handle.commands.send(attach).await.is_ok() {
+            self.solo = Some(handle);
+        } else {
+            self.refuse(
+                socket,
+                Some(seq),
+                ErrorCode::NoGameInProgress,
+                "that game has closed",
+            )
+            .await;
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn start_solo(
+        &mut self,
+        socket: &mut WebSocket,
+        seq: u32,
+        identity: Identity,
+        rule_set: wire::RuleSet,
+        mode: wire::SoloMode,
+        level: Option<wire::BotLevel>,
+        ranked: bool,
+    ) {
+        if self.room.is_some() {
+            self.refuse(
+                socket,
+                Some(seq),
+                ErrorCode::AlreadyInLobby,
+                "leave your lobby first",
+            )
+            .await;
+            return;
+        }
+        // A ranked game in progress must be finished (or resigned) first; a
+        // practice game is simply replaced.
+        if let Some(existing) = self.state.solo_of(&identity.id) {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let asked = existing
+                .commands
+                .send(crate::solo::SoloCommand::CloseIfPractice { reply: tx })
+                .await;
+            if asked.is_ok() && rx.await == Ok(false) {
+                self.refuse(
+                    socket,
+                    Some(seq),
+                    ErrorCode::NotNow,
+                    "you have a ranked game in progress: resume_solo to finish it, or resign it",
+                )
+                .await;
+                return;
+            }
+        }
+        let record = match crate::solo::new_record(
+            &identity,
+            wire_view::rule_set_from_wire(rule_set),
+            mode,
+            level,
+            ranked,
+        ) {
+            Ok(r) => r,
+            Err(refusal) => {
+                self.refuse(socket, Some(seq), refusal.code, &refusal.message)
+                    .await;
+                return;
+            }
+        };
+        if let Some(old) = self.solo.take() {
+            let _ = old
+                .commands
+                .send(crate::solo::SoloCommand::Detach { conn: self.id })
+                .await;
+        }
+        match self.state.spawn_solo(record) {
+            Ok(handle) => self.attach_solo(socket, handle, seq).await,
+            Err(e) => {
+                self.refuse(socket, Some(seq), ErrorCode::InternalError, &e)
+                    .await;
+            }
+        }
     }
 
     async fn join(

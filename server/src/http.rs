@@ -29,9 +29,43 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/r/{code}/games.pdn", get(lobby_games))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
+        .route("/api/leaderboards/{rule_set}", get(leaderboard))
         .route("/metrics", get(metrics))
         .merge(crate::web::router())
         .with_state(state)
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct PageQuery {
+    page: Option<u32>,
+    per_page: Option<u32>,
+}
+
+/// A public leaderboard page: names and scores only.
+async fn leaderboard(
+    State(state): State<Arc<AppState>>,
+    Path(rule_set): Path<String>,
+    axum::extract::Query(q): axum::extract::Query<PageQuery>,
+) -> Response {
+    let Ok(rs) = rule_set.parse::<crate::rules::RuleSet>() else {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(serde_json::json!({"error": "unknown_rule_set", "message": "no such rule set"})),
+        )
+            .into_response();
+    };
+    match state
+        .leaderboards
+        .page(rs.name(), q.page.unwrap_or(1), q.per_page.unwrap_or(25))
+        .await
+    {
+        Ok(page) => Json(page).into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({"error": "storage_unavailable", "message": e.to_string()})),
+        )
+            .into_response(),
+    }
 }
 
 /// `/metrics` alone, for a separate metrics address.

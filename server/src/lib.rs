@@ -10,10 +10,12 @@ pub mod config;
 pub mod connection;
 pub mod http;
 pub mod identity;
+pub mod leaderboard;
 pub mod metrics;
 pub mod records;
 pub mod room;
 pub mod rules;
+pub mod solo;
 pub mod store;
 pub mod wallet;
 pub mod web;
@@ -40,6 +42,10 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub wallets: Arc<dyn wallet::Wallets>,
     pub records: Arc<dyn records::Records>,
+    pub leaderboards: Arc<dyn leaderboard::Leaderboards>,
+    pub bot_pool: Arc<solo::BotPool>,
+    /// Solo games by owner.
+    solos: Mutex<HashMap<String, solo::SoloHandle>>,
     rooms: Mutex<HashMap<RoomCode, RoomHandle>>,
     /// Flips to true when the server starts shutting down.
     pub shutdown: watch::Sender<bool>,
@@ -51,7 +57,8 @@ impl AppState {
     pub fn new(settings: Settings, store: Arc<dyn Store>) -> Arc<AppState> {
         let wallets = Arc::new(wallet::MemoryWallets::new(settings.wallet_rules));
         let records = Arc::new(records::MemoryRecords::default());
-        Self::try_new(settings, store, wallets, records).expect("valid account keys")
+        let boards = Arc::new(leaderboard::MemoryLeaderboards::default());
+        Self::try_new(settings, store, wallets, records, boards).expect("valid account keys")
     }
 
     /// Like [`new`](Self::new), refusing unreadable account keys.
@@ -60,7 +67,12 @@ impl AppState {
         store: Arc<dyn Store>,
         wallets: Arc<dyn wallet::Wallets>,
         records: Arc<dyn records::Records>,
+        leaderboards: Arc<dyn leaderboard::Leaderboards>,
     ) -> Result<Arc<AppState>, String> {
+        let bot_pool = Arc::new(solo::BotPool::new(
+            settings.bot_threads,
+            settings.executive_budget,
+        ));
         let identities =
             Identities::with_accounts(&settings.token_secret, settings.accounts.as_ref())?;
         Ok(Arc::new(AppState {
@@ -69,6 +81,9 @@ impl AppState {
             store,
             wallets,
             records,
+            leaderboards,
+            bot_pool,
+            solos: Mutex::new(HashMap::new()),
             rooms: Mutex::new(HashMap::new()),
             shutdown: watch::channel(false).0,
             live_connections: watch::channel(0).0,
@@ -82,6 +97,42 @@ impl AppState {
             .get(code)
             .filter(|h| !h.commands.is_closed())
             .cloned()
+    }
+
+    /// The owner's unfinished solo game, if its task still runs.
+    pub fn solo_of(&self, owner: &str) -> Option<solo::SoloHandle> {
+        self.solos
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(owner)
+            .filter(|h| !h.commands.is_closed())
+            .cloned()
+    }
+
+    /// Starts the task of a solo game and registers it under its owner.
+    pub fn spawn_solo(
+        self: &Arc<Self>,
+        record: solo::SoloRecord,
+    ) -> Result<solo::SoloHandle, String> {
+        let (tx, rx) = mpsc::channel(64);
+        let game = solo::SoloGame::from_record(
+            record,
+            self.settings.clone(),
+            self.store.clone(),
+            self.leaderboards.clone(),
+            self.bot_pool.clone(),
+            tx.clone(),
+        )?;
+        let handle = solo::SoloHandle {
+            id: game.id().to_owned(),
+            commands: tx,
+        };
+        self.solos
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(game.owner().to_owned(), handle.clone());
+        tokio::spawn(game.run(rx));
+        Ok(handle)
     }
 
     /// Starts the task of a room resumed from the store.
@@ -183,6 +234,20 @@ pub fn open_records(settings: &Settings) -> std::io::Result<Arc<dyn records::Rec
     }
 }
 
+/// The leaderboards the settings ask for: Redis when a URL is set.
+pub fn open_leaderboards(
+    settings: &Settings,
+) -> std::io::Result<Arc<dyn leaderboard::Leaderboards>> {
+    match &settings.redis_url {
+        Some(url) => {
+            let boards = leaderboard::RedisLeaderboards::open(url, settings.redis_timeout)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            Ok(Arc::new(boards))
+        }
+        None => Ok(Arc::new(leaderboard::MemoryLeaderboards::default())),
+    }
+}
+
 /// Resumes every open lobby in the store. Returns how many resumed.
 pub async fn resume_rooms(state: &Arc<AppState>) -> std::io::Result<usize> {
     let stored = state
@@ -192,6 +257,19 @@ pub async fn resume_rooms(state: &Arc<AppState>) -> std::io::Result<usize> {
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     let mut resumed = 0;
     for room in stored {
+        if solo::is_solo_record(&room.record) {
+            let resumed_solo = serde_json::from_str::<solo::SoloRecord>(&room.record)
+                .map_err(|e| e.to_string())
+                .and_then(|r| state.spawn_solo(r));
+            match resumed_solo {
+                Ok(h) => {
+                    tracing::info!(game = %h.id, "solo game resumed");
+                    resumed += 1;
+                }
+                Err(e) => tracing::error!(error = %e, "could not resume a solo game"),
+            }
+            continue;
+        }
         match state.resume_room(room) {
             Ok(code) => {
                 tracing::info!(room = %code, "resumed");
@@ -213,8 +291,9 @@ pub async fn run(
     let store = open_store(&settings)?;
     let wallets = open_wallets(&settings)?;
     let records = open_records(&settings)?;
-    let state =
-        AppState::try_new(settings, store, wallets, records).map_err(std::io::Error::other)?;
+    let boards = open_leaderboards(&settings)?;
+    let state = AppState::try_new(settings, store, wallets, records, boards)
+        .map_err(std::io::Error::other)?;
     if state.store.is_durable() {
         let resumed = resume_rooms(&state).await?;
         tracing::info!(resumed, "lobbies resumed from the store");

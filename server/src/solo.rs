@@ -1,0 +1,663 @@
+//! Solo play: a game against the computer, or two people on one device.
+//! One task owns each solo game; the computer thinks on a bounded pool of
+//! blocking threads so it never slows human games. Ranked games (accounts,
+//! against the Executive) are stored like rooms and resume after a restart.
+
+use std::sync::Arc;
+
+use jumpgate_protocol as wire;
+use jumpgate_protocol::{ErrorCode, ServerMessage};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Semaphore, mpsc};
+
+use crate::bots::{self, BotConfig, Level};
+use crate::config::Settings;
+use crate::identity::Identity;
+use crate::leaderboard::{Leaderboards, RankedOutcome};
+use crate::room::{ConnId, Outbound, Refusal};
+use crate::rules::{Color, Game, Outcome, RuleSet, Square, notation};
+use crate::store::{RoomWrite, Store};
+use crate::wire_view;
+
+/// Caps how many bot searches run at once; the rest wait their turn.
+#[derive(Debug)]
+pub struct BotPool {
+    permits: Semaphore,
+    executive_budget: std::time::Duration,
+}
+
+impl BotPool {
+    pub fn new(threads: usize, executive_budget: std::time::Duration) -> BotPool {
+        BotPool {
+            permits: Semaphore::new(threads.max(1)),
+            executive_budget,
+        }
+    }
+
+    /// The bot's move, computed on a blocking thread.
+    pub async fn think(&self, game: Game, level: Level, seed: u64) -> Option<crate::rules::Move> {
+        let _permit = self.permits.acquire().await.ok()?;
+        let config = BotConfig::new(level)
+            .with_seed(seed)
+            .with_time_budget(self.executive_budget);
+        let timer = crate::metrics::METRICS
+            .bot_think_seconds
+            .with_label_values(&[level.name()])
+            .start_timer();
+        let chosen = tokio::task::spawn_blocking(move || bots::choose_move(&game, &config))
+            .await
+            .ok()
+            .flatten();
+        timer.observe_duration();
+        chosen
+    }
+}
+
+/// Messages to a solo game's task.
+#[derive(Debug)]
+pub enum SoloCommand {
+    Attach {
+        conn: ConnId,
+        out: mpsc::Sender<Outbound>,
+        seq: u32,
+    },
+    Move {
+        conn: ConnId,
+        seq: u32,
+        notation: Option<String>,
+        path: Option<Vec<String>>,
+    },
+    Undo {
+        conn: ConnId,
+        seq: u32,
+    },
+    Resign {
+        conn: ConnId,
+        seq: u32,
+    },
+    Resync {
+        conn: ConnId,
+        seq: u32,
+    },
+    Detach {
+        conn: ConnId,
+    },
+    BotMoved {
+        version: u64,
+        path: Option<Vec<Square>>,
+    },
+    /// Ends the task unless it holds an unfinished ranked game; replies
+    /// whether it closed.
+    CloseIfPractice {
+        reply: tokio::sync::oneshot::Sender<bool>,
+    },
+}
+
+/// Handle to a running solo game.
+#[derive(Clone, Debug)]
+pub struct SoloHandle {
+    pub id: String,
+    pub commands: mpsc::Sender<SoloCommand>,
+}
+
+/// The stored form of a solo game (JSON, in the store like a room record).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SoloRecord {
+    /// Always "solo", to tell these apart from rooms at resume.
+    pub kind: String,
+    pub id: String,
+    pub owner: String,
+    pub owner_name: String,
+    pub rule_set: RuleSet,
+    pub same_device: bool,
+    pub level: Option<Level>,
+    pub ranked: bool,
+    pub you: Color,
+    /// Paths as internal square indices.
+    pub moves: Vec<Vec<u8>>,
+    pub result: Option<wire::GameResult>,
+    pub version: u64,
+    /// A ranked result not yet on the leaderboard.
+    pub pending_score: bool,
+}
+
+/// One solo game.
+#[derive(Debug)]
+pub struct SoloGame {
+    record: SoloRecord,
+    game: Game,
+    settings: Arc<Settings>,
+    store: Arc<dyn Store>,
+    boards: Arc<dyn Leaderboards>,
+    pool: Arc<BotPool>,
+    self_tx: mpsc::Sender<SoloCommand>,
+    attached: Option<(ConnId, mpsc::Sender<Outbound>)>,
+    thinking: bool,
+    notations: Vec<String>,
+}
+
+fn bot_level(level: Option<wire::BotLevel>) -> Level {
+    match level {
+        Some(wire::BotLevel::Tamer) => Level::Tamer,
+        Some(wire::BotLevel::Driver) => Level::Driver,
+        Some(wire::BotLevel::Warden) => Level::Warden,
+        Some(wire::BotLevel::Executive) | None => Level::Executive,
+    }
+}
+
+fn wire_level(level: Level) -> wire::BotLevel {
+    match level {
+        Level::Tamer => wire::BotLevel::Tamer,
+        Level::Driver => wire::BotLevel::Driver,
+        Level::Warden => wire::BotLevel::Warden,
+        Level::Executive => wire::BotLevel::Executive,
+    }
+}
+
+/// Checks a `start_solo` request and builds the record of the new game.
+pub fn new_record(
+    identity: &Identity,
+    rule_set: RuleSet,
+    mode: wire::SoloMode,
+    level: Option<wire::BotLevel>,
+    ranked: bool,
+) -> Result<SoloRecord, Refusal> {
+    let same_device = mode == wire::SoloMode::SameDevice;
+    let level = (!same_device).then(|| bot_level(level));
+    if ranked {
+        if identity.guest {
+            return Err(Refusal::new(
+                ErrorCode::AccountRequired,
+                "ranked games need an account: sign in, or play practice",
+            ));
+        }
+        if same_device || level != Some(Level::Executive) {
+            return Err(Refusal::new(
+                ErrorCode::InvalidOptions,
+                "only games against the Executive are ranked",
+            ));
+        }
+    }
+    Ok(SoloRecord {
+        kind: "solo".into(),
+        id: format!("S{}", crate::code::RoomCode::generate()),
+        owner: identity.id.clone(),
+        owner_name: identity.name.clone(),
+        rule_set,
+        same_device,
+        level,
+        ranked,
+        you: Color::Dark,
+        moves: Vec::new(),
+        result: None,
+        version: 0,
+        pending_score: false,
+    })
+}
+
+impl SoloGame {
+    /// Builds the game from its record (new, or stored before a restart).
+    pub fn from_record(
+        record: SoloRecord,
+        settings: Arc<Settings>,
+        store: Arc<dyn Store>,
+        boards: Arc<dyn Leaderboards>,
+        pool: Arc<BotPool>,
+        self_tx: mpsc::Sender<SoloCommand>,
+    ) -> Result<SoloGame, String> {
+        let mut game = Game::new(record.rule_set);
+        let mut notations = Vec::new();
+        for path in &record.moves {
+            let squares: Vec<Square> = path
+                .iter()
+                .filter(|i| **i < 64)
+                .map(|i| Square::new(*i))
+                .collect();
+            let legal = game.legal_moves().to_vec();
+            let m = game
+                .play_path(&squares)
+                .map_err(|e| format!("stored solo move does not replay: {e}"))?;
+            notations.push(notation::move_text(record.rule_set, &m, &legal));
+        }
+        Ok(SoloGame {
+            record,
+            game,
+            settings,
+            store,
+            boards,
+            pool,
+            self_tx,
+            attached: None,
+            thinking: false,
+            notations,
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.record.id
+    }
+
+    pub fn owner(&self) -> &str {
+        &self.record.owner
+    }
+
+    pub async fn run(mut self, mut commands: mpsc::Receiver<SoloCommand>) {
+        self.score_pending().await;
+        self.maybe_think();
+        while let Some(command) = commands.recv().await {
+            if let SoloCommand::CloseIfPractice { reply } = command {
+                let ranked_in_play = self.record.ranked && self.record.result.is_none();
+                let _ = reply.send(!ranked_in_play);
+                if !ranked_in_play {
+                    break;
+                }
+                continue;
+            }
+            self.handle(command).await;
+            self.score_pending().await;
+            // A finished game nobody watches has nothing left to do.
+            if self.record.result.is_some() && !self.record.pending_score && self.attached.is_none()
+            {
+                break;
+            }
+        }
+    }
+
+    fn send(&self, conn: ConnId, message: ServerMessage) {
+        if let Some((c, out)) = &self.attached
+            && *c == conn
+        {
+            let _ = out.try_send(Outbound::Direct(Box::new(message)));
+        }
+    }
+
+    fn refuse(&self, conn: ConnId, seq: u32, r: Refusal) {
+        self.send(
+            conn,
+            ServerMessage::Error {
+                seq: Some(seq),
+                code: r.code,
+                message: r.message,
+            },
+        );
+    }
+
+    fn push_state(&self) {
+        if let Some((conn, _)) = &self.attached {
+            self.send(*conn, ServerMessage::SoloState(self.view()));
+        }
+    }
+
+    fn view(&self) -> wire::SoloState {
+        let far = tokio::time::Instant::now();
+        let mut game = wire_view::game_view(
+            &self.game,
+            0,
+            &self.notations,
+            far,
+            None,
+            self.record.result,
+        );
+        game.deadline = 0;
+        game.remaining_ms = 0;
+        if self.thinking || self.is_bot_turn() {
+            game.legal_moves.clear();
+            game.must_capture.clear();
+        }
+        wire::SoloState {
+            version: self.record.version,
+            id: self.record.id.clone(),
+            rule_set: wire_view::rule_set(self.record.rule_set),
+            mode: if self.record.same_device {
+                wire::SoloMode::SameDevice
+            } else {
+                wire::SoloMode::Computer
+            },
+            level: self.record.level.map(wire_level),
+            ranked: self.record.ranked,
+            you: (!self.record.same_device).then(|| wire_view::color(self.record.you)),
+            thinking: self.thinking,
+            game,
+        }
+    }
+
+    fn is_bot_turn(&self) -> bool {
+        !self.record.same_device
+            && self.game.turn() != self.record.you
+            && self.record.result.is_none()
+    }
+
+    /// Writes the record; on failure the caller undoes its change.
+    async fn persist(&mut self) -> Result<(), Refusal> {
+        self.record.version += 1;
+        let finished = self.record.result.is_some();
+        let write = RoomWrite {
+            code: self.record.id.clone(),
+            record: serde_json::to_string(&self.record).unwrap_or_default(),
+            moves: Vec::new(),
+            finished_games: Vec::new(),
+            open: !finished || self.record.pending_score,
+            expire_after: finished.then_some(self.settings.finished_ttl),
+        };
+        self.store.write(write).await.map_err(|e| {
+            tracing::warn!(game = %self.record.id, error = %e, "solo write failed");
+            Refusal::new(
+                ErrorCode::StorageUnavailable,
+                "the game could not be saved, so nothing changed; try again",
+            )
+        })
+    }
+
+    fn rebuild(&mut self) {
+        if let Ok(g) = SoloGame::from_record(
+            self.record.clone(),
+            self.settings.clone(),
+            self.store.clone(),
+            self.boards.clone(),
+            self.pool.clone(),
+            self.self_tx.clone(),
+        ) {
+            self.game = g.game;
+            self.notations = g.notations;
+        }
+    }
+
+    /// Marks the result once the game is over (rules, 500-ply cap, resign).
+    fn settle_result(&mut self) {
+        if self.record.result.is_some() {
+            return;
+        }
+        let result = match self.game.outcome() {
+            Some(Outcome::Win { winner, reason }) => Some(wire::GameResult {
+                winner: Some(wire_view::color(winner)),
+                reason: match reason {
+                    crate::rules::WinReason::NoPieces => wire::GameEndReason::NoPieces,
+                    crate::rules::WinReason::NoMoves => wire::GameEndReason::NoMoves,
+                },
+            }),
+            Some(Outcome::Draw { reason }) => Some(wire::GameResult {
+                winner: None,
+                reason: match reason {
+                    crate::rules::DrawReason::Repetition => wire::GameEndReason::Repetition,
+                    crate::rules::DrawReason::NoProgress => wire::GameEndReason::MoveLimit,
+                },
+            }),
+            None if self.record.ranked
+                && self.game.moves().len() >= self.settings.ranked_ply_cap =>
+            {
+                Some(wire::GameResult {
+                    winner: None,
+                    reason: wire::GameEndReason::MoveLimit,
+                })
+            }
+            None => None,
+        };
+        if result.is_some() {
+            self.record.result = result;
+            self.record.pending_score = self.record.ranked;
+        }
+    }
+
+    async fn score_pending(&mut self) {
+        if !self.record.pending_score {
+            return;
+        }
+        let Some(result) = self.record.result else {
+            return;
+        };
+        let outcome = match result.winner {
+            None => RankedOutcome::Draw,
+            Some(w) if w == wire_view::color(self.record.you) => RankedOutcome::Win,
+            Some(_) => RankedOutcome::Loss,
+        };
+        let rs = self.record.rule_set.name();
+        if self
+            .boards
+            .record(
+                &self.record.id,
+                rs,
+                &self.record.owner,
+                &self.record.owner_name,
+                outcome,
+            )
+            .await
+            .is_ok()
+        {
+            self.record.pending_score = false;
+            let _ = self.persist().await;
+        }
+    }
+
+    /// Starts the computer's search when it is its turn.
+    fn maybe_think(&mut self) {
+        if self.thinking || !self.is_bot_turn() {
+            return;
+        }
+        let Some(level) = self.record.level else {
+            return;
+        };
+        self.thinking = true;
+        let game = self.game.clone();
+        let pool = self.pool.clone();
+        let tx = self.self_tx.clone();
+        let version = self.record.version;
+        let seed = self.record.moves.len() as u64 ^ u64::from(self.record.id.len() as u32);
+        tokio::spawn(async move {
+            let chosen = pool.think(game, level, seed).await;
+            let _ = tx
+                .send(SoloCommand::BotMoved {
+                    version,
+                    path: chosen.map(|m| m.path().to_vec()),
+                })
+                .await;
+        });
+    }
+
+    async fn handle(&mut self, command: SoloCommand) {
+        match command {
+            SoloCommand::Attach { conn, out, seq } => {
+                self.attached = Some((conn, out));
+                self.send(conn, ServerMessage::Ack { seq });
+                self.push_state();
+            }
+            SoloCommand::Detach { conn } => {
+                if self.attached.as_ref().is_some_and(|(c, _)| *c == conn) {
+                    self.attached = None;
+                }
+            }
+            SoloCommand::Resync { conn, seq } => {
+                self.send(conn, ServerMessage::Ack { seq });
+                self.push_state();
+            }
+            SoloCommand::Move {
+                conn,
+                seq,
+                notation: text,
+                path,
+            } => match self.human_move(text, path).await {
+                Ok(()) => {
+                    self.send(conn, ServerMessage::Ack { seq });
+                    self.maybe_think();
+                    self.push_state();
+                }
+                Err(r) => self.refuse(conn, seq, r),
+            },
+            SoloCommand::Undo { conn, seq } => match self.undo().await {
+                Ok(()) => {
+                    self.send(conn, ServerMessage::Ack { seq });
+                    self.push_state();
+                }
+                Err(r) => self.refuse(conn, seq, r),
+            },
+            SoloCommand::Resign { conn, seq } => {
+                if self.record.result.is_some() {
+                    self.refuse(
+                        conn,
+                        seq,
+                        Refusal::new(ErrorCode::NoGameInProgress, "the game is over"),
+                    );
+                    return;
+                }
+                let before = self.record.clone();
+                let loser = if self.record.same_device {
+                    self.game.turn()
+                } else {
+                    self.record.you
+                };
+                self.record.result = Some(wire::GameResult {
+                    winner: Some(wire_view::color(loser.opposite())),
+                    reason: wire::GameEndReason::Resigned,
+                });
+                self.record.pending_score = self.record.ranked;
+                match self.persist().await {
+                    Ok(()) => {
+                        self.send(conn, ServerMessage::Ack { seq });
+                        self.push_state();
+                    }
+                    Err(r) => {
+                        self.record = before;
+                        self.refuse(conn, seq, r);
+                    }
+                }
+            }
+            SoloCommand::CloseIfPractice { .. } => {}
+            SoloCommand::BotMoved { version, path } => {
+                self.thinking = false;
+                if version != self.record.version || self.record.result.is_some() {
+                    // The position changed while it thought (undo): think again.
+                    self.maybe_think();
+                    return;
+                }
+                let Some(path) = path else { return };
+                let before = (
+                    self.record.clone(),
+                    self.game.clone(),
+                    self.notations.clone(),
+                );
+                let legal = self.game.legal_moves().to_vec();
+                if let Ok(m) = self.game.play_path(&path) {
+                    self.notations
+                        .push(notation::move_text(self.record.rule_set, &m, &legal));
+                    self.record
+                        .moves
+                        .push(path.iter().map(|s| s.index() as u8).collect());
+                    self.settle_result();
+                    if self.persist().await.is_err() {
+                        (self.record, self.game, self.notations) = before;
+                        // Try again shortly: the store may be back.
+                        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                        self.maybe_think();
+                        return;
+                    }
+                }
+                self.push_state();
+            }
+        }
+    }
+
+    async fn human_move(
+        &mut self,
+        text: Option<String>,
+        path: Option<Vec<String>>,
+    ) -> Result<(), Refusal> {
+        if self.record.result.is_some() {
+            return Err(Refusal::new(
+                ErrorCode::NoGameInProgress,
+                "the game is over",
+            ));
+        }
+        if self.thinking || self.is_bot_turn() {
+            return Err(Refusal::new(
+                ErrorCode::NotYourTurn,
+                "the computer is to move",
+            ));
+        }
+        let before = (
+            self.record.clone(),
+            self.game.clone(),
+            self.notations.clone(),
+        );
+        let rs = self.record.rule_set;
+        let legal = self.game.legal_moves().to_vec();
+        let played = match (text, path) {
+            (Some(t), None) => self.game.play_text(&t),
+            (None, Some(p)) => {
+                let squares: Option<Vec<Square>> = p
+                    .iter()
+                    .map(|n| notation::parse_board_name(rs, n))
+                    .collect();
+                match squares {
+                    Some(sq) => self.game.play_path(&sq),
+                    None => {
+                        return Err(Refusal::new(
+                            ErrorCode::IllegalMove,
+                            "the path names a square that is not a playing square",
+                        ));
+                    }
+                }
+            }
+            _ => {
+                return Err(Refusal::new(
+                    ErrorCode::IllegalMove,
+                    "give exactly one of notation or path",
+                ));
+            }
+        };
+        let m = played.map_err(|e| Refusal::new(ErrorCode::IllegalMove, e.to_string()))?;
+        self.notations.push(notation::move_text(rs, &m, &legal));
+        self.record
+            .moves
+            .push(m.path().iter().map(|s| s.index() as u8).collect());
+        self.settle_result();
+        if let Err(r) = self.persist().await {
+            (self.record, self.game, self.notations) = before;
+            return Err(r);
+        }
+        Ok(())
+    }
+
+    /// Takes back the player's last turn and the computer's reply; on one
+    /// device, the last move. Undo makes a ranked game practice for good.
+    async fn undo(&mut self) -> Result<(), Refusal> {
+        if self.record.result.is_some() {
+            return Err(Refusal::new(
+                ErrorCode::NotNow,
+                "the game is over; a finished result cannot be undone",
+            ));
+        }
+        if self.thinking {
+            return Err(Refusal::new(ErrorCode::NotNow, "the computer is thinking"));
+        }
+        let before = self.record.clone();
+        let take = if self.record.same_device {
+            1
+        } else if self.game.turn() == self.record.you {
+            2
+        } else {
+            1
+        };
+        if self.record.moves.len() < take {
+            return Err(Refusal::new(ErrorCode::NotNow, "there is nothing to undo"));
+        }
+        let keep = self.record.moves.len() - take;
+        self.record.moves.truncate(keep);
+        if self.record.ranked {
+            // Said clearly to the player: the state shows ranked = false.
+            self.record.ranked = false;
+        }
+        if let Err(r) = self.persist().await {
+            self.record = before;
+            return Err(r);
+        }
+        self.rebuild();
+        Ok(())
+    }
+}
+
+/// Whether a stored record is a solo game.
+pub fn is_solo_record(json: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(|k| k == "solo"))
+        .unwrap_or(false)
+}
