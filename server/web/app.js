@@ -1,11 +1,12 @@
-// app.js — starts the client: one connection, the two screens, and the
-// page's address (`/` for the home screen, `/r/{CODE}` for a lobby, with
+// app.js — starts the client: one connection, the screens (home, lobby,
+// solo game, leaderboards), and the page's address (`/` for the home screen
+// and the solo and leaderboard views, `/r/{CODE}` for a lobby, with
 // `?invite=` for invite-only lobbies).
 
 import { Connection, isAccountToken } from './connection.js';
 import { describeError } from './errors.js';
-import { GameScreen } from './game.js';
-import { InvitePanel, LobbyScreen, normaliseCode } from './lobby.js';
+import { DeviceRecord, GameScreen, SoloScreen } from './game.js';
+import { InvitePanel, LeaderboardView, LobbyScreen, SoloPanel, normaliseCode } from './lobby.js';
 import * as msg from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
@@ -56,16 +57,90 @@ async function send(message) {
 const game = new GameScreen({ send, leave, notify });
 const invitePanel = new InvitePanel(() => notify('Invite link copied.', 'info'));
 const lobby = new LobbyScreen({ create, join, watch });
+const deviceRecord = new DeviceRecord();
+const soloPanel = new SoloPanel({ start: startSolo });
+const solo = new SoloScreen({
+  send,
+  request: (message) => connection.request(message),
+  notify,
+  newGame: startSolo,
+  home: () => leaveSolo(),
+  finished: () => soloPanel.showRecord(deviceRecord.text()),
+});
+const leaderboards = new LeaderboardView({ home: () => showHome() });
+soloPanel.showRecord(deviceRecord.text());
 
 function showHome(prefill = '') {
   game.hide();
+  solo.hide();
+  leaderboards.hide();
+  soloPanel.showRecord(deviceRecord.text());
   lobby.show(prefill);
   document.title = 'Jumpgate — checkers with friends';
 }
 
 function showRoom() {
   lobby.hide();
+  solo.hide();
+  leaderboards.hide();
   game.show();
+}
+
+function showSolo() {
+  lobby.hide();
+  game.hide();
+  leaderboards.hide();
+  solo.show();
+}
+
+function showLeaderboards() {
+  if (connection.room) {
+    notify('Leave the lobby first to see the leaderboards.', 'info');
+    return;
+  }
+  if (connection.solo) leaveSolo(false);
+  lobby.hide();
+  game.hide();
+  solo.hide();
+  leaderboards.show(solo.state?.rule_set);
+  document.title = 'Jumpgate — leaderboards';
+}
+
+/** Sentences for refusals of `start_solo` (the generic ones speak of lobbies). */
+const SOLO_START_ERRORS = {
+  account_required: 'Ranked games need a signed-in account. Untick “Ranked” to play a practice game.',
+  invalid_options: 'Only games against the Executive can be ranked.',
+  not_now: 'You have a ranked game in progress: finish it or resign it before starting another.',
+  already_in_lobby: 'You are in a lobby: leave it before playing the computer.',
+};
+
+/** Starts a solo game; its `solo_state` then shows it. */
+async function startSolo(options) {
+  try {
+    await connection.request(msg.startSolo(options));
+  } catch (error) {
+    notify(SOLO_START_ERRORS[error.code] ?? describeError(error.code, error.message));
+    // A ranked game in progress: bring it back so it can be finished.
+    if (error.code === 'not_now' && !solo.visible) resumeSolo(false);
+  }
+}
+
+/** Attaches this page to the person's unfinished solo game, if there is one. */
+async function resumeSolo(quiet = true) {
+  try {
+    await connection.request(msg.resumeSolo());
+  } catch (error) {
+    if (!quiet && error.code !== 'no_game_in_progress') notify(describeError(error.code, error.message));
+  }
+}
+
+/** Leaves the solo view: the game is detached (a ranked one can be resumed). */
+function leaveSolo(goHome = true) {
+  const wasShowing = connection.solo;
+  connection.enterSolo(null);
+  // Detach; a game the server has already closed needs nothing more.
+  if (wasShowing) connection.request(msg.leave()).catch(() => {});
+  if (goHome) showHome();
 }
 
 function goHome() {
@@ -130,11 +205,41 @@ connection.addEventListener('status', ({ detail }) => {
   status.classList.toggle('offline', detail !== 'online');
 });
 
+let resumeAsked = false;
+
 connection.addEventListener('welcome', ({ detail }) => {
   identity = detail;
-  $('identity').textContent = detail.guest === false ? `Signed in as ${detail.name}` : `You are ${detail.name}`;
-  $('sign-out').hidden = detail.guest !== false;
+  const signedIn = detail.guest === false;
+  $('identity').textContent = signedIn ? `Signed in as ${detail.name}` : `You are ${detail.name}`;
+  $('sign-out').hidden = !signedIn;
+  soloPanel.setSignedIn(signedIn && isAccountToken(connection.token));
+  // Once per page load: a signed-in player's unfinished solo game (a ranked
+  // one survives a refresh) comes back. No game is not worth a word.
+  if (!resumeAsked && signedIn && location.pathname === '/' && !connection.room && !connection.hint) {
+    resumeAsked = true;
+    resumeSolo(true);
+  }
 });
+
+connection.addEventListener('solo-state', ({ detail: state }) => {
+  if (connection.room) return; // a lobby has the page now
+  connection.enterSolo(state.id, state.version);
+  if (!solo.visible) {
+    if (location.pathname !== '/') history.pushState(null, '', '/');
+    showSolo();
+  }
+  document.title = state.mode === 'computer' ? 'Jumpgate — you against the computer' : 'Jumpgate — two players, one screen';
+  solo.update(state);
+});
+
+connection.addEventListener('solo-lost', () => {
+  if (solo.visible) {
+    notify('That game has closed on the server.', 'info');
+    showHome();
+  }
+});
+
+$('open-leaderboards').addEventListener('click', () => showLeaderboards());
 
 connection.addEventListener('account-rejected', ({ detail }) => {
   notify(`Your sign-in was not accepted (${detail.message || 'invalid token'}); you are playing as a guest.`);
@@ -146,8 +251,10 @@ async function signOut() {
     if (inSeries && !window.confirm('Signing out leaves this lobby and forfeits the series. Sign out?')) return;
     await send(msg.leave());
   }
+  if (connection.solo) leaveSolo(false);
   sessionStorage.removeItem(WATCHING_KEY);
   identity = null;
+  soloPanel.setSignedIn(false);
   $('sign-out').hidden = true;
   $('identity').textContent = '';
   if (location.pathname !== '/') history.pushState(null, '', '/');
@@ -159,6 +266,7 @@ async function signOut() {
 $('sign-out').addEventListener('click', () => signOut());
 
 connection.addEventListener('state', ({ detail: state }) => {
+  connection.enterSolo(null); // a lobby takes the page over from any solo game
   const seated = state.players.some((p) => p && p.id === identity?.id);
   connection.enterRoom({
     code: state.code,

@@ -2,7 +2,7 @@
 // token, numbered requests answered by ack/error, room versions, and
 // reconnecting with back-off and re-joining the room (PROTOCOL.md §3, §4, §10).
 
-import { SUBPROTOCOL, hello, joinLobby, watch } from './protocol.js';
+import { SUBPROTOCOL, hello, joinLobby, resumeSolo, watch } from './protocol.js';
 
 const TOKEN_KEY = 'jumpgate.token';
 const SEQ_KEY = 'jumpgate.seq';
@@ -33,7 +33,9 @@ export class RequestError extends Error {
  * 'offline' | 'outdated'), `welcome` (identity), `state` (room state),
  * `left` (code), `notice` (an error that answers no request of ours),
  * `shutdown`, `account-rejected` (the kept account token was refused with
- * `invalid_token`; the page carries on as a new guest).
+ * `invalid_token`; the page carries on as a new guest), `solo-state` (the
+ * state of this page's solo game), `solo-lost` (the solo game could not be
+ * re-attached after a reconnect).
  */
 export class Connection extends EventTarget {
   constructor(url, storage = window.localStorage) {
@@ -53,6 +55,9 @@ export class Connection extends EventTarget {
     /** The lobby code this connection is meant for, before it is in it. */
     this.hint = null;
     this.version = 0;
+    /** The id of the solo game this page shows, re-attached after reconnecting. */
+    this.solo = null;
+    this.soloVersion = 0;
     this.reconnectTimer = undefined;
   }
 
@@ -72,6 +77,7 @@ export class Connection extends EventTarget {
   signOut() {
     this.storage.removeItem(TOKEN_KEY);
     this.forgetRoom();
+    this.solo = null;
     this.hint = null;
     this.reconnect();
   }
@@ -224,6 +230,12 @@ export class Connection extends EventTarget {
     this.version = 0;
   }
 
+  /** Remembers the solo game this page shows (null: none). */
+  enterSolo(id, version = 0) {
+    this.solo = id;
+    this.soloVersion = version;
+  }
+
   handle(message) {
     switch (message.type) {
       case 'welcome':
@@ -249,6 +261,10 @@ export class Connection extends EventTarget {
         if (message.version < this.version) break;
         this.version = message.version;
         this.emit('state', message);
+        break;
+      case 'solo_state':
+        if (this.solo === message.id && message.version < this.soloVersion) break;
+        this.emit('solo-state', message);
         break;
       case 'left':
         this.emit('left', message.code);
@@ -301,6 +317,21 @@ export class Connection extends EventTarget {
       } catch (error) {
         this.emit('notice', { code: error.code, message: error.message });
         this.forgetRoom();
+      }
+    } else if (this.solo) {
+      // A solo game is detached when its connection drops: attach again.
+      const seq = this.nextSeq();
+      const message = resumeSolo();
+      const resumed = new Promise((resolve, reject) => {
+        this.pending.set(seq, { message: { ...message, seq }, resolve, reject });
+      });
+      this.sendRaw({ ...message, seq });
+      try {
+        await resumed;
+      } catch (error) {
+        const lost = this.solo;
+        this.solo = null;
+        this.emit('solo-lost', { id: lost, code: error.code, message: error.message });
       }
     }
     for (const entry of moves) this.sendRaw(entry.message);

@@ -4,8 +4,9 @@
 // decides the rules: legal moves come from the server's state.
 
 import { BoardView } from './board.js';
+import { describeError } from './errors.js';
 import * as msg from './protocol.js';
-import { ruleSetLabel } from './protocol.js';
+import { levelLabel, ruleSetLabel } from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -76,10 +77,13 @@ export class GameScreen {
 
   show() {
     $('room').hidden = false;
+    if (!this.board.element.isConnected) $('board-holder').append(this.board.element);
   }
 
   hide() {
     $('room').hidden = true;
+    // One board in the page at a time: the solo screen has its own.
+    this.board.element.remove();
     $('status').textContent = '';
     this.state = null;
     this.prefix = [];
@@ -408,5 +412,363 @@ export class GameScreen {
       const next = $('next-round');
       if (!next.disabled) next.textContent = `Next round (starts in ${seconds(left)})`;
     }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Solo play: a game against the computer, or two people on one device.
+
+const DEVICE_RECORD_KEY = 'jumpgate.device-record';
+const RANKED_SEEN_KEY = 'jumpgate.ranked-solo';
+const KEPT_IDS = 50;
+
+function readJson(storage, key, fallback) {
+  try {
+    const value = JSON.parse(storage.getItem(key));
+    return value && typeof value === 'object' ? value : fallback;
+  } catch {
+    return fallback;
+  }
+}
+
+/**
+ * This device's own record of finished solo and same-device games, kept in
+ * localStorage: games played, Dark wins, Light wins, draws. Each game (by
+ * id) counts once, however often its final state arrives.
+ */
+export class DeviceRecord {
+  constructor(storage = window.localStorage) {
+    this.storage = storage;
+  }
+
+  get() {
+    const r = readJson(this.storage, DEVICE_RECORD_KEY, {});
+    const n = (v) => (Number.isSafeInteger(v) && v >= 0 ? v : 0);
+    return {
+      games: n(r.games), dark: n(r.dark), light: n(r.light), draws: n(r.draws),
+      counted: Array.isArray(r.counted) ? r.counted.filter((id) => typeof id === 'string') : [],
+    };
+  }
+
+  /** Counts a finished game once; returns whether it was new. */
+  add(id, winner) {
+    const r = this.get();
+    if (r.counted.includes(id)) return false;
+    r.games += 1;
+    if (winner === 'dark') r.dark += 1;
+    else if (winner === 'light') r.light += 1;
+    else r.draws += 1;
+    r.counted = [...r.counted, id].slice(-KEPT_IDS);
+    try {
+      this.storage.setItem(DEVICE_RECORD_KEY, JSON.stringify(r));
+    } catch {
+      // Storage full or blocked: the record is a nicety.
+    }
+    return true;
+  }
+
+  text() {
+    const { games, dark, light, draws } = this.get();
+    if (games === 0) return 'No games finished on this device yet.';
+    return `${games} ${games === 1 ? 'game' : 'games'} played · Dark won ${dark} · Light won ${light} · ${draws} drawn`;
+  }
+}
+
+/** Ids of solo games seen ranked, to say "undo used" once one turns practice. */
+function rankedSeen(storage, id, ranked) {
+  const ids = readJson(storage, RANKED_SEEN_KEY, []);
+  const list = Array.isArray(ids) ? ids : [];
+  if (ranked && !list.includes(id)) {
+    try {
+      storage.setItem(RANKED_SEEN_KEY, JSON.stringify([...list, id].slice(-KEPT_IDS)));
+    } catch {
+      // Not essential.
+    }
+    return true;
+  }
+  return list.includes(id);
+}
+
+const colorName = (color) => (color === 'dark' ? 'Dark' : 'Light');
+
+export class SoloScreen {
+  /**
+   * @param {{ send(message): Promise, request(message): Promise (rejects on refusal),
+   *           notify(text, kind?): void, newGame(options): Promise, home(): void,
+   *           finished(): void }} actions
+   */
+  constructor(actions, record = new DeviceRecord()) {
+    this.actions = actions;
+    this.record = record;
+    this.state = null;
+    this.prefix = [];
+    this.sending = false;
+    this.wasRanked = false;
+    this.holder = $('solo-board-holder');
+    this.board = new BoardView(this.holder, {
+      onActivate: (square) => this.activate(square),
+      onClear: () => this.clearSelection(),
+    });
+    // Only one board is in the page at a time: this one while a solo game shows.
+    this.board.element.remove();
+
+    $('solo-undo').addEventListener('click', () => this.undo());
+    $('solo-resign').addEventListener('click', async () => {
+      const s = this.state;
+      if (!s || s.game.result) return;
+      const question = s.mode === 'same_device'
+        ? `Resign for ${colorName(s.game.turn)} (the side to move)?`
+        : s.ranked ? 'Resign this ranked game? It counts as a loss on the leaderboard.' : 'Resign this game?';
+      if (!window.confirm(question)) return;
+      await this.actions.send(msg.resign());
+    });
+    $('solo-new').addEventListener('click', () => this.newGame());
+    $('solo-home').addEventListener('click', () => this.actions.home());
+  }
+
+  get visible() {
+    return !$('solo').hidden;
+  }
+
+  show() {
+    $('solo').hidden = false;
+    if (!this.board.element.isConnected) this.holder.append(this.board.element);
+  }
+
+  hide() {
+    $('solo').hidden = true;
+    $('solo-status').textContent = '';
+    this.board.element.remove();
+    this.state = null;
+    this.prefix = [];
+  }
+
+  /** The side the person at this screen plays (null on one device: both). */
+  get you() {
+    return this.state?.mode === 'computer' ? this.state.you ?? 'dark' : null;
+  }
+
+  get interactive() {
+    const s = this.state;
+    if (!s || this.sending || s.thinking || s.game.result) return false;
+    if (s.game.legal_moves.length === 0) return false;
+    return s.mode === 'same_device' || s.game.turn === this.you;
+  }
+
+  update(state) {
+    const previous = this.state;
+    const sameGame = previous?.id === state.id;
+    this.state = state;
+    this.wasRanked = rankedSeen(this.record.storage, state.id, state.ranked);
+    const game = state.game;
+    const stillValid = this.prefix.length > 0 && movesWithPrefix(game.legal_moves, this.prefix).length > 0;
+    if (!sameGame || !stillValid || previous?.game?.ply !== game.ply) this.prefix = [];
+    this.sending = false;
+    if (game.result && this.record.add(state.id, game.result.winner ?? null)) this.actions.finished();
+    this.render();
+  }
+
+  clearSelection() {
+    this.prefix = [];
+    this.render();
+  }
+
+  activate(square) {
+    if (!this.interactive) return;
+    const game = this.state.game;
+    const moves = game.legal_moves;
+    const startsHere = moves.some((m) => m.path[0] === square);
+    if (this.prefix.length === 0) {
+      if (startsHere) this.prefix = [square];
+      else if (game.must_capture.length > 0 && game.pieces.some((p) => p.square === square && p.color === game.turn)) {
+        this.actions.notify('A capture is mandatory: move one of the marked pieces.', 'info');
+      }
+      this.render();
+      return;
+    }
+    if (this.prefix.length === 1 && square === this.prefix[0]) {
+      this.clearSelection();
+      return;
+    }
+    const candidates = movesWithPrefix(moves, this.prefix);
+    const next = candidates.filter((m) => m.path[this.prefix.length] === square);
+    if (next.length > 0) {
+      this.prefix = [...this.prefix, square];
+      const complete = next.filter((m) => m.path.length === this.prefix.length);
+      if (complete.length > 0 && complete.length === next.length) this.play(complete[0]);
+      else this.render();
+      return;
+    }
+    const ending = candidates.filter((m) => m.path[m.path.length - 1] === square);
+    if (ending.length === 1) {
+      this.play(ending[0]);
+      return;
+    }
+    this.prefix = startsHere ? [square] : [];
+    this.render();
+  }
+
+  async play(move) {
+    this.sending = true;
+    this.prefix = [...move.path];
+    this.render();
+    try {
+      await this.actions.send(msg.movePath(move.path));
+    } finally {
+      this.sending = false;
+    }
+    if (this.state?.game?.legal_moves.includes(move)) this.clearSelection();
+  }
+
+  async undo() {
+    const s = this.state;
+    if (!s) return;
+    if (s.ranked && !window.confirm('Undo turns this ranked game into practice: it will no longer count for the leaderboard. Undo?')) return;
+    try {
+      await this.actions.request(msg.undo());
+    } catch (error) {
+      const why = {
+        not_now: s.thinking ? 'Wait for the computer to move, then undo.'
+          : s.game.result ? 'The game is over; a finished game cannot be undone.' : 'There is nothing to undo yet.',
+        no_game_in_progress: 'There is no solo game to undo in.',
+      }[error.code];
+      this.actions.notify(why ?? describeError(error.code, error.message));
+    }
+  }
+
+  async newGame() {
+    const s = this.state;
+    if (!s) return;
+    if (!s.game.result && s.game.moves.length > 0) {
+      const question = s.ranked
+        ? 'This ranked game is unfinished: finish or resign it before starting another.'
+        : 'Start a new game? This one will be abandoned.';
+      if (s.ranked) {
+        this.actions.notify(question, 'info');
+        return;
+      }
+      if (!window.confirm(question)) return;
+    }
+    await this.actions.newGame({
+      ruleSet: s.rule_set, mode: s.mode, level: s.level, ranked: s.mode === 'computer' && this.wasRanked,
+    });
+  }
+
+  marks() {
+    const game = this.state.game;
+    const empty = new Set();
+    const result = {
+      selected: empty, path: empty, targets: empty, captures: empty, mustCapture: empty,
+      lastMove: new Set(game.last_move?.path ?? []),
+    };
+    if (!this.interactive && !this.sending) return result;
+    if (this.interactive) result.mustCapture = new Set(game.must_capture);
+    if (this.prefix.length > 0) {
+      const candidates = movesWithPrefix(game.legal_moves, this.prefix);
+      result.selected = new Set([this.prefix[0]]);
+      result.path = new Set(this.prefix.slice(1));
+      result.targets = new Set(candidates.map((m) => m.path[this.prefix.length]).filter(Boolean));
+      result.captures = new Set(candidates.flatMap((m) => m.captures));
+    }
+    return result;
+  }
+
+  badgeText() {
+    const s = this.state;
+    if (s.mode === 'same_device') return 'Practice';
+    if (s.ranked) return 'Ranked';
+    return this.wasRanked ? 'Practice — undo used' : 'Practice';
+  }
+
+  render() {
+    const s = this.state;
+    if (!s) return;
+    const game = s.game;
+    const computer = s.mode === 'computer';
+    $('solo-title').textContent = computer ? `You against the ${levelLabel(s.level ?? 'executive')}` : 'Two players, one screen';
+    $('solo-meta').textContent = `${ruleSetLabel(s.rule_set)} · ${computer ? `computer level ${levelLabel(s.level ?? 'executive')}` : 'same device, no clock'}`;
+    const badge = $('solo-badge');
+    badge.textContent = this.badgeText();
+    badge.className = `badge ${s.ranked ? 'ranked' : 'practice'}`;
+
+    const flipped = this.you === 'light';
+    this.board.render({ ruleSet: s.rule_set, flipped, pieces: game.pieces, marks: this.marks() });
+    const bottom = flipped ? 'light' : 'dark';
+    this.renderSeat($('solo-seat-bottom'), bottom);
+    this.renderSeat($('solo-seat-top'), bottom === 'dark' ? 'light' : 'dark');
+
+    const status = $('solo-status');
+    status.textContent = this.statusText();
+    status.classList.toggle('thinking', Boolean(s.thinking));
+
+    const over = Boolean(game.result);
+    const needed = computer && game.turn === this.you ? 2 : 1;
+    const undo = $('solo-undo');
+    undo.hidden = over;
+    undo.disabled = s.thinking || game.moves.length < needed;
+    undo.textContent = s.ranked ? 'Undo (makes this game practice)' : 'Undo';
+    $('solo-resign').hidden = over;
+    $('solo-resign').textContent = computer ? 'Resign' : `Resign for ${colorName(game.turn)}`;
+
+    const list = $('solo-moves');
+    list.replaceChildren();
+    for (let i = 0; i < game.moves.length; i += 2) {
+      const item = document.createElement('li');
+      item.textContent = game.moves.slice(i, i + 2).join('  ');
+      if (i + 2 >= game.moves.length) item.className = 'latest';
+      list.append(item);
+    }
+    $('solo-no-moves').hidden = game.moves.length > 0;
+    $('solo-record').textContent = `This device: ${this.record.text()}`;
+  }
+
+  renderSeat(element, color) {
+    const s = this.state;
+    const game = s.game;
+    element.replaceChildren();
+    const swatch = document.createElement('span');
+    swatch.className = `swatch ${color}`;
+    swatch.title = color === 'dark' ? 'Dark (moves first)' : 'Light';
+    const name = document.createElement('span');
+    name.className = 'name';
+    let who;
+    if (s.mode === 'same_device') who = `${colorName(color)} player`;
+    else if (color === this.you) who = 'You';
+    else who = `Computer (${levelLabel(s.level ?? 'executive')})`;
+    name.textContent = who;
+    const tag = document.createElement('span');
+    tag.className = 'tag';
+    tag.textContent = `(${colorName(color)})`;
+    element.append(swatch, name, tag);
+    const toMove = !game.result && game.turn === color;
+    element.classList.toggle('to-move', toMove);
+    if (toMove && s.thinking && color !== this.you) {
+      const thinking = document.createElement('span');
+      thinking.className = 'thinking-tag';
+      thinking.textContent = 'thinking…';
+      element.append(thinking);
+    }
+    element.setAttribute('aria-label', `${colorName(color)}: ${who}${toMove ? ', to move' : ''}`);
+  }
+
+  statusText() {
+    const s = this.state;
+    const game = s.game;
+    if (game.result) return this.resultText();
+    if (s.mode === 'same_device') {
+      return `${colorName(game.turn)} to move${game.must_capture.length > 0 ? ' — a capture is mandatory' : ''}.`;
+    }
+    if (game.turn !== this.you) return 'The computer is thinking…';
+    return game.must_capture.length > 0 ? 'Your turn — you must capture.' : 'Your turn.';
+  }
+
+  resultText() {
+    const s = this.state;
+    const result = s.game.result;
+    const why = GAME_END[result.reason] ?? result.reason;
+    if (!result.winner) return `Game drawn (${why}).`;
+    if (s.mode === 'same_device') return `${colorName(result.winner)} won (${why}).`;
+    if (result.winner === this.you) return `You won (${why})!`;
+    return `The computer won (${why}).`;
   }
 }

@@ -1,7 +1,7 @@
 // lobby.js — the home screen (create a lobby with its options, join or
 // watch by code, the offer to watch a full lobby) and the invite panel.
 
-import { RULE_SETS, SERIES_LENGTHS, STAKE_MAX, STAKE_MIN } from './protocol.js';
+import { BOT_LEVELS, RULE_SETS, SERIES_LENGTHS, STAKE_MAX, STAKE_MIN, ruleSetLabel } from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -139,4 +139,163 @@ export function inviteLink(state) {
   if (state.invite_link) return state.invite_link;
   const query = state.invite ? `?invite=${encodeURIComponent(state.invite)}` : '';
   return `${location.origin}/r/${state.code}${query}`;
+}
+
+/**
+ * The "Play the computer" panel (rule set, level, ranked, Start), the
+ * same-device start button and this device's record.
+ */
+export class SoloPanel {
+  /**
+   * @param {{ start(options): Promise }} actions
+   */
+  constructor(actions) {
+    this.signedIn = false;
+    const ruleSet = $('solo-rule-set');
+    for (const { value, label } of RULE_SETS) ruleSet.append(new Option(label, value));
+    const level = $('solo-level');
+    for (const { value, label } of BOT_LEVELS) level.append(new Option(label, value));
+    level.addEventListener('change', () => this.refresh());
+    this.refresh();
+
+    $('solo-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      const ranked = !$('solo-ranked').disabled && $('solo-ranked').checked;
+      this.busy(actions.start({ ruleSet: ruleSet.value, mode: 'computer', level: level.value, ranked }));
+    });
+    $('same-device-start').addEventListener('click', () => {
+      this.busy(actions.start({ ruleSet: ruleSet.value, mode: 'same_device', ranked: false }));
+    });
+  }
+
+  async busy(promise) {
+    const buttons = [$('solo-start'), $('same-device-start')];
+    for (const b of buttons) b.disabled = true;
+    try {
+      await promise;
+    } finally {
+      for (const b of buttons) b.disabled = false;
+    }
+  }
+
+  /** Ranked play needs an account (a signed-in token) and the Executive. */
+  setSignedIn(signedIn) {
+    this.signedIn = signedIn;
+    this.refresh();
+  }
+
+  refresh() {
+    const executive = $('solo-level').value === 'executive';
+    const box = $('solo-ranked');
+    box.disabled = !(this.signedIn && executive);
+    if (box.disabled) box.checked = false;
+    const why = !this.signedIn
+      ? 'Ranked games need a signed-in account; as a guest you play practice games.'
+      : executive ? 'Ranked games against the Executive count for the leaderboard.'
+        : 'Only games against the Executive can be ranked.';
+    $('solo-ranked-hint').textContent = `${why} Using undo turns a ranked game into practice for good.`;
+  }
+
+  showRecord(text) {
+    $('device-record').textContent = text;
+  }
+}
+
+const LEADERBOARD_PAGE_SIZE = 20;
+
+/** The public leaderboards: a rule set selector, a table and paging. */
+export class LeaderboardView {
+  /**
+   * @param {{ home(): void, fetch?: typeof fetch }} actions
+   */
+  constructor(actions) {
+    this.fetch = actions.fetch ?? ((...args) => window.fetch(...args));
+    this.page = 1;
+    this.pages = 1;
+    this.loading = 0;
+    const ruleSet = $('leaderboard-rule-set');
+    for (const { value, label } of RULE_SETS) ruleSet.append(new Option(label, value));
+    ruleSet.addEventListener('change', () => this.load(1));
+    $('leaderboard-prev').addEventListener('click', () => this.load(this.page - 1));
+    $('leaderboard-next').addEventListener('click', () => this.load(this.page + 1));
+    $('leaderboard-home').addEventListener('click', () => actions.home());
+  }
+
+  get visible() {
+    return !$('leaderboards').hidden;
+  }
+
+  show(ruleSet) {
+    $('leaderboards').hidden = false;
+    if (ruleSet) $('leaderboard-rule-set').value = ruleSet;
+    this.load(1);
+    $('leaderboards-title').focus?.();
+  }
+
+  hide() {
+    $('leaderboards').hidden = true;
+  }
+
+  async load(page) {
+    const ruleSet = $('leaderboard-rule-set').value;
+    const wanted = Math.max(1, page);
+    const ticket = ++this.loading;
+    $('leaderboard-page').textContent = 'Loading…';
+    let data;
+    try {
+      const response = await this.fetch(
+        `/api/leaderboards/${encodeURIComponent(ruleSet)}?page=${wanted}&per_page=${LEADERBOARD_PAGE_SIZE}`,
+        { headers: { accept: 'application/json' } },
+      );
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      data = await response.json();
+    } catch {
+      if (ticket !== this.loading) return;
+      this.renderError();
+      return;
+    }
+    if (ticket !== this.loading) return; // a later request is on its way
+    this.render(ruleSet, data);
+  }
+
+  render(ruleSet, data) {
+    const entries = Array.isArray(data.entries) ? data.entries : [];
+    const perPage = data.per_page || LEADERBOARD_PAGE_SIZE;
+    const total = Number(data.total) || 0;
+    this.page = data.page || 1;
+    this.pages = Math.max(1, Math.ceil(total / perPage));
+    const body = $('leaderboard-body');
+    body.replaceChildren();
+    for (const e of entries) {
+      const row = document.createElement('tr');
+      for (const [i, value] of [e.place, e.name, e.points, e.wins, e.draws, e.losses, e.games].entries()) {
+        const cell = document.createElement(i === 1 ? 'th' : 'td');
+        if (i === 1) cell.scope = 'row';
+        cell.textContent = String(value ?? '');
+        row.append(cell);
+      }
+      body.append(row);
+    }
+    $('leaderboard-caption').textContent = `${ruleSetLabel(ruleSet)} — ${total} ${total === 1 ? 'player' : 'players'}`;
+    $('leaderboard-table').hidden = entries.length === 0;
+    const empty = $('leaderboard-empty');
+    empty.hidden = entries.length > 0;
+    empty.textContent = total === 0
+      ? `No ranked games in ${ruleSetLabel(ruleSet)} yet. Play a ranked game against the Executive to get on the board.`
+      : 'This page is empty.';
+    $('leaderboard-page').textContent = `Page ${this.page} of ${this.pages}`;
+    $('leaderboard-prev').disabled = this.page <= 1;
+    $('leaderboard-next').disabled = this.page >= this.pages;
+  }
+
+  renderError() {
+    $('leaderboard-body').replaceChildren();
+    $('leaderboard-table').hidden = true;
+    const empty = $('leaderboard-empty');
+    empty.hidden = false;
+    empty.textContent = 'The leaderboard could not be loaded. Try again in a moment.';
+    $('leaderboard-page').textContent = '';
+    $('leaderboard-prev').disabled = this.page <= 1;
+    $('leaderboard-next').disabled = true;
+  }
 }

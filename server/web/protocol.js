@@ -54,3 +54,25 @@ export const rematch = () => ({ type: 'rematch' });
 export const endMatch = () => ({ type: 'end_match' });
 export const resync = (since) => ({ type: 'resync', since });
 export const ping = () => ({ type: 'ping' });
+
+/** The computer's levels, weakest first (PROTOCOL.md, solo play). */
+export const BOT_LEVELS = [
+  { value: 'tamer', label: 'Tamer' },
+  { value: 'driver', label: 'Driver' },
+  { value: 'warden', label: 'Warden' },
+  { value: 'executive', label: 'Executive' },
+];
+
+export function levelLabel(value) {
+  return BOT_LEVELS.find((l) => l.value === value)?.label ?? String(value);
+}
+
+/** A game against the computer (`mode: 'computer'`) or two people on one device. */
+export function startSolo({ ruleSet, mode, level, ranked = false }) {
+  const message = { type: 'start_solo', rule_set: ruleSet, mode, ranked: Boolean(ranked) };
+  if (mode === 'computer' && level) message.level = level;
+  return message;
+}
+
+export const undo = () => ({ type: 'undo' });
+export const resumeSolo = () => ({ type: 'resume_solo' });

@@ -7,7 +7,9 @@
 // creates an invite-only lobby, the guest opens the invite link, a third
 // opens it too, finds the lobby full and watches. They play by clicks, by
 // drag and by keyboard, reload mid-game, draw two rounds by agreement,
-// rematch with seats swapped, end the match and download the PDN.
+// rematch with seats swapped, end the match and download the PDN. A fourth
+// plays the computer (practice, with undo), then a same-device game, and
+// opens the leaderboards.
 // Exits non-zero, with a message, on the first thing that goes wrong.
 
 import { mkdirSync } from 'node:fs';
@@ -276,6 +278,62 @@ try {
   await watcher.click('#watch-button');
   await watcher.locator('#notice', { hasText: 'invite-only' }).waitFor();
   check(await watcher.locator('#room').isHidden(), 'still on the home page');
+
+  step('solo: a practice game against the Tamer, one move, the reply, undo');
+  const solo = await newPage('solo', { width: 1100, height: 900 });
+  const soloSquare = (name) => solo.locator(`#solo .square[data-square="${name}"]`);
+  const soloMoves = () => solo.evaluate(() => [...document.querySelectorAll('#solo-moves li')]
+    .flatMap((li) => li.textContent.trim().split(/\s+/)).filter(Boolean).length);
+  const waitSoloStatus = (pattern) => solo.waitForFunction(
+    ([source, flags]) => new RegExp(source, flags).test(document.getElementById('solo-status').textContent),
+    [pattern.source, pattern.flags],
+  );
+  await solo.goto('/');
+  await solo.locator('#solo-form').waitFor();
+  check(await solo.locator('#solo-ranked').isDisabled(), 'a guest cannot tick "Ranked"');
+  check(/undo turns a ranked game into practice/i.test(await solo.textContent('#solo-ranked-hint')), 'the hint says what undo does');
+  await solo.selectOption('#solo-rule-set', 'american');
+  await solo.selectOption('#solo-level', 'tamer');
+  await solo.click('#solo-start');
+  await solo.locator('#solo').waitFor();
+  await waitSoloStatus(/^Your turn/);
+  check((await solo.textContent('#solo-badge')) === 'Practice', 'the game is practice');
+  check(await solo.locator('.board').count() === 1, 'only the solo board is in the page');
+  check(await solo.locator('#solo .board.flipped').count() === 0, 'Dark (the player) is at the bottom');
+  await soloSquare('c3').click();
+  await soloSquare('d4').click();
+  await solo.waitForFunction(() => [...document.querySelectorAll('#solo-moves li')]
+    .flatMap((li) => li.textContent.trim().split(/\s+/)).filter(Boolean).length === 2);
+  await waitSoloStatus(/^Your turn/);
+  await solo.locator('#solo-undo:not([disabled])').waitFor();
+  await solo.click('#solo-undo');
+  await solo.waitForFunction(() => document.querySelectorAll('#solo-moves li').length === 0);
+  await waitPiece(solo, 'c3', 'dark');
+  check(await soloMoves() === 0, 'undo took back both moves');
+  await solo.screenshot({ path: join(artifacts, 'solo.png') });
+
+  step('solo: a same-device game, one move, Light resigns; the device record counts it');
+  await solo.click('#solo-home');
+  await solo.locator('#home').waitFor();
+  await solo.click('#same-device-start');
+  await waitSoloStatus(/^Dark to move/);
+  await soloSquare('c3').click();
+  await soloSquare('d4').click();
+  await waitSoloStatus(/^Light to move/);
+  check(await soloMoves() === 1, 'one move in the list');
+  await solo.click('#solo-resign');
+  await waitSoloStatus(/Dark won \(resignation\)/);
+  check(/1 game played · Dark won 1/.test(await solo.textContent('#solo-record')), 'the device record counts the game');
+
+  step('the leaderboards render (empty)');
+  await solo.click('#open-leaderboards');
+  await solo.locator('#leaderboards-title', { hasText: 'Leaderboards' }).waitFor();
+  await solo.locator('#leaderboard-empty', { hasText: 'No ranked games in American checkers yet' }).waitFor();
+  check((await solo.textContent('#leaderboard-page')) === 'Page 1 of 1', 'one page');
+  check(await solo.locator('#solo').isHidden(), 'the solo view is closed');
+  await solo.click('#leaderboard-home');
+  await solo.locator('#home').waitFor();
+  check(/1 game played/.test(await solo.textContent('#device-record')), 'the home page shows the device record');
 } catch (error) {
   failures.push(error.stack ?? String(error));
   for (const [i, context] of browser.contexts().entries()) {
