@@ -5,7 +5,7 @@
 //! closed-loop saturation phase, each first on Jumpgate and then on echo; last the
 //! saturation phase on a second Jumpgate with Redis, when `--redis-url` is given.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::driver::{self, Kind, MAX_RATE_PER_GAME, MIN_SEND_GAP, Pace};
@@ -256,8 +256,14 @@ pub async fn run_all(
     Report::new(config.run_config(), jumpgate_side, echo_side, redis)
 }
 
-/// Starts the Jumpgate server binary on a free loopback port.
-async fn start_jumpgate(name: &str, args: &BenchArgs, extra: &[String]) -> Result<Spawned, String> {
+/// Starts the Jumpgate server binary `program` on a free loopback port, under
+/// `taskset -c cpus` when given, with `extra` arguments after `serve --listen ADDR`.
+pub(crate) async fn start_jumpgate(
+    name: &str,
+    program: &Path,
+    cpus: Option<&str>,
+    extra: &[String],
+) -> Result<Spawned, String> {
     let addr = net::free_loopback_addr().map_err(|e| e.to_string())?;
     let mut argv = vec!["serve".to_owned(), "--listen".to_owned(), addr.to_string()];
     argv.extend_from_slice(extra);
@@ -270,15 +276,7 @@ async fn start_jumpgate(name: &str, args: &BenchArgs, extra: &[String]) -> Resul
         ),
         ("RUST_LOG", "error".to_owned()),
     ];
-    Spawned::start(
-        name,
-        &args.jumpgate,
-        &argv,
-        &envs,
-        args.server_cpus.as_deref(),
-        addr,
-    )
-    .await
+    Spawned::start(name, program, &argv, &envs, cpus, addr).await
 }
 
 async fn start_echo(args: &BenchArgs) -> Result<Spawned, String> {
@@ -319,7 +317,9 @@ pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
             }
         }
         None => {
-            let child = start_jumpgate("jumpgate", args, &[]).await?;
+            let child =
+                start_jumpgate("jumpgate", &args.jumpgate, args.server_cpus.as_deref(), &[])
+                    .await?;
             let target = Target {
                 url: child.ws_url(),
                 pid: child.pid,
@@ -350,7 +350,14 @@ pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
         None => RedisTarget::NotRequested,
         Some(url) => {
             let extra = ["--redis-url".to_owned(), url.clone()];
-            match start_jumpgate("jumpgate with Redis", args, &extra).await {
+            match start_jumpgate(
+                "jumpgate with Redis",
+                &args.jumpgate,
+                args.server_cpus.as_deref(),
+                &extra,
+            )
+            .await
+            {
                 Ok(child) => {
                     let target = Target {
                         url: child.ws_url(),

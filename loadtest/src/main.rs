@@ -1,11 +1,12 @@
-//! The `jumpgate-loadtest` binary: `bench` runs the whole comparison, `echo-server`
-//! runs the baseline server on its own.
+//! The `jumpgate-loadtest` binary: `bench` runs the whole comparison, `bench-bots`
+//! compares human move latency with and without bot games, `echo-server` runs the
+//! baseline server on its own.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use jumpgate_loadtest::{bench, echo, net, svg};
+use jumpgate_loadtest::{bench, bots, echo, net, svg};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -22,6 +23,9 @@ struct Cli {
 enum Command {
     /// Start Jumpgate and the echo server, run every phase, print the table.
     Bench(Box<bench::BenchArgs>),
+    /// Start Jumpgate and measure human move latency without and then with solo games
+    /// against the Executive keeping the bot pool busy.
+    BenchBots(Box<bots::BotsArgs>),
     /// Run the echo baseline: every data frame is sent back as is.
     EchoServer {
         /// Loopback address to listen on.
@@ -34,6 +38,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(args) => run_bench(&args),
+        Command::BenchBots(args) => run_bench_bots(&args),
         Command::EchoServer { listen } => run_echo(listen),
     };
     match result {
@@ -94,6 +99,23 @@ fn run_bench(args: &bench::BenchArgs) -> Result<(), String> {
     }
     if let Some(path) = &args.out_svg {
         std::fs::write(path, svg::latency_plot(&report))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn run_bench_bots(args: &bots::BotsArgs) -> Result<(), String> {
+    // Before the runtime exists, so its worker threads inherit the affinity.
+    if let Some(cpus) = &args.client_cpus {
+        pin_self(cpus)?;
+    }
+    let report = runtime()?.block_on(bots::bench_bots(args))?;
+    println!("{}", report.table());
+    print!("{}", report.details());
+    if let Some(path) = &args.out_json {
+        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        std::fs::write(path, json + "\n")
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
