@@ -197,13 +197,7 @@ fn err(e: redis::RedisError) -> StoreError {
 
 impl RedisRecords {
     pub fn open(url: &str, timeout: std::time::Duration) -> Result<RedisRecords, StoreError> {
-        let client = redis::Client::open(url).map_err(err)?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(1);
-        let conn =
-            redis::aio::ConnectionManager::new_lazy_with_config(client, config).map_err(err)?;
+        let conn = crate::store::redis_connection(url, timeout)?;
         Ok(RedisRecords {
             conn,
             script: redis::Script::new(RECORD),

@@ -1035,31 +1035,7 @@ impl Room {
         };
         let round = self.round_mut();
         let before_legal: Vec<_> = round.game.legal_moves().to_vec();
-        let played = match (text, path) {
-            (Some(text), None) => round.game.play_text(text),
-            (None, Some(path)) => {
-                let squares: Option<Vec<_>> = path
-                    .iter()
-                    .map(|name| notation::parse_board_name(rule_set, name))
-                    .collect();
-                match squares {
-                    Some(squares) => round.game.play_path(&squares),
-                    None => {
-                        return Err(Refusal::new(
-                            ErrorCode::IllegalMove,
-                            "the path names a square that is not a playing square",
-                        ));
-                    }
-                }
-            }
-            _ => {
-                return Err(Refusal::new(
-                    ErrorCode::IllegalMove,
-                    "give exactly one of notation or path",
-                ));
-            }
-        };
-        let m = played.map_err(|e| Refusal::new(ErrorCode::IllegalMove, e.to_string()))?;
+        let m = play_submitted(&mut round.game, text.as_deref(), path.as_deref())?;
         round
             .notations
             .push(notation::move_text(rule_set, &m, &before_legal));
@@ -1437,6 +1413,41 @@ fn color_from_wire(color: wire::Color) -> Color {
         wire::Color::Dark => Color::Dark,
         wire::Color::Light => Color::Light,
     }
+}
+
+/// Plays a move as a client submitted it: by notation or by a path of
+/// board names (exactly one of the two).
+pub fn play_submitted(
+    game: &mut Game,
+    text: Option<&str>,
+    path: Option<&[String]>,
+) -> Result<crate::rules::Move, Refusal> {
+    let rule_set = game.rule_set();
+    let played = match (text, path) {
+        (Some(text), None) => game.play_text(text),
+        (None, Some(path)) => {
+            let squares: Option<Vec<_>> = path
+                .iter()
+                .map(|name| notation::parse_board_name(rule_set, name))
+                .collect();
+            match squares {
+                Some(squares) => game.play_path(&squares),
+                None => {
+                    return Err(Refusal::new(
+                        ErrorCode::IllegalMove,
+                        "the path names a square that is not a playing square",
+                    ));
+                }
+            }
+        }
+        _ => {
+            return Err(Refusal::new(
+                ErrorCode::IllegalMove,
+                "give exactly one of notation or path",
+            ));
+        }
+    };
+    played.map_err(|e| Refusal::new(ErrorCode::IllegalMove, e.to_string()))
 }
 
 /// How soon a failed background write is retried.

@@ -579,31 +579,7 @@ impl SoloGame {
         );
         let rs = self.record.rule_set;
         let legal = self.game.legal_moves().to_vec();
-        let played = match (text, path) {
-            (Some(t), None) => self.game.play_text(&t),
-            (None, Some(p)) => {
-                let squares: Option<Vec<Square>> = p
-                    .iter()
-                    .map(|n| notation::parse_board_name(rs, n))
-                    .collect();
-                match squares {
-                    Some(sq) => self.game.play_path(&sq),
-                    None => {
-                        return Err(Refusal::new(
-                            ErrorCode::IllegalMove,
-                            "the path names a square that is not a playing square",
-                        ));
-                    }
-                }
-            }
-            _ => {
-                return Err(Refusal::new(
-                    ErrorCode::IllegalMove,
-                    "give exactly one of notation or path",
-                ));
-            }
-        };
-        let m = played.map_err(|e| Refusal::new(ErrorCode::IllegalMove, e.to_string()))?;
+        let m = crate::room::play_submitted(&mut self.game, text.as_deref(), path.as_deref())?;
         self.notations.push(notation::move_text(rs, &m, &legal));
         self.record
             .moves

@@ -227,18 +227,25 @@ async fn observed<T>(
     result
 }
 
+/// A Redis connection shared by the Redis-backed stores: it connects
+/// lazily on the first command, reconnects by itself after a failure, and
+/// every command times out.
+pub fn redis_connection(
+    url: &str,
+    timeout: Duration,
+) -> Result<redis::aio::ConnectionManager, StoreError> {
+    let client = redis::Client::open(url).map_err(redis_error)?;
+    let config = redis::aio::ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(timeout))
+        .set_response_timeout(Some(timeout))
+        .set_number_of_retries(1)
+        .set_max_delay(Duration::from_millis(500));
+    redis::aio::ConnectionManager::new_lazy_with_config(client, config).map_err(redis_error)
+}
+
 impl RedisStore {
-    /// Connects (lazily: the first command connects, and the manager
-    /// reconnects by itself after a failure). Every command times out.
     pub fn open(url: &str, timeout: Duration) -> Result<RedisStore, StoreError> {
-        let client = redis::Client::open(url).map_err(redis_error)?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_millis(500));
-        let conn = redis::aio::ConnectionManager::new_lazy_with_config(client, config)
-            .map_err(redis_error)?;
+        let conn = redis_connection(url, timeout)?;
         Ok(RedisStore {
             conn,
             script: redis::Script::new(WRITE_SCRIPT),

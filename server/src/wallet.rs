@@ -417,13 +417,7 @@ impl RedisWallets {
         timeout: std::time::Duration,
         rules: WalletRules,
     ) -> Result<RedisWallets, StoreError> {
-        let client = redis::Client::open(url).map_err(err)?;
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(1);
-        let conn =
-            redis::aio::ConnectionManager::new_lazy_with_config(client, config).map_err(err)?;
+        let conn = crate::store::redis_connection(url, timeout)?;
         Ok(RedisWallets {
             conn,
             rules,

@@ -73,29 +73,7 @@ impl Player {
         encoding: Encoding,
         token: Option<String>,
     ) -> Player {
-        let mut client = Client::connect(&server.ws_url(), encoding).await.unwrap();
-        let seq = client.next_seq();
-        client
-            .send(&ClientMessage::Hello {
-                seq,
-                protocol: 1,
-                token,
-                client: "jumpgate-e2e".into(),
-            })
-            .await
-            .unwrap();
-        match recv(&mut client).await {
-            ServerMessage::Welcome {
-                identity, token, ..
-            } => Player {
-                client,
-                id: identity.id,
-                name: identity.name,
-                token,
-                state: None,
-            },
-            other => panic!("expected welcome, got {other:?}"),
-        }
+        Player::connect_to(server, encoding, token).await
     }
 
     pub fn seq(&mut self) -> u32 {
