@@ -84,7 +84,14 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
             Some(outbound) = out_rx.recv() => {
                 let frame = match outbound {
                     Outbound::Shared(shared) => to_ws(shared.get(encoding).clone()),
-                    Outbound::Direct(message) => to_ws(wire::codec::encode_server(encoding, &message)),
+                    Outbound::Direct(message) => {
+                        // The room confirms a leave with `left`: only then is
+                        // this connection out of it.
+                        if matches!(*message, ServerMessage::Left { .. }) {
+                            conn.room = None;
+                        }
+                        to_ws(wire::codec::encode_server(encoding, &message))
+                    }
                 };
                 if socket.send(frame).await.is_err() {
                     break None;
@@ -411,7 +418,7 @@ impl Connection {
                 self.tell_solo(crate::solo::SoloCommand::Resync { conn: self.id, seq })
                     .await;
             }
-            ClientMessage::Leave { seq } => match self.room.take() {
+            ClientMessage::Leave { seq } => match self.room.clone() {
                 Some(room) => {
                     let _ = room
                         .commands

@@ -257,6 +257,14 @@ pub async fn resume_rooms(state: &Arc<AppState>) -> std::io::Result<usize> {
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     let mut resumed = 0;
     for room in stored {
+        // With several instances on one Redis, each resumes only its own
+        // shard's lobbies and games (solo ids are `S` + a room code).
+        let code = room.code.trim_start_matches('S');
+        if let Some(code) = RoomCode::parse(code)
+            && !code.in_shard(state.settings.shard)
+        {
+            continue;
+        }
         if solo::is_solo_record(&room.record) {
             let resumed_solo = serde_json::from_str::<solo::SoloRecord>(&room.record)
                 .map_err(|e| e.to_string())

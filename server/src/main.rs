@@ -1,5 +1,6 @@
 //! The `jumpgate` binary: parses the command line and hands over to the
-//! library. `serve` runs the server; `perft` counts move trees.
+//! library. `serve` runs the server; `perft` counts move trees; `ladder`
+//! plays the computer opponents against each other.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -104,11 +105,25 @@ fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
             shutdown_grace_ms = settings.shutdown_grace.as_millis() as u64,
             resume_grace_ms = settings.resume_grace.as_millis() as u64,
             shard = ?settings.shard,
+            accounts_issuer = ?settings.accounts.as_ref().map(|a| a.issuer.as_str()),
+            accounts_audience = ?settings.accounts.as_ref().map(|a| a.audience.as_str()),
+            account_keys = settings.accounts.as_ref().map_or(0, |a| a.hs256.len() + a.rs256.len() + a.eddsa.len()),
+            initial_grant = settings.wallet_rules.initial_grant,
+            daily_cap = settings.wallet_rules.daily_cap,
+            admin_api = settings.admin_token.is_some(),
+            rank_thresholds = ?settings.rank_thresholds.0,
+            ranked_ply_cap = settings.ranked_ply_cap,
+            bot_threads = settings.bot_threads,
+            executive_ms = settings.executive_budget.as_millis() as u64,
             "jumpgate listening"
         );
-        tracing::warn!(
-            "no Redis configured: lobbies live in memory and will not survive a restart"
-        );
+        match &settings.redis_url {
+            Some(_) => tracing::info!("lobbies, wallets, records and leaderboards are stored in Redis"),
+            None => tracing::warn!(
+                "no Redis configured (--redis-url): lobbies, wallets, records and leaderboards \
+                 live in memory and will not survive a restart"
+            ),
+        }
         let shutdown = async {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();

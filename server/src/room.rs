@@ -798,15 +798,54 @@ impl Room {
                 }
             }
             RoomCommand::Leave { conn, seq } => {
-                self.send_to(conn, ServerMessage::Ack { seq });
-                self.send_to(
-                    conn,
-                    ServerMessage::Left {
-                        code: self.code.to_string(),
-                    },
-                );
+                // Written before it is acknowledged, like every action: if
+                // the store refuses, the player is still in the lobby.
+                let before = self.snapshot();
+                let members_before = self.members.len();
+                let out = self
+                    .member(conn)
+                    .map(|m| (m.out.clone(), m.identity.clone(), m.kick.clone()));
+                let leaving: Vec<Member> = self
+                    .members
+                    .iter()
+                    .filter(|m| {
+                        out.as_ref()
+                            .is_some_and(|(_, id, _)| m.identity.id == id.id)
+                    })
+                    .map(|m| Member {
+                        conn: m.conn,
+                        identity: m.identity.clone(),
+                        out: m.out.clone(),
+                        kick: m.kick.clone(),
+                    })
+                    .collect();
                 self.leave(conn);
-                self.commit_or_retry().await;
+                if self.commit().await.is_err() {
+                    self.restore(before);
+                    if self.members.len() < members_before {
+                        for m in leaving {
+                            if !self.members.iter().any(|x| x.conn == m.conn) {
+                                self.members.push(m);
+                            }
+                        }
+                    }
+                    self.send_to(
+                        conn,
+                        ServerMessage::Error {
+                            seq: Some(seq),
+                            code: ErrorCode::StorageUnavailable,
+                            message: "leaving could not be saved, so you are still in the lobby; try again".into(),
+                        },
+                    );
+                    return;
+                }
+                if let Some((out, _, _)) = out {
+                    let _ = out.try_send(Outbound::Direct(Box::new(ServerMessage::Ack { seq })));
+                    let _ = out.try_send(Outbound::Direct(Box::new(ServerMessage::Left {
+                        code: self.code.to_string(),
+                    })));
+                }
+                self.settle_pending().await;
                 self.broadcast();
             }
             RoomCommand::Disconnect { conn } => {

@@ -175,6 +175,27 @@ async fn redis_outage_refuses_moves_then_recovers_without_restart() {
     let s = mover.state_until(|_| true).await;
     assert_eq!(s.game.unwrap().ply, 3, "the refused move changed nothing");
 
+    // Leaving cannot be saved either: the player stays in the lobby.
+    let other = if host.my_turn() {
+        &mut guest
+    } else {
+        &mut host
+    };
+    let seq = other.send(|seq| ClientMessage::Leave { seq }).await;
+    assert_eq!(
+        other.expect_error(Some(seq)).await,
+        ErrorCode::StorageUnavailable
+    );
+    let seq = other
+        .send(|seq| ClientMessage::Resync { seq, since: 0 })
+        .await;
+    other.expect_ack(seq).await;
+    let mover = if host.my_turn() {
+        &mut host
+    } else {
+        &mut guest
+    };
+
     // Redis comes back on the same data; the same move goes through.
     redis.restart().await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
