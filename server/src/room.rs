@@ -24,23 +24,29 @@ pub type ConnId = u64;
 /// A message encoded once in both encodings, shared by every recipient.
 #[derive(Debug)]
 pub struct SharedFrame {
-    pub msgpack: wire::Frame,
-    pub json: wire::Frame,
+    message: ServerMessage,
+    msgpack: std::sync::OnceLock<wire::Frame>,
+    json: std::sync::OnceLock<wire::Frame>,
 }
 
 impl SharedFrame {
-    pub fn new(message: &ServerMessage) -> SharedFrame {
+    pub fn new(message: ServerMessage) -> SharedFrame {
         SharedFrame {
-            msgpack: wire::codec::encode_server(wire::Encoding::MsgPack, message),
-            json: wire::codec::encode_server(wire::Encoding::Json, message),
+            message,
+            msgpack: std::sync::OnceLock::new(),
+            json: std::sync::OnceLock::new(),
         }
     }
 
+    /// The message in one encoding, encoded by the first connection that
+    /// needs it and shared by the rest (a room whose members all speak
+    /// MessagePack never pays for JSON).
     pub fn get(&self, encoding: wire::Encoding) -> &wire::Frame {
-        match encoding {
+        let cell = match encoding {
             wire::Encoding::MsgPack => &self.msgpack,
             wire::Encoding::Json => &self.json,
-        }
+        };
+        cell.get_or_init(|| wire::codec::encode_server(encoding, &self.message))
     }
 }
 
@@ -1424,7 +1430,7 @@ impl Room {
     /// Sends the current state to every member, encoded once per encoding.
     fn broadcast(&mut self) {
         let state = self.state();
-        let frame = Arc::new(SharedFrame::new(&ServerMessage::State(state)));
+        let frame = Arc::new(SharedFrame::new(ServerMessage::State(state)));
         self.members
             .retain(|m| match m.out.try_send(Outbound::Shared(frame.clone())) {
                 Ok(()) => true,
@@ -1617,9 +1623,11 @@ mod tests {
 
     fn decode(outbound: Outbound) -> ServerMessage {
         match outbound {
-            Outbound::Shared(frame) => {
-                wire::codec::decode_server(wire::Encoding::Json, frame.json.as_bytes()).unwrap()
-            }
+            Outbound::Shared(frame) => wire::codec::decode_server(
+                wire::Encoding::Json,
+                frame.get(wire::Encoding::Json).as_bytes(),
+            )
+            .unwrap(),
             Outbound::Direct(message) => *message,
         }
     }
