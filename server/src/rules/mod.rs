@@ -7,16 +7,22 @@
 //! - [`movegen`]: legal moves for a position;
 //! - [`game`]: a game with history, draw rules and outcome;
 //! - [`notation`], [`fen`], [`pdn`]: the text formats;
-//! - [`perft`]: move-tree counts.
+//! - [`perft`]: move-tree counts;
+//! - [`space`] (Space Mode: wormholes and thruster boosts) and [`orbit`]
+//!   (Space Checkers on the 25-square orbit board): self-contained engines,
+//!   tested on their own but not yet offered by the lobbies, solo play or
+//!   the protocol.
 
 pub mod bitboard;
 pub mod fen;
 pub mod game;
 pub mod movegen;
 pub mod notation;
+pub mod orbit;
 pub mod pdn;
 pub mod perft;
 pub mod position;
+pub mod space;
 pub mod variant;
 
 pub use bitboard::{Bitboard, Direction, Square};
