@@ -99,7 +99,10 @@ impl Client {
         request
             .headers_mut()
             .insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(expected));
-        let (socket, response) = match tokio_tungstenite::connect_async(request).await {
+        // Messages are small and latency-bound: send them at once (no Nagle),
+        // as browsers do for WebSockets.
+        let connected = tokio_tungstenite::connect_async_with_config(request, None, true).await;
+        let (socket, response) = match connected {
             Ok(connected) => connected,
             // tungstenite checks the answer itself; report its refusal in our terms.
             Err(tungstenite::Error::Protocol(ProtocolError::SecWebSocketSubProtocolError(_))) => {

@@ -88,6 +88,10 @@ pub struct ServeConfig {
     /// The Executive's thinking time per move, in milliseconds.
     #[arg(long, env = "JUMPGATE_EXECUTIVE_MS", default_value_t = 1_000)]
     pub executive_ms: u64,
+    /// Set TCP_NODELAY on accepted sockets (`false` lets the kernel batch
+    /// small writes; see the README's load-test notes for the trade-off).
+    #[arg(long, env = "JUMPGATE_TCP_NODELAY", default_value_t = true, action = clap::ArgAction::Set)]
+    pub tcp_nodelay: bool,
     /// Log as JSON lines instead of text.
     #[arg(long, env = "JUMPGATE_LOG_JSON")]
     pub log_json: bool,
@@ -142,6 +146,7 @@ pub struct Settings {
     pub bot_threads: usize,
     /// The Executive's time per move.
     pub executive_budget: Duration,
+    pub tcp_nodelay: bool,
 }
 
 impl Settings {
@@ -171,6 +176,7 @@ impl Settings {
                 .map(|n| n.get().saturating_sub(1).max(1))
                 .unwrap_or(1),
             executive_budget: Duration::from_secs(1),
+            tcp_nodelay: true,
         }
     }
 
@@ -206,6 +212,7 @@ impl Settings {
             settings.bot_threads = n.max(1);
         }
         settings.executive_budget = Duration::from_millis(config.executive_ms.max(10));
+        settings.tcp_nodelay = config.tcp_nodelay;
         if let Some(issuer) = &config.jwt_issuer {
             let split = |item: &String| -> Result<(String, String), String> {
                 item.split_once('=')

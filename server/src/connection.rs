@@ -30,6 +30,8 @@ struct Connection {
     state: Arc<AppState>,
     identity: Option<Identity>,
     room: Option<RoomHandle>,
+    /// The seq of a `leave` sent to the room and not yet confirmed.
+    leaving: Option<u32>,
     solo: Option<crate::solo::SoloHandle>,
     out_tx: mpsc::Sender<Outbound>,
     kick: Arc<Notify>,
@@ -64,6 +66,7 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
         state: state.clone(),
         identity: None,
         room: None,
+        leaving: None,
         solo: None,
         out_tx,
         kick: Arc::new(Notify::new()),
@@ -85,10 +88,17 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
                 let frame = match outbound {
                     Outbound::Shared(shared) => to_ws(shared.get(encoding).clone()),
                     Outbound::Direct(message) => {
-                        // The room confirms a leave with `left`: only then is
-                        // this connection out of it.
-                        if matches!(*message, ServerMessage::Left { .. }) {
+                        // The room confirms a leave with its `ack` (then
+                        // `left`): only then is this connection out of it, so
+                        // a message sent right after the ack meets no lobby.
+                        let confirms_leave = match &*message {
+                            ServerMessage::Left { .. } => true,
+                            ServerMessage::Ack { seq } => conn.leaving == Some(*seq),
+                            _ => false,
+                        };
+                        if confirms_leave {
                             conn.room = None;
+                            conn.leaving = None;
                         }
                         to_ws(wire::codec::encode_server(encoding, &message))
                     }
@@ -420,6 +430,7 @@ impl Connection {
             }
             ClientMessage::Leave { seq } => match self.room.clone() {
                 Some(room) => {
+                    self.leaving = Some(seq);
                     let _ = room
                         .commands
                         .send(RoomCommand::Leave { conn: self.id, seq })

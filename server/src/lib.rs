@@ -326,8 +326,9 @@ pub async fn run(
     let app = http::router(state.clone()).merge(admin::router(state.clone()));
     let mut stop = state.shutdown.subscribe();
     // Moves are small and latency matters more than packet count.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
+    let nodelay = state.settings.tcp_nodelay;
+    let listener = axum::serve::ListenerExt::tap_io(listener, move |tcp| {
+        if let Err(e) = tcp.set_nodelay(nodelay) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
     });

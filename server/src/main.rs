@@ -115,6 +115,7 @@ fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
             ranked_ply_cap = settings.ranked_ply_cap,
             bot_threads = settings.bot_threads,
             executive_ms = settings.executive_budget.as_millis() as u64,
+            tcp_nodelay = settings.tcp_nodelay,
             "jumpgate listening"
         );
         match &settings.redis_url {
