@@ -265,11 +265,8 @@ pub async fn resume_rooms(state: &Arc<AppState>) -> std::io::Result<usize> {
         {
             continue;
         }
-        if solo::is_solo_record(&room.record) {
-            let resumed_solo = serde_json::from_str::<solo::SoloRecord>(&room.record)
-                .map_err(|e| e.to_string())
-                .and_then(|r| state.spawn_solo(r));
-            match resumed_solo {
+        if let Some(record) = solo::solo_record(&room.record) {
+            match state.spawn_solo(record) {
                 Ok(h) => {
                     tracing::info!(game = %h.id, "solo game resumed");
                     resumed += 1;

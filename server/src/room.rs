@@ -58,7 +58,7 @@ pub enum Outbound {
 }
 
 /// A connection inside a room.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Member {
     pub conn: ConnId,
     pub identity: Identity,
@@ -718,6 +718,7 @@ impl Room {
                 reply,
             } => {
                 let before = self.snapshot();
+                let seated_before = seat_ids(&self.seats);
                 let mut result = self.enter(&member, invite.as_deref(), watch);
                 if result.is_ok()
                     && self.phase == Phase::Waiting
@@ -736,7 +737,7 @@ impl Room {
                         result = Err(storage_unavailable());
                     }
                 }
-                if result.is_ok() {
+                if result.is_ok() && seat_ids(&self.seats) != seated_before {
                     self.refresh_records().await;
                 }
                 match result {
@@ -807,34 +808,12 @@ impl Room {
                 // Written before it is acknowledged, like every action: if
                 // the store refuses, the player is still in the lobby.
                 let before = self.snapshot();
-                let members_before = self.members.len();
-                let out = self
-                    .member(conn)
-                    .map(|m| (m.out.clone(), m.identity.clone(), m.kick.clone()));
-                let leaving: Vec<Member> = self
-                    .members
-                    .iter()
-                    .filter(|m| {
-                        out.as_ref()
-                            .is_some_and(|(_, id, _)| m.identity.id == id.id)
-                    })
-                    .map(|m| Member {
-                        conn: m.conn,
-                        identity: m.identity.clone(),
-                        out: m.out.clone(),
-                        kick: m.kick.clone(),
-                    })
-                    .collect();
+                let members_before = self.members.clone();
+                let out = self.member(conn).map(|m| m.out.clone());
                 self.leave(conn);
                 if self.commit().await.is_err() {
                     self.restore(before);
-                    if self.members.len() < members_before {
-                        for m in leaving {
-                            if !self.members.iter().any(|x| x.conn == m.conn) {
-                                self.members.push(m);
-                            }
-                        }
-                    }
+                    self.members = members_before;
                     self.send_to(
                         conn,
                         ServerMessage::Error {
@@ -845,7 +824,7 @@ impl Room {
                     );
                     return;
                 }
-                if let Some((out, _, _)) = out {
+                if let Some(out) = out {
                     let _ = out.try_send(Outbound::Direct(Box::new(ServerMessage::Ack { seq })));
                     let _ = out.try_send(Outbound::Direct(Box::new(ServerMessage::Left {
                         code: self.code.to_string(),
@@ -1376,13 +1355,10 @@ impl Room {
         let players = self
             .seats
             .iter()
-            .map(|seat| {
+            .zip(&self.record_views)
+            .map(|(seat, record)| {
                 seat.as_ref().map(|s| wire::PlayerView {
-                    record: self
-                        .seats
-                        .iter()
-                        .position(|x| x.as_ref().is_some_and(|x| x.id == s.id))
-                        .and_then(|i| self.record_views[i].clone()),
+                    record: record.clone(),
                     id: s.id.clone(),
                     name: s.name.clone(),
                     connected: self.members.iter().any(|m| m.identity.id == s.id),
@@ -1443,6 +1419,11 @@ impl Room {
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
             });
     }
+}
+
+/// Who sits where, to tell whether a change moved anyone.
+fn seat_ids(seats: &[Option<Seat>; 2]) -> [Option<String>; 2] {
+    [0, 1].map(|i| seats[i].as_ref().map(|s| s.id.clone()))
 }
 
 fn seat_color(round: &Round, seat: usize) -> Color {

@@ -205,20 +205,7 @@ impl SoloGame {
         pool: Arc<BotPool>,
         self_tx: mpsc::Sender<SoloCommand>,
     ) -> Result<SoloGame, String> {
-        let mut game = Game::new(record.rule_set);
-        let mut notations = Vec::new();
-        for path in &record.moves {
-            let squares: Vec<Square> = path
-                .iter()
-                .filter(|i| **i < 64)
-                .map(|i| Square::new(*i))
-                .collect();
-            let legal = game.legal_moves().to_vec();
-            let m = game
-                .play_path(&squares)
-                .map_err(|e| format!("stored solo move does not replay: {e}"))?;
-            notations.push(notation::move_text(record.rule_set, &m, &legal));
-        }
+        let (game, notations) = replay(&record)?;
         Ok(SoloGame {
             record,
             game,
@@ -349,16 +336,9 @@ impl SoloGame {
     }
 
     fn rebuild(&mut self) {
-        if let Ok(g) = SoloGame::from_record(
-            self.record.clone(),
-            self.settings.clone(),
-            self.store.clone(),
-            self.boards.clone(),
-            self.pool.clone(),
-            self.self_tx.clone(),
-        ) {
-            self.game = g.game;
-            self.notations = g.notations;
+        if let Ok((game, notations)) = replay(&self.record) {
+            self.game = game;
+            self.notations = notations;
         }
     }
 
@@ -630,10 +610,29 @@ impl SoloGame {
     }
 }
 
-/// Whether a stored record is a solo game.
-pub fn is_solo_record(json: &str) -> bool {
-    serde_json::from_str::<serde_json::Value>(json)
+/// The game and its move texts, replayed from a record's moves.
+fn replay(record: &SoloRecord) -> Result<(Game, Vec<String>), String> {
+    let mut game = Game::new(record.rule_set);
+    let mut notations = Vec::new();
+    for path in &record.moves {
+        let squares: Vec<Square> = path
+            .iter()
+            .filter(|i| **i < 64)
+            .map(|i| Square::new(*i))
+            .collect();
+        let legal = game.legal_moves().to_vec();
+        let m = game
+            .play_path(&squares)
+            .map_err(|e| format!("stored solo move does not replay: {e}"))?;
+        notations.push(notation::move_text(record.rule_set, &m, &legal));
+    }
+    Ok((game, notations))
+}
+
+/// The solo game a stored record holds, if it is one (rooms have no
+/// `kind: "solo"`).
+pub fn solo_record(json: &str) -> Option<SoloRecord> {
+    serde_json::from_str::<SoloRecord>(json)
         .ok()
-        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(|k| k == "solo"))
-        .unwrap_or(false)
+        .filter(|r| r.kind == "solo")
 }
