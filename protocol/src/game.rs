@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 /// The rules a lobby plays by.
 ///
-/// Later protocol versions add rule sets (`space` and `orbit` are planned), so clients
-/// of other languages should tolerate rule-set names they do not know.
+/// Later protocol versions may add rule sets, so clients of other languages should
+/// tolerate rule-set names they do not know.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RuleSet {
@@ -25,6 +25,12 @@ pub enum RuleSet {
     Italian,
     /// Thai checkers (mak-hot).
     Thai,
+    /// Space Mode: American checkers with two wormholes and three thruster boosts a
+    /// side; the game view carries [`SpaceView`].
+    Space,
+    /// Space Checkers on the 25-square orbit board; the game view carries
+    /// [`BoardGeometry`] and [`Points`].
+    Orbit,
 }
 
 wire_names!(RuleSet {
@@ -34,6 +40,8 @@ wire_names!(RuleSet {
     Spanish => "spanish",
     Italian => "italian",
     Thai => "thai",
+    Space => "space",
+    Orbit => "orbit",
 });
 
 /// A side of the board. Dark always moves first.
@@ -93,6 +101,65 @@ pub struct GameView {
     /// Set once the game is over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<GameResult>,
+    /// The board's squares and lines, for boards other than the 8×8 one (`orbit`).
+    /// Absent: the usual 8×8 board named "a1".."h8".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub board: Option<BoardGeometry>,
+    /// Wormholes and thruster charges (`space` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub space: Option<SpaceView>,
+    /// The points each side would score if the game ended now (`orbit` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points: Option<Points>,
+}
+
+/// A board that is not the 8×8 grid: every square with a place to draw it, and the
+/// lines that join neighbouring squares.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoardGeometry {
+    /// Every square of the board.
+    pub squares: Vec<SquareGeometry>,
+    /// Pairs of square names joined by a line on the board (the rays and the rings).
+    pub lines: Vec<[String; 2]>,
+}
+
+/// Where one square of a [`BoardGeometry`] is drawn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SquareGeometry {
+    /// The square's name, as used in pieces, paths and notation (e.g. "A3", "C").
+    pub name: String,
+    /// Its centre in a 1000 × 1000 box: x to the right, y downwards.
+    pub x: u16,
+    /// See `x`.
+    pub y: u16,
+}
+
+/// Space Mode's extra state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpaceView {
+    /// The two linked squares (board names). A piece landing on one comes out of
+    /// the other if it is empty.
+    pub wormholes: [String; 2],
+    /// Thruster boosts each side has left.
+    pub boosts: Boosts,
+}
+
+/// Thruster charges left, per side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Boosts {
+    /// Dark's charges.
+    pub dark: u8,
+    /// Light's charges.
+    pub light: u8,
+}
+
+/// Points per side in an `orbit` game.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Points {
+    /// Dark's points.
+    pub dark: u32,
+    /// Light's points.
+    pub light: u32,
 }
 
 /// One piece on the board.
@@ -115,6 +182,17 @@ pub struct MoveView {
     pub path: Vec<String>,
     /// Squares of the pieces taken, in the order they were jumped; empty for a quiet move.
     pub captures: Vec<String>,
+    /// A Space Mode thruster boost (spends one charge); absent when false.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub boost: bool,
+    /// Space Mode wormhole jumps made by the move, as [entrance, exit], in order;
+    /// absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub teleports: Vec<[String; 2]>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// How a game ended.
@@ -125,6 +203,9 @@ pub struct GameResult {
     pub winner: Option<Color>,
     /// Why the game ended.
     pub reason: GameEndReason,
+    /// The points each side scored (`orbit` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points: Option<Points>,
 }
 
 /// Why a game ended.
@@ -133,7 +214,7 @@ pub struct GameResult {
 pub enum GameEndReason {
     /// The loser has no pieces left.
     NoPieces,
-    /// The loser, to move, has no legal move.
+    /// The loser, to move, has no legal move (in `orbit`: neither side can move).
     NoMoves,
     /// A player resigned (which also concedes the series).
     Resigned,
@@ -149,6 +230,12 @@ pub enum GameEndReason {
     Left,
     /// The host ended the match.
     EndedByHost,
+    /// `orbit`: a side has all its remaining pieces in a row on the inner orbit.
+    InARow,
+    /// `orbit`: a side has lost half its pieces.
+    HalfLost,
+    /// `orbit`: the ply limit was reached; scored as the board stands.
+    PlyLimit,
 }
 
 wire_names!(GameEndReason {
@@ -161,6 +248,9 @@ wire_names!(GameEndReason {
     MoveLimit => "move_limit",
     Left => "left",
     EndedByHost => "ended_by_host",
+    InARow => "in_a_row",
+    HalfLost => "half_lost",
+    PlyLimit => "ply_limit",
 });
 
 #[cfg(test)]

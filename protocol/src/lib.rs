@@ -44,7 +44,10 @@ mod room;
 
 pub use codec::{DecodeError, EncodeError, Encoding, Frame, FrameKind};
 pub use error_code::ErrorCode;
-pub use game::{Color, GameEndReason, GameResult, GameView, MoveView, PieceView, RuleSet};
+pub use game::{
+    BoardGeometry, Boosts, Color, GameEndReason, GameResult, GameView, MoveView, PieceView, Points,
+    RuleSet, SpaceView, SquareGeometry,
+};
 pub use message::{BotLevel, ClientMessage, Identity, ServerMessage, SoloMode, SoloState};
 pub use room::{
     HeadToHead, Phase, PlayerView, RecordView, RoomState, SeriesEndReason, SeriesResult, SeriesView,

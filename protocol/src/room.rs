@@ -133,6 +133,9 @@ pub struct SeriesView {
     pub wins: Vec<u32>,
     /// Rounds drawn.
     pub draws: u32,
+    /// Points per seat, in series scored by points (`orbit`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points: Option<Vec<u32>>,
     /// Set once the series is over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<SeriesResult>,
@@ -162,6 +165,9 @@ pub enum SeriesEndReason {
     Left,
     /// The host ended the match.
     EndedByHost,
+    /// A series scored by points (`orbit`) ended: every game was played, or the
+    /// trailing seat could no longer catch up.
+    Points,
 }
 
 wire_names!(SeriesEndReason {
@@ -170,6 +176,7 @@ wire_names!(SeriesEndReason {
     Resigned => "resigned",
     Left => "left",
     EndedByHost => "ended_by_host",
+    Points => "points",
 });
 
 #[cfg(test)]

@@ -129,6 +129,8 @@ fn quiet(notation: &str, from: &str, to: &str) -> MoveView {
         notation: notation.into(),
         path: squares(&[from, to]),
         captures: vec![],
+        boost: false,
+        teleports: vec![],
     }
 }
 
@@ -179,6 +181,7 @@ fn state_playing() -> RoomState {
             max_rounds: 6,
             wins: vec![1, 0],
             draws: 0,
+            points: None,
             result: None,
         },
         game: Some(GameView {
@@ -203,6 +206,9 @@ fn state_playing() -> RoomState {
             remaining_ms: 44_210,
             draw_offer: Some(Color::Light),
             result: None,
+            board: None,
+            space: None,
+            points: None,
         }),
         break_ends_at: None,
         next_round: vec![false, false],
@@ -232,6 +238,7 @@ fn state_waiting() -> RoomState {
             max_rounds: 6,
             wins: vec![0, 0],
             draws: 0,
+            points: None,
             result: None,
         },
         game: None,
@@ -278,6 +285,7 @@ fn state_finished() -> RoomState {
             max_rounds: 2,
             wins: vec![0, 1],
             draws: 0,
+            points: None,
             result: Some(SeriesResult {
                 winner: Some(1),
                 reason: SeriesEndReason::Majority,
@@ -299,7 +307,11 @@ fn state_finished() -> RoomState {
             result: Some(GameResult {
                 winner: Some(Color::Light),
                 reason: GameEndReason::Timeout,
+                points: None,
             }),
+            board: None,
+            space: None,
+            points: None,
         }),
         break_ends_at: None,
         next_round: vec![false, false],
@@ -344,6 +356,7 @@ fn state_break() -> RoomState {
             max_rounds: 10,
             wins: vec![0, 0],
             draws: 1,
+            points: None,
             result: None,
         },
         game: Some(GameView {
@@ -363,7 +376,11 @@ fn state_break() -> RoomState {
             result: Some(GameResult {
                 winner: None,
                 reason: GameEndReason::DrawAgreed,
+                points: None,
             }),
+            board: None,
+            space: None,
+            points: None,
         }),
         break_ends_at: Some(1_767_226_108_000),
         next_round: vec![false, true],

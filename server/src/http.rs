@@ -47,7 +47,7 @@ async fn leaderboard(
     Path(rule_set): Path<String>,
     axum::extract::Query(q): axum::extract::Query<PageQuery>,
 ) -> Response {
-    let Ok(rs) = rule_set.parse::<crate::rules::RuleSet>() else {
+    let Ok(rs) = rule_set.parse::<crate::rules::Variant>() else {
         return (
             StatusCode::NOT_FOUND,
             Json(serde_json::json!({"error": "unknown_rule_set", "message": "no such rule set"})),

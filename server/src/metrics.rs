@@ -146,7 +146,7 @@ impl Metrics {
             r.register(c).expect("metric names are unique");
         }
         // Bounded label sets appear from the start, at zero.
-        for rs in crate::rules::RuleSet::ALL {
+        for rs in crate::rules::Variant::ALL {
             m.lobbies_live.with_label_values(&[rs.name()]);
             m.games_live.with_label_values(&[rs.name()]);
             m.moves_accepted.with_label_values(&[rs.name()]);

@@ -14,7 +14,8 @@ use crate::code::RoomCode;
 use crate::config::Settings;
 use crate::identity::Identity;
 use crate::records::{Records, SeriesRecord};
-use crate::rules::{Color, Game, Outcome, RuleSet, notation};
+use crate::rules::variant_game::EndReason;
+use crate::rules::{Color, MoveInfo, Variant, VariantGame};
 use crate::store::{RoomWrite, Store, StoreError, StoredMove, StoredRoom};
 use crate::wallet::{Settlement, Wallets};
 use crate::wire_view;
@@ -136,7 +137,7 @@ pub enum RoomCommand {
 /// Options fixed when a lobby is created.
 #[derive(Clone, Debug)]
 pub struct LobbyOptions {
-    pub rule_set: RuleSet,
+    pub rule_set: Variant,
     pub series_length: u8,
     pub invite_only: bool,
     /// Bold Points each player stakes; 0 for a free lobby.
@@ -159,6 +160,9 @@ struct Series {
     round: u32,
     wins: [u32; 2],
     draws: u32,
+    /// Points per seat, in rule sets scored by points (orbit).
+    #[serde(default)]
+    points: [u32; 2],
     result: Option<wire::SeriesResult>,
 }
 
@@ -166,11 +170,12 @@ struct Series {
 struct Round {
     /// Numbers the games of a room, for the move log.
     game_no: u64,
-    game: Game,
+    game: VariantGame,
     dark_seat: usize,
     deadline: Instant,
     draw_offer: Option<Color>,
     notations: Vec<String>,
+    last_move: Option<MoveInfo>,
     result: Option<wire::GameResult>,
 }
 
@@ -236,7 +241,7 @@ struct Snapshot {
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct RoomRecord {
     code: String,
-    rule_set: RuleSet,
+    rule_set: Variant,
     series_length: u8,
     invite: Option<String>,
     host: String,
@@ -268,6 +273,9 @@ struct RoundRecord {
     draw_offer: Option<Color>,
     notations: Vec<String>,
     result: Option<wire::GameResult>,
+    /// Space Mode's wormhole seed; the game replays from it.
+    #[serde(default)]
+    seed: u64,
 }
 
 impl Room {
@@ -332,18 +340,14 @@ impl Room {
         let round = match record.round {
             None => None,
             Some(r) => {
-                let mut game = Game::new(record.rule_set);
                 let mut moves: Vec<&StoredMove> = stored
                     .moves
                     .iter()
                     .filter(|m| m.game_no == r.game_no)
                     .collect();
                 moves.sort_by_key(|m| m.ply);
-                for m in &moves {
-                    let path = parse_path(&m.path).ok_or("bad stored path")?;
-                    game.play_path(&path)
-                        .map_err(|e| format!("stored move {} does not replay: {e}", m.text))?;
-                }
+                let paths: Vec<&str> = moves.iter().map(|m| m.path.as_str()).collect();
+                let (game, mut played) = VariantGame::replay(record.rule_set, r.seed, &paths)?;
                 if moves.len() != r.notations.len() {
                     return Err("move log and record disagree".into());
                 }
@@ -356,6 +360,7 @@ impl Room {
                     deadline,
                     draw_offer: r.draw_offer,
                     notations: r.notations,
+                    last_move: played.pop(),
                     result: r.result,
                 })
             }
@@ -450,6 +455,7 @@ impl Room {
                 draw_offer: r.draw_offer,
                 notations: r.notations.clone(),
                 result: r.result,
+                seed: r.game.seed(),
             }),
             break_until_ms: self.break_until.map(wire_view::unix_ms),
             next_round: self.next_round,
@@ -1048,7 +1054,6 @@ impl Room {
         if round.game.turn() != color {
             return Err(not_your_turn());
         }
-        let rule_set = self.options.rule_set;
         let move_clock = self.settings.move_clock;
         let Action::Move {
             notation: text,
@@ -1058,11 +1063,8 @@ impl Room {
             unreachable!("play_move is called with moves only");
         };
         let round = self.round_mut();
-        let before_legal: Vec<_> = round.game.legal_moves().to_vec();
         let m = play_submitted(&mut round.game, text.as_deref(), path.as_deref())?;
-        round
-            .notations
-            .push(notation::move_text(rule_set, &m, &before_legal));
+        round.notations.push(m.notation.clone());
         // An offer by the opponent is declined by moving; one's own offer
         // stands through the opponent's turn.
         if round.draw_offer == Some(color.opposite()) {
@@ -1075,25 +1077,16 @@ impl Room {
         if let Some(round) = &self.round {
             self.pending_moves.push(StoredMove {
                 game_no: round.game_no,
-                ply: round.game.moves().len() as u32,
-                path: format_path(m.path()),
-                text: round.notations.last().cloned().unwrap_or_default(),
+                ply: round.game.ply(),
+                path: m.stored.clone(),
+                text: m.notation.clone(),
                 seat: seat as u8,
                 seq,
             });
         }
+        self.round_mut().last_move = Some(m);
         if let Some(outcome) = self.round.as_ref().and_then(|r| r.game.outcome()) {
-            let reason = match outcome {
-                Outcome::Win { reason, .. } => match reason {
-                    crate::rules::WinReason::NoPieces => wire::GameEndReason::NoPieces,
-                    crate::rules::WinReason::NoMoves => wire::GameEndReason::NoMoves,
-                },
-                Outcome::Draw { reason } => match reason {
-                    crate::rules::DrawReason::Repetition => wire::GameEndReason::Repetition,
-                    crate::rules::DrawReason::NoProgress => wire::GameEndReason::MoveLimit,
-                },
-            };
-            self.end_round(outcome.winner(), reason);
+            self.end_round_scored(outcome.winner, end_reason(outcome.reason), outcome.points);
         }
         Ok(true)
     }
@@ -1155,11 +1148,12 @@ impl Room {
         self.games_started += 1;
         self.round = Some(Round {
             game_no: self.games_started,
-            game: Game::new(self.options.rule_set),
+            game: VariantGame::new(self.options.rule_set, rand::random()),
             dark_seat,
             deadline: Instant::now() + self.settings.move_clock,
             draw_offer: None,
             notations: Vec::new(),
+            last_move: None,
             result: None,
         });
         self.phase = Phase::Playing;
@@ -1180,7 +1174,7 @@ impl Room {
             light: name(1 - round.dark_seat),
             result_override: round.result.as_ref().map(|r| r.winner.map(color_from_wire)),
         };
-        let pdn = crate::rules::pdn::write(&round.game, &tags);
+        let pdn = round.game.pdn(&tags, &round.notations);
         let game_no = round.game_no;
         self.pending_games.push((game_no, pdn));
     }
@@ -1191,20 +1185,44 @@ impl Room {
             round.result = Some(wire::GameResult {
                 winner: None,
                 reason,
+                points: None,
             });
             round.draw_offer = None;
         }
         self.save_game();
     }
 
-    /// Ends the round in play, scores it, and moves the series on.
+    /// Ends the round in play off the board (clock, agreement) and moves the
+    /// series on. In rule sets scored by points a win off the board is worth
+    /// [`FORFEIT_POINTS`] and an agreed draw nothing.
     fn end_round(&mut self, winner: Option<Color>, reason: wire::GameEndReason) {
+        let points = self
+            .options
+            .rule_set
+            .scored_by_points()
+            .then_some(match winner {
+                Some(Color::Dark) => [FORFEIT_POINTS, 0],
+                Some(Color::Light) => [0, FORFEIT_POINTS],
+                None => [0, 0],
+            });
+        self.end_round_scored(winner, reason, points);
+    }
+
+    /// Ends the round in play, scores it (`points`: Dark's and Light's, in
+    /// rule sets scored by points), and moves the series on.
+    fn end_round_scored(
+        &mut self,
+        winner: Option<Color>,
+        reason: wire::GameEndReason,
+        points: Option<[u32; 2]>,
+    ) {
         let Some(round) = self.round.as_mut() else {
             return;
         };
         round.result = Some(wire::GameResult {
             winner: winner.map(wire_view::color),
             reason,
+            points: points.map(wire_view::points),
         });
         round.draw_offer = None;
         let dark_seat = round.dark_seat;
@@ -1214,19 +1232,36 @@ impl Room {
             Some(Color::Light) => self.series.wins[1 - dark_seat] += 1,
             None => self.series.draws += 1,
         }
+        if let Some([dark, light]) = points {
+            self.series.points[dark_seat] += dark;
+            self.series.points[1 - dark_seat] += light;
+        }
         let length = u32::from(self.options.series_length);
-        let majority = length / 2 + 1;
-        if let Some(seat) = self.series.wins.iter().position(|w| *w >= majority) {
-            self.finish(Some(seat), wire::SeriesEndReason::Majority);
-        } else if self.series.round >= 2 * length {
-            let [a, b] = self.series.wins;
-            let leader = match a.cmp(&b) {
-                std::cmp::Ordering::Greater => Some(0),
-                std::cmp::Ordering::Less => Some(1),
-                std::cmp::Ordering::Equal => None,
-            };
-            self.finish(leader, wire::SeriesEndReason::RoundLimit);
+        let leader = |score: [u32; 2]| match score[0].cmp(&score[1]) {
+            std::cmp::Ordering::Greater => Some(0),
+            std::cmp::Ordering::Less => Some(1),
+            std::cmp::Ordering::Equal => None,
+        };
+        if self.options.rule_set.scored_by_points() {
+            // All N games are played unless the trailing seat can no longer
+            // catch up.
+            let left = length.saturating_sub(self.series.round);
+            let [a, b] = self.series.points;
+            if left == 0 || a.abs_diff(b) > left * MAX_GAME_POINTS {
+                self.finish(leader(self.series.points), wire::SeriesEndReason::Points);
+                return;
+            }
         } else {
+            let majority = length / 2 + 1;
+            if let Some(seat) = self.series.wins.iter().position(|w| *w >= majority) {
+                self.finish(Some(seat), wire::SeriesEndReason::Majority);
+                return;
+            } else if self.series.round >= 2 * length {
+                self.finish(leader(self.series.wins), wire::SeriesEndReason::RoundLimit);
+                return;
+            }
+        }
+        {
             self.phase = Phase::Break;
             self.break_until = Some(Instant::now() + self.settings.break_time);
             self.next_round = [false; 2];
@@ -1285,9 +1320,23 @@ impl Room {
     ) {
         if let Some(round) = self.round.as_mut().filter(|r| r.result.is_none()) {
             let loser = seat_color(round, seat);
+            let points = self
+                .options
+                .rule_set
+                .scored_by_points()
+                .then_some(match loser {
+                    Color::Light => [FORFEIT_POINTS, 0],
+                    Color::Dark => [0, FORFEIT_POINTS],
+                });
+            if let Some([dark, light]) = points {
+                let dark_seat = round.dark_seat;
+                self.series.points[dark_seat] += dark;
+                self.series.points[1 - dark_seat] += light;
+            }
             round.result = Some(wire::GameResult {
                 winner: Some(wire_view::color(loser.opposite())),
                 reason: game_reason,
+                points: points.map(wire_view::points),
             });
             round.draw_offer = None;
             self.save_game();
@@ -1318,6 +1367,17 @@ impl Room {
             && let Some(other) = self.seats.iter().flatten().next()
         {
             self.host = other.id.clone();
+        }
+    }
+
+    /// Rounds the series can last: N games scored by points, or up to 2N
+    /// when drawn games do not count towards a majority of wins.
+    fn max_rounds(&self) -> u32 {
+        let length = u32::from(self.options.series_length);
+        if self.options.rule_set.scored_by_points() {
+            length
+        } else {
+            2 * length
         }
     }
 
@@ -1381,9 +1441,14 @@ impl Room {
             phase: self.phase,
             series: wire::SeriesView {
                 round: self.series.round,
-                max_rounds: 2 * u32::from(self.options.series_length),
+                max_rounds: self.max_rounds(),
                 wins: self.series.wins.to_vec(),
                 draws: self.series.draws,
+                points: self
+                    .options
+                    .rule_set
+                    .scored_by_points()
+                    .then(|| self.series.points.to_vec()),
                 result: self.series.result,
             },
             game: self.round.as_ref().map(|r| {
@@ -1391,6 +1456,7 @@ impl Room {
                     &r.game,
                     r.dark_seat as u8,
                     &r.notations,
+                    r.last_move.as_ref(),
                     r.deadline,
                     r.draw_offer,
                     r.result,
@@ -1444,28 +1510,13 @@ fn color_from_wire(color: wire::Color) -> Color {
 /// Plays a move as a client submitted it: by notation or by a path of
 /// board names (exactly one of the two).
 pub fn play_submitted(
-    game: &mut Game,
+    game: &mut VariantGame,
     text: Option<&str>,
     path: Option<&[String]>,
-) -> Result<crate::rules::Move, Refusal> {
-    let rule_set = game.rule_set();
+) -> Result<MoveInfo, Refusal> {
     let played = match (text, path) {
         (Some(text), None) => game.play_text(text),
-        (None, Some(path)) => {
-            let squares: Option<Vec<_>> = path
-                .iter()
-                .map(|name| notation::parse_board_name(rule_set, name))
-                .collect();
-            match squares {
-                Some(squares) => game.play_path(&squares),
-                None => {
-                    return Err(Refusal::new(
-                        ErrorCode::IllegalMove,
-                        "the path names a square that is not a playing square",
-                    ));
-                }
-            }
-        }
+        (None, Some(path)) => game.play_path(path),
         _ => {
             return Err(Refusal::new(
                 ErrorCode::IllegalMove,
@@ -1476,6 +1527,26 @@ pub fn play_submitted(
     played.map_err(|e| Refusal::new(ErrorCode::IllegalMove, e.to_string()))
 }
 
+/// The wire's name for why the rules ended a game.
+pub fn end_reason(reason: EndReason) -> wire::GameEndReason {
+    match reason {
+        EndReason::NoPieces => wire::GameEndReason::NoPieces,
+        EndReason::NoMoves => wire::GameEndReason::NoMoves,
+        EndReason::Repetition => wire::GameEndReason::Repetition,
+        EndReason::NoProgress => wire::GameEndReason::MoveLimit,
+        EndReason::InARow => wire::GameEndReason::InARow,
+        EndReason::HalfLost => wire::GameEndReason::HalfLost,
+        EndReason::PlyLimit => wire::GameEndReason::PlyLimit,
+    }
+}
+
+/// Points for a game won off the board (on time, by resignation or by
+/// leaving) in rule sets scored by points: as much as all pieces in a row.
+pub const FORFEIT_POINTS: u32 = 3;
+/// The most points one game can give a player (3 for a row, 2 for a weak
+/// opponent).
+pub const MAX_GAME_POINTS: u32 = 5;
+
 /// How soon a failed background write is retried.
 const STORE_RETRY: Duration = Duration::from_secs(1);
 
@@ -1484,25 +1555,6 @@ fn storage_unavailable() -> Refusal {
         ErrorCode::StorageUnavailable,
         "the game could not be saved, so nothing changed; try again",
     )
-}
-
-/// Reads a stored path: internal square indices, comma-separated.
-fn parse_path(text: &str) -> Option<Vec<crate::rules::Square>> {
-    text.split(',')
-        .map(|part| {
-            part.parse::<u8>()
-                .ok()
-                .filter(|i| *i < 64)
-                .map(crate::rules::Square::new)
-        })
-        .collect()
-}
-
-fn format_path(path: &[crate::rules::Square]) -> String {
-    path.iter()
-        .map(|sq| sq.index().to_string())
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 fn not_your_turn() -> Refusal {
@@ -1565,7 +1617,7 @@ mod tests {
         let room = Room::new(
             RoomCode::generate(),
             LobbyOptions {
-                rule_set: RuleSet::Russian,
+                rule_set: crate::rules::Variant::Draughts(crate::rules::RuleSet::Russian),
                 series_length: 3,
                 invite_only: false,
                 stake: 0,

@@ -15,7 +15,7 @@ use crate::config::Settings;
 use crate::identity::Identity;
 use crate::leaderboard::{Leaderboards, RankedOutcome};
 use crate::room::{ConnId, Outbound, Refusal};
-use crate::rules::{Color, Game, Outcome, RuleSet, Square, notation};
+use crate::rules::{Color, MoveInfo, Variant, VariantGame, variant_game};
 use crate::store::{RoomWrite, Store};
 use crate::wire_view;
 
@@ -34,8 +34,9 @@ impl BotPool {
         }
     }
 
-    /// The bot's move, computed on a blocking thread.
-    pub async fn think(&self, game: Game, level: Level, seed: u64) -> Option<crate::rules::Move> {
+    /// The bot's move in its stored form ([`MoveInfo::stored`]), computed
+    /// on a blocking thread.
+    pub async fn think(&self, game: VariantGame, level: Level, seed: u64) -> Option<String> {
         let _permit = self.permits.acquire().await.ok()?;
         let config = BotConfig::new(level)
             .with_seed(seed)
@@ -44,12 +45,27 @@ impl BotPool {
             .bot_think_seconds
             .with_label_values(&[level.name()])
             .start_timer();
-        let chosen = tokio::task::spawn_blocking(move || bots::choose_move(&game, &config))
+        let chosen = tokio::task::spawn_blocking(move || choose(&game, &config))
             .await
             .ok()
             .flatten();
         timer.observe_duration();
         chosen
+    }
+}
+
+/// The bot's move in any rule set, in its stored form.
+fn choose(game: &VariantGame, config: &BotConfig) -> Option<String> {
+    match game {
+        VariantGame::Draughts(g) => {
+            bots::choose_move(g, config).map(|m| variant_game::stored_draughts(&m))
+        }
+        VariantGame::Space(g) => {
+            bots::space::choose_space_move(g, config).map(|m| variant_game::stored_space(&m))
+        }
+        VariantGame::Orbit(g) => {
+            bots::orbit::choose_orbit_move(g, config).map(|m| variant_game::stored_orbit(&m))
+        }
     }
 }
 
@@ -84,7 +100,8 @@ pub enum SoloCommand {
     },
     BotMoved {
         version: u64,
-        path: Option<Vec<Square>>,
+        /// The move in its stored form.
+        chosen: Option<String>,
     },
     /// Ends the task unless it holds an unfinished ranked game; replies
     /// whether it closed.
@@ -108,24 +125,49 @@ pub struct SoloRecord {
     pub id: String,
     pub owner: String,
     pub owner_name: String,
-    pub rule_set: RuleSet,
+    pub rule_set: Variant,
+    /// Space Mode's wormhole seed.
+    #[serde(default)]
+    pub seed: u64,
     pub same_device: bool,
     pub level: Option<Level>,
     pub ranked: bool,
     pub you: Color,
-    /// Paths as internal square indices.
-    pub moves: Vec<Vec<u8>>,
+    /// The moves played, as stored.
+    pub moves: Vec<SoloMove>,
     pub result: Option<wire::GameResult>,
     pub version: u64,
     /// A ranked result not yet on the leaderboard.
     pub pending_score: bool,
 }
 
+/// A stored solo move: the form [`VariantGame::play_stored`] reads.
+/// Records written before the space rule sets hold lists of square indices.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SoloMove {
+    Stored(String),
+    Squares(Vec<u8>),
+}
+
+impl SoloMove {
+    fn stored(&self) -> String {
+        match self {
+            SoloMove::Stored(s) => s.clone(),
+            SoloMove::Squares(squares) => squares
+                .iter()
+                .map(u8::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+}
+
 /// One solo game.
 #[derive(Debug)]
 pub struct SoloGame {
     record: SoloRecord,
-    game: Game,
+    game: VariantGame,
     settings: Arc<Settings>,
     store: Arc<dyn Store>,
     boards: Arc<dyn Leaderboards>,
@@ -134,6 +176,7 @@ pub struct SoloGame {
     attached: Option<(ConnId, mpsc::Sender<Outbound>)>,
     thinking: bool,
     notations: Vec<String>,
+    last_move: Option<MoveInfo>,
 }
 
 fn bot_level(level: Option<wire::BotLevel>) -> Level {
@@ -157,7 +200,7 @@ fn wire_level(level: Level) -> wire::BotLevel {
 /// Checks a `start_solo` request and builds the record of the new game.
 pub fn new_record(
     identity: &Identity,
-    rule_set: RuleSet,
+    rule_set: Variant,
     mode: wire::SoloMode,
     level: Option<wire::BotLevel>,
     ranked: bool,
@@ -184,6 +227,7 @@ pub fn new_record(
         owner: identity.id.clone(),
         owner_name: identity.name.clone(),
         rule_set,
+        seed: rand::random(),
         same_device,
         level,
         ranked,
@@ -205,7 +249,7 @@ impl SoloGame {
         pool: Arc<BotPool>,
         self_tx: mpsc::Sender<SoloCommand>,
     ) -> Result<SoloGame, String> {
-        let (game, notations) = replay(&record)?;
+        let (game, notations, last_move) = replay(&record)?;
         Ok(SoloGame {
             record,
             game,
@@ -217,6 +261,7 @@ impl SoloGame {
             attached: None,
             thinking: false,
             notations,
+            last_move,
         })
     }
 
@@ -281,6 +326,7 @@ impl SoloGame {
             &self.game,
             0,
             &self.notations,
+            self.last_move.as_ref(),
             far,
             None,
             self.record.result,
@@ -336,9 +382,10 @@ impl SoloGame {
     }
 
     fn rebuild(&mut self) {
-        if let Ok((game, notations)) = replay(&self.record) {
+        if let Ok((game, notations, last_move)) = replay(&self.record) {
             self.game = game;
             self.notations = notations;
+            self.last_move = last_move;
         }
     }
 
@@ -348,26 +395,18 @@ impl SoloGame {
             return;
         }
         let result = match self.game.outcome() {
-            Some(Outcome::Win { winner, reason }) => Some(wire::GameResult {
-                winner: Some(wire_view::color(winner)),
-                reason: match reason {
-                    crate::rules::WinReason::NoPieces => wire::GameEndReason::NoPieces,
-                    crate::rules::WinReason::NoMoves => wire::GameEndReason::NoMoves,
-                },
-            }),
-            Some(Outcome::Draw { reason }) => Some(wire::GameResult {
-                winner: None,
-                reason: match reason {
-                    crate::rules::DrawReason::Repetition => wire::GameEndReason::Repetition,
-                    crate::rules::DrawReason::NoProgress => wire::GameEndReason::MoveLimit,
-                },
+            Some(outcome) => Some(wire::GameResult {
+                winner: outcome.winner.map(wire_view::color),
+                reason: crate::room::end_reason(outcome.reason),
+                points: outcome.points.map(wire_view::points),
             }),
             None if self.record.ranked
-                && self.game.moves().len() >= self.settings.ranked_ply_cap =>
+                && self.game.ply() as usize >= self.settings.ranked_ply_cap =>
             {
                 Some(wire::GameResult {
                     winner: None,
                     reason: wire::GameEndReason::MoveLimit,
+                    points: None,
                 })
             }
             None => None,
@@ -424,12 +463,7 @@ impl SoloGame {
         let seed = self.record.moves.len() as u64 ^ u64::from(self.record.id.len() as u32);
         tokio::spawn(async move {
             let chosen = pool.think(game, level, seed).await;
-            let _ = tx
-                .send(SoloCommand::BotMoved {
-                    version,
-                    path: chosen.map(|m| m.path().to_vec()),
-                })
-                .await;
+            let _ = tx.send(SoloCommand::BotMoved { version, chosen }).await;
         });
     }
 
@@ -487,6 +521,7 @@ impl SoloGame {
                 self.record.result = Some(wire::GameResult {
                     winner: Some(wire_view::color(loser.opposite())),
                     reason: wire::GameEndReason::Resigned,
+                    points: None,
                 });
                 self.record.pending_score = self.record.ranked;
                 match self.persist().await {
@@ -501,29 +536,27 @@ impl SoloGame {
                 }
             }
             SoloCommand::CloseIfPractice { .. } => {}
-            SoloCommand::BotMoved { version, path } => {
+            SoloCommand::BotMoved { version, chosen } => {
                 self.thinking = false;
                 if version != self.record.version || self.record.result.is_some() {
                     // The position changed while it thought (undo): think again.
                     self.maybe_think();
                     return;
                 }
-                let Some(path) = path else { return };
+                let Some(chosen) = chosen else { return };
                 let before = (
                     self.record.clone(),
                     self.game.clone(),
                     self.notations.clone(),
+                    self.last_move.clone(),
                 );
-                let legal = self.game.legal_moves().to_vec();
-                if let Ok(m) = self.game.play_path(&path) {
-                    self.notations
-                        .push(notation::move_text(self.record.rule_set, &m, &legal));
-                    self.record
-                        .moves
-                        .push(path.iter().map(|s| s.index() as u8).collect());
+                if let Ok(m) = self.game.play_stored(&chosen) {
+                    self.notations.push(m.notation.clone());
+                    self.record.moves.push(SoloMove::Stored(m.stored.clone()));
+                    self.last_move = Some(m);
                     self.settle_result();
                     if self.persist().await.is_err() {
-                        (self.record, self.game, self.notations) = before;
+                        (self.record, self.game, self.notations, self.last_move) = before;
                         // Try again shortly: the store may be back.
                         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
                         self.maybe_think();
@@ -556,17 +589,15 @@ impl SoloGame {
             self.record.clone(),
             self.game.clone(),
             self.notations.clone(),
+            self.last_move.clone(),
         );
-        let rs = self.record.rule_set;
-        let legal = self.game.legal_moves().to_vec();
         let m = crate::room::play_submitted(&mut self.game, text.as_deref(), path.as_deref())?;
-        self.notations.push(notation::move_text(rs, &m, &legal));
-        self.record
-            .moves
-            .push(m.path().iter().map(|s| s.index() as u8).collect());
+        self.notations.push(m.notation.clone());
+        self.record.moves.push(SoloMove::Stored(m.stored.clone()));
+        self.last_move = Some(m);
         self.settle_result();
         if let Err(r) = self.persist().await {
-            (self.record, self.game, self.notations) = before;
+            (self.record, self.game, self.notations, self.last_move) = before;
             return Err(r);
         }
         Ok(())
@@ -610,23 +641,13 @@ impl SoloGame {
     }
 }
 
-/// The game and its move texts, replayed from a record's moves.
-fn replay(record: &SoloRecord) -> Result<(Game, Vec<String>), String> {
-    let mut game = Game::new(record.rule_set);
-    let mut notations = Vec::new();
-    for path in &record.moves {
-        let squares: Vec<Square> = path
-            .iter()
-            .filter(|i| **i < 64)
-            .map(|i| Square::new(*i))
-            .collect();
-        let legal = game.legal_moves().to_vec();
-        let m = game
-            .play_path(&squares)
-            .map_err(|e| format!("stored solo move does not replay: {e}"))?;
-        notations.push(notation::move_text(record.rule_set, &m, &legal));
-    }
-    Ok((game, notations))
+/// The game, its move texts and its last move, replayed from a record.
+fn replay(record: &SoloRecord) -> Result<(VariantGame, Vec<String>, Option<MoveInfo>), String> {
+    let stored: Vec<String> = record.moves.iter().map(SoloMove::stored).collect();
+    let stored: Vec<&str> = stored.iter().map(String::as_str).collect();
+    let (game, mut played) = VariantGame::replay(record.rule_set, record.seed, &stored)?;
+    let notations = played.iter().map(|m| m.notation.clone()).collect();
+    Ok((game, notations, played.pop()))
 }
 
 /// The solo game a stored record holds, if it is one (rooms have no

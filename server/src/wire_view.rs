@@ -6,27 +6,31 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use jumpgate_protocol as wire;
 use tokio::time::Instant;
 
-use crate::rules::{Color, Game, Move, RuleSet, fen, notation};
+use crate::rules::{Color, MoveInfo, RuleSet, Variant, VariantGame};
 
-pub fn rule_set(rs: RuleSet) -> wire::RuleSet {
-    match rs {
-        RuleSet::American => wire::RuleSet::American,
-        RuleSet::Brazilian => wire::RuleSet::Brazilian,
-        RuleSet::Russian => wire::RuleSet::Russian,
-        RuleSet::Spanish => wire::RuleSet::Spanish,
-        RuleSet::Italian => wire::RuleSet::Italian,
-        RuleSet::Thai => wire::RuleSet::Thai,
+pub fn rule_set(variant: Variant) -> wire::RuleSet {
+    match variant {
+        Variant::Draughts(RuleSet::American) => wire::RuleSet::American,
+        Variant::Draughts(RuleSet::Brazilian) => wire::RuleSet::Brazilian,
+        Variant::Draughts(RuleSet::Russian) => wire::RuleSet::Russian,
+        Variant::Draughts(RuleSet::Spanish) => wire::RuleSet::Spanish,
+        Variant::Draughts(RuleSet::Italian) => wire::RuleSet::Italian,
+        Variant::Draughts(RuleSet::Thai) => wire::RuleSet::Thai,
+        Variant::Space => wire::RuleSet::Space,
+        Variant::Orbit => wire::RuleSet::Orbit,
     }
 }
 
-pub fn rule_set_from_wire(rs: wire::RuleSet) -> RuleSet {
+pub fn rule_set_from_wire(rs: wire::RuleSet) -> Variant {
     match rs {
-        wire::RuleSet::American => RuleSet::American,
-        wire::RuleSet::Brazilian => RuleSet::Brazilian,
-        wire::RuleSet::Russian => RuleSet::Russian,
-        wire::RuleSet::Spanish => RuleSet::Spanish,
-        wire::RuleSet::Italian => RuleSet::Italian,
-        wire::RuleSet::Thai => RuleSet::Thai,
+        wire::RuleSet::American => Variant::Draughts(RuleSet::American),
+        wire::RuleSet::Brazilian => Variant::Draughts(RuleSet::Brazilian),
+        wire::RuleSet::Russian => Variant::Draughts(RuleSet::Russian),
+        wire::RuleSet::Spanish => Variant::Draughts(RuleSet::Spanish),
+        wire::RuleSet::Italian => Variant::Draughts(RuleSet::Italian),
+        wire::RuleSet::Thai => Variant::Draughts(RuleSet::Thai),
+        wire::RuleSet::Space => Variant::Space,
+        wire::RuleSet::Orbit => Variant::Orbit,
     }
 }
 
@@ -60,73 +64,91 @@ pub fn instant_from_unix_ms(ms: u64) -> Instant {
     Instant::now() + std::time::Duration::from_millis(ms.saturating_sub(now_unix))
 }
 
-fn move_view(game: &Game, m: &Move, text: String) -> wire::MoveView {
-    let rs = game.rule_set();
+pub fn move_view(m: &MoveInfo) -> wire::MoveView {
     wire::MoveView {
-        notation: text,
-        path: m
-            .path()
+        notation: m.notation.clone(),
+        path: m.path.clone(),
+        captures: m.captures.clone(),
+        boost: m.boost,
+        teleports: m
+            .teleports
             .iter()
-            .map(|&sq| notation::board_name(rs, sq))
-            .collect(),
-        captures: m
-            .captured()
-            .into_iter()
-            .map(|sq| notation::board_name(rs, sq))
+            .map(|(a, b)| [a.clone(), b.clone()])
             .collect(),
     }
 }
 
+pub fn points(p: [u32; 2]) -> wire::Points {
+    wire::Points {
+        dark: p[0],
+        light: p[1],
+    }
+}
+
+/// The orbit board's drawing, built once.
+fn orbit_board() -> wire::BoardGeometry {
+    static BOARD: std::sync::OnceLock<wire::BoardGeometry> = std::sync::OnceLock::new();
+    BOARD
+        .get_or_init(|| {
+            let (squares, lines) = crate::rules::variant_game::orbit_geometry();
+            wire::BoardGeometry {
+                squares: squares
+                    .into_iter()
+                    .map(|s| wire::SquareGeometry {
+                        name: s.name,
+                        x: s.x,
+                        y: s.y,
+                    })
+                    .collect(),
+                lines,
+            }
+        })
+        .clone()
+}
+
+/// The game as a client sees it. `last_move` is the move just played.
 pub fn game_view(
-    game: &Game,
+    game: &VariantGame,
     dark_seat: u8,
     notations: &[String],
+    last_move: Option<&MoveInfo>,
     deadline: Instant,
     draw_offer: Option<Color>,
     result: Option<wire::GameResult>,
 ) -> wire::GameView {
-    let rs = game.rule_set();
-    let pos = game.position();
-    let pieces = pos
-        .occupied()
+    let pieces = game
+        .pieces()
         .into_iter()
-        .filter_map(|sq| {
-            pos.piece_at(sq).map(|(c, role)| wire::PieceView {
-                square: notation::board_name(rs, sq),
-                color: color(c),
-                king: role == crate::rules::Role::King,
-            })
+        .map(|p| wire::PieceView {
+            square: p.square,
+            color: color(p.color),
+            king: p.king,
         })
         .collect();
     let in_play = result.is_none();
-    let legal_moves = if in_play {
-        game.legal_moves()
-            .iter()
-            .map(|m| move_view(game, m, game.move_text(m)))
-            .collect()
+    let (legal_moves, must_capture) = if in_play {
+        (
+            game.legal_moves().iter().map(move_view).collect(),
+            game.must_capture(),
+        )
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
-    let must_capture = if in_play {
-        game.must_capture()
-            .into_iter()
-            .map(|sq| notation::board_name(rs, sq))
-            .collect()
-    } else {
-        Vec::new()
+    let space = match (game.wormholes(), game.boosts_left()) {
+        (Some(wormholes), Some([dark, light])) => Some(wire::SpaceView {
+            wormholes,
+            boosts: wire::Boosts { dark, light },
+        }),
+        _ => None,
     };
-    let last_move = game.moves().last().map(|m| {
-        let text = notations.last().cloned().unwrap_or_default();
-        move_view(game, m, text)
-    });
     wire::GameView {
         dark_seat,
-        fen: fen::write(rs, pos),
+        fen: game.fen(),
         pieces,
         turn: color(game.turn()),
-        ply: game.moves().len() as u32,
+        ply: game.ply(),
         moves: notations.to_vec(),
-        last_move,
+        last_move: last_move.map(move_view),
         legal_moves,
         must_capture,
         deadline: if in_play { unix_ms(deadline) } else { 0 },
@@ -139,5 +161,8 @@ pub fn game_view(
         },
         draw_offer: draw_offer.map(color),
         result,
+        board: (game.variant() == Variant::Orbit).then(orbit_board),
+        space,
+        points: game.points().map(points),
     }
 }

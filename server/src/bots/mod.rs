@@ -8,7 +8,9 @@
 //! - [`eval`]: the evaluation and its weights per rule set;
 //! - [`hash`]: Zobrist keys of positions;
 //! - [`rng`]: the seeded generator behind deliberate imperfection;
-//! - [`arena`]: whole games between two bots, for the strength ladder.
+//! - [`arena`]: whole games between two bots, for the strength ladder;
+//! - [`space`] and [`orbit`]: the same four levels for Space Mode and the
+//!   orbit game, each with a small search of its own.
 //!
 //! The easy levels stray on purpose, from a seed, so with the same seed and
 //! game they choose the same move; the lower three levels stop on node
@@ -19,8 +21,10 @@ pub mod arena;
 pub mod eval;
 pub mod hash;
 pub mod level;
+pub mod orbit;
 pub mod rng;
 mod search;
+pub mod space;
 mod table;
 
 use std::time::{Duration, Instant};
@@ -28,8 +32,10 @@ use std::time::{Duration, Instant};
 use crate::rules::{Game, Move, Position, Rules};
 use crate::with_rules;
 pub use level::{Level, UnknownLevel};
+pub use orbit::choose_orbit_move;
 use rng::SplitMix64;
 use search::{History, Limits, Searcher};
+pub use space::choose_space_move;
 
 pub use search::MATE;
 

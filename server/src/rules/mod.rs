@@ -9,9 +9,9 @@
 //! - [`notation`], [`fen`], [`pdn`]: the text formats;
 //! - [`perft`]: move-tree counts;
 //! - [`space`] (Space Mode: wormholes and thruster boosts) and [`orbit`]
-//!   (Space Checkers on the 25-square orbit board): self-contained engines,
-//!   tested on their own but not yet offered by the lobbies, solo play or
-//!   the protocol.
+//!   (Space Checkers on the 25-square orbit board): engines of their own;
+//! - [`variant_game`]: every rule set behind one type ([`Variant`],
+//!   [`VariantGame`]), with moves described by square names.
 
 pub mod bitboard;
 pub mod fen;
@@ -24,8 +24,10 @@ pub mod perft;
 pub mod position;
 pub mod space;
 pub mod variant;
+pub mod variant_game;
 
 pub use bitboard::{Bitboard, Direction, Square};
 pub use game::{DrawReason, Game, Outcome, PlayError, WinReason};
 pub use position::{Color, Move, Position, Role, Setup, SetupError};
 pub use variant::{RuleSet, Rules};
+pub use variant_game::{GameOutcome, MoveInfo, MoveRefused, Variant, VariantGame};

@@ -667,6 +667,13 @@ impl OrbitGame {
         Ok(())
     }
 
+    /// Plays a move taken from [`Self::legal_moves`] of this very game
+    /// without looking it up again: for the bots' search.
+    pub(crate) fn play_listed(&mut self, mv: &OrbitMove) {
+        debug_assert!(self.outcome.is_none());
+        self.apply(mv);
+    }
+
     /// Plays a move in short (`A3-B4`) or long (`A3-B3-B4`) notation.
     pub fn play_text(&mut self, text: &str) -> Result<(), OrbitError> {
         let mv = self.parse_move(text)?;

@@ -135,8 +135,10 @@ impl Rng {
 }
 
 /// Everything that determines the legal moves and the future wormholes.
+///
+/// Crate-visible so the bots can search without [`SpaceGame`]'s history.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct State {
+pub(crate) struct State {
     position: Position,
     wormholes: [Square; 2],
     boosts: [u8; 2],
@@ -183,9 +185,22 @@ impl State {
         }
     }
 
+    pub(crate) fn position(&self) -> &Position {
+        &self.position
+    }
+
+    pub(crate) fn boosts(&self) -> [u8; 2] {
+        self.boosts
+    }
+
+    /// What repetition compares: everything visible, not the RNG.
+    pub(crate) fn repetition_key(&self) -> (Position, [Square; 2], [u8; 2]) {
+        (self.position, self.wormholes, self.boosts)
+    }
+
     /// The state after `m`, which must be legal here, wormholes relocated
     /// when Light moved.
-    fn after(&self, m: &SpaceMove) -> State {
+    pub(crate) fn after(&self, m: &SpaceMove) -> State {
         let setup = self.position.to_setup();
         let us = setup.turn.index();
         let from = m.from().bb();
@@ -284,7 +299,7 @@ impl State {
     }
 
     /// Legal moves, one per distinct result.
-    fn legal_moves(&self) -> Vec<SpaceMove> {
+    pub(crate) fn legal_moves(&self) -> Vec<SpaceMove> {
         let mut seen = HashSet::new();
         let mut moves = self.all_moves();
         moves.retain(|m| seen.insert(m.result_key()));
@@ -504,6 +519,25 @@ impl SpaceGame {
 
     fn current(&self) -> &Node {
         self.nodes.last().expect("a game has a current state")
+    }
+
+    /// The current state, for the bots' search.
+    pub(crate) fn state(&self) -> State {
+        self.current().state
+    }
+
+    /// Plies since the last capture or man move.
+    pub(crate) fn quiet_plies(&self) -> u32 {
+        self.current().quiet_plies
+    }
+
+    /// The states since the last capture or man move, current last: the
+    /// only ones that can repeat.
+    pub(crate) fn reversible_states(&self) -> impl Iterator<Item = &State> {
+        let keep = self.current().quiet_plies as usize + 1;
+        self.nodes[self.nodes.len().saturating_sub(keep)..]
+            .iter()
+            .map(|n| &n.state)
     }
 
     pub fn seed(&self) -> u64 {
