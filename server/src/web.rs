@@ -40,6 +40,7 @@ static ASSETS: &[Asset] = &[
     asset!("connection.js", "text/javascript; charset=utf-8"),
     asset!("protocol.js", "text/javascript; charset=utf-8"),
     asset!("board.js", "text/javascript; charset=utf-8"),
+    asset!("orbit.js", "text/javascript; charset=utf-8"),
     asset!("lobby.js", "text/javascript; charset=utf-8"),
     asset!("game.js", "text/javascript; charset=utf-8"),
     asset!("errors.js", "text/javascript; charset=utf-8"),

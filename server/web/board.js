@@ -3,6 +3,8 @@
 // Italian and Spanish boards are mirrored (a1 is not a playing square), and
 // the board turns round for whoever plays Light. The view only draws and
 // reports what the person points at; game.js decides what that means.
+// Space Mode adds its two wormholes (a ring on each square) and marks for
+// thruster boosts and wormhole exits among the targets.
 
 const FILES = 'abcdefgh';
 const MIRRORED = new Set(['italian', 'spanish']);
@@ -40,6 +42,8 @@ export function squareNumber(ruleSet, f, r) {
       return null;
   }
 }
+
+const NONE = new Set();
 
 function parseSquare(name) {
   return { f: FILES.indexOf(name[0]), r: Number(name.slice(1)) - 1 };
@@ -114,12 +118,32 @@ export class BoardView {
   /**
    * Draws a position. `marks` holds sets of square names: selected, path
    * (squares chosen so far), targets (where the selection may go next),
-   * captures (pieces the candidate moves take), mustCapture, lastMove.
+   * captures (pieces the candidate moves take), mustCapture, lastMove, and
+   * for Space Mode boosts (targets reached by a thruster boost) and exits
+   * (where a piece comes out of a wormhole). `space` is the game's Space
+   * Mode view (wormholes and charges), if any.
    */
-  render({ ruleSet, flipped, pieces, marks }) {
+  render({ ruleSet, flipped, pieces, marks, space = null }) {
     if (ruleSet !== this.ruleSet || flipped !== this.flipped) this.build(ruleSet, flipped);
     const bySquare = new Map(pieces.map((p) => [p.square, p]));
+    const wormholes = space?.wormholes ?? [];
     for (const [square, cell] of this.cells) {
+      const hole = wormholes.indexOf(square);
+      let ring = cell.querySelector('.wormhole');
+      if (hole >= 0 && !ring) {
+        ring = document.createElement('span');
+        ring.className = 'wormhole';
+        ring.setAttribute('aria-hidden', 'true');
+        cell.prepend(ring);
+      } else if (hole < 0 && ring) {
+        ring.remove();
+      }
+      if (hole >= 0) {
+        ring.title = `wormhole, linked to ${wormholes[1 - hole]}`;
+        cell.dataset.wormhole = wormholes[1 - hole];
+      } else {
+        delete cell.dataset.wormhole;
+      }
       const piece = bySquare.get(square);
       let disc = cell.querySelector('.piece');
       if (piece) {
@@ -143,7 +167,13 @@ export class BoardView {
       toggle('target', marks.targets, 'can move here');
       toggle('capture', marks.captures, 'will be captured');
       toggle('must-capture', marks.mustCapture, 'must capture');
+      toggle('boost', marks.boosts ?? NONE, 'by thruster boost');
+      toggle('exit', marks.exits ?? NONE, 'wormhole exit, the piece comes out here');
       toggle('last-move', marks.lastMove, 'last move');
+      if (cell.classList.contains('boost') && cell.classList.contains('target')) cell.title = 'boost';
+      else if (cell.classList.contains('exit')) cell.title = 'wormhole exit';
+      else cell.removeAttribute('title');
+      if (hole >= 0) flags.unshift(`wormhole, linked to ${wormholes[1 - hole]}`);
       const what = piece ? `${piece.color} ${piece.king ? 'king' : 'man'}` : 'empty';
       const { f, r } = parseSquare(square);
       const playable = isPlayable(ruleSet, f, r);

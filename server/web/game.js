@@ -1,10 +1,13 @@
 // game.js — the room screen: seats and clocks, series score, whose turn,
 // the board with move selection, draw offers, break, results, the series
 // buttons and the move list. It sends actions through `send` and never
-// decides the rules: legal moves come from the server's state.
+// decides the rules: legal moves come from the server's state. The orbit
+// rule set gets its own board view (orbit.js), and Space Mode its wormholes,
+// boosts and thruster charges on the 8×8 board.
 
 import { BoardView } from './board.js';
 import { describeError } from './errors.js';
+import { OrbitView, orbitClick, orbitMarks } from './orbit.js';
 import * as msg from './protocol.js';
 import { levelLabel, ruleSetLabel } from './protocol.js';
 
@@ -20,7 +23,16 @@ const GAME_END = {
   move_limit: 'move limit',
   left: 'a player left',
   ended_by_host: 'ended by the host',
+  in_a_row: 'a side has all its pieces in a row on the inner orbit',
+  half_lost: 'a side lost half its pieces',
+  ply_limit: 'the 200-ply limit was reached, so the board was scored as it stood',
 };
+
+/** Why a game ended, in words; `orbit` reads a few reasons its own way. */
+function gameEndText(ruleSet, reason) {
+  if (ruleSet === 'orbit' && reason === 'no_moves') return 'neither side could move';
+  return GAME_END[reason] ?? reason;
+}
 
 const SERIES_END = {
   majority: 'won a majority',
@@ -28,11 +40,123 @@ const SERIES_END = {
   resigned: 'resignation',
   left: 'a player left',
   ended_by_host: 'ended by the host',
+  points: 'on total points',
 };
 
 /** Candidate moves whose path starts with `prefix`. */
 export function movesWithPrefix(moves, prefix) {
   return moves.filter((m) => prefix.every((square, i) => m.path[i] === square));
+}
+
+/**
+ * Space Mode marks among candidate moves whose next square is at `depth`
+ * of their path: the squares reached by a thruster boost, and the wormhole
+ * exits a piece comes out of when its next square is an entrance.
+ */
+export function spaceMarks(candidates, depth) {
+  const boosts = new Set();
+  const exits = new Set();
+  for (const move of candidates) {
+    const next = move.path[depth];
+    if (!next) continue;
+    if (move.boost) boosts.add(next);
+    for (const [entrance, exit] of move.teleports ?? []) if (entrance === next) exits.add(exit);
+  }
+  return { boosts, exits };
+}
+
+/** The squares of the last move: its path and any wormhole exits. */
+function lastMoveSquares(game) {
+  const move = game?.last_move;
+  if (!move) return new Set();
+  return new Set([...move.path, ...(move.teleports ?? []).map(([, exit]) => exit)]);
+}
+
+/** The 8×8 board's highlights for a selection `prefix` (see BoardView.render). */
+function gridMarks(game, prefix, active, interactive) {
+  const empty = new Set();
+  const result = {
+    selected: empty, path: empty, targets: empty, captures: empty, mustCapture: empty,
+    boosts: empty, exits: empty, lastMove: lastMoveSquares(game),
+  };
+  if (!game || !active) return result;
+  if (interactive) result.mustCapture = new Set(game.must_capture);
+  if (prefix.length > 0) {
+    const candidates = movesWithPrefix(game.legal_moves, prefix);
+    result.selected = new Set([prefix[0]]);
+    result.path = new Set(prefix.slice(1));
+    result.targets = new Set(candidates.map((m) => m.path[prefix.length]).filter(Boolean));
+    result.captures = new Set(candidates.flatMap((m) => m.captures));
+    Object.assign(result, spaceMarks(candidates, prefix.length));
+  }
+  return result;
+}
+
+/**
+ * A board holder showing whichever board the rule set is played on: the
+ * 8×8 grid or the orbit board. Only one board is ever in the page.
+ */
+class BoardSlot {
+  constructor(holder, handlers) {
+    this.holder = holder;
+    this.grid = new BoardView(holder, handlers);
+    this.orbit = new OrbitView(holder, handlers);
+    this.detach();
+  }
+
+  /** Puts the rule set's board in the holder and returns its view. */
+  attach(ruleSet) {
+    const view = ruleSet === 'orbit' ? this.orbit : this.grid;
+    const other = view === this.grid ? this.orbit : this.grid;
+    other.element.remove();
+    if (!view.element.isConnected) this.holder.append(view.element);
+    return view;
+  }
+
+  detach() {
+    this.grid.element.remove();
+    this.orbit.element.remove();
+  }
+
+  /** Draws a game (or, with none, an empty board) with the given highlights. */
+  render({ ruleSet, flipped, game, marks, choices }) {
+    const view = this.attach(ruleSet);
+    if (view === this.orbit) {
+      view.render({ board: game?.board, flipped, pieces: game?.pieces ?? [], marks, choices });
+    } else {
+      view.render({ ruleSet, flipped, pieces: game?.pieces ?? [], marks, space: game?.space ?? null });
+    }
+  }
+}
+
+/** Extra facts shown by a seat: Space Mode charges, orbit points. */
+function seatExtras(game, color) {
+  const extras = [];
+  const boosts = game?.space?.boosts?.[color];
+  if (boosts !== undefined) {
+    const tag = document.createElement('span');
+    tag.className = 'boosts';
+    tag.textContent = `⚡ ${boosts} ${boosts === 1 ? 'boost' : 'boosts'} left`;
+    tag.title = 'Thruster boosts left: hop over one of your own pieces';
+    extras.push({ element: tag, words: `${boosts} thruster ${boosts === 1 ? 'boost' : 'boosts'} left` });
+  }
+  const points = (game?.result?.points ?? game?.points)?.[color];
+  if (points !== undefined) {
+    const tag = document.createElement('span');
+    tag.className = 'points';
+    const final = Boolean(game.result?.points);
+    tag.textContent = `${points} ${points === 1 ? 'point' : 'points'}${final ? '' : ' now'}`;
+    tag.title = final ? 'Points scored this game' : 'Points if the game ended now';
+    extras.push({ element: tag, words: `${points} ${points === 1 ? 'point' : 'points'}${final ? ' this game' : ' as the board stands'}` });
+  }
+  return extras;
+}
+
+/** "3–1 on points" from an orbit result, Dark first unless `first` is Light. */
+function pointsScore(points, first = 'dark') {
+  if (!points) return '';
+  const second = first === 'dark' ? 'light' : 'dark';
+  return `${points[first]}–${points[second]} on points`;
 }
 
 function seconds(ms) {
@@ -52,9 +176,11 @@ export class GameScreen {
     this.sending = false;
     this.receivedAt = 0;
     this.serverOffset = 0; // server clock minus ours, estimated from clocks
-    this.board = new BoardView($('board-holder'), {
+    this.choices = []; // orbit: moves sharing origin and destination, to pick from
+    this.board = new BoardSlot($('board-holder'), {
       onActivate: (square) => this.activate(square),
       onClear: () => this.clearSelection(),
+      onChoose: (move) => this.play(move),
     });
 
     const act = (id, build, confirmText) => {
@@ -77,16 +203,17 @@ export class GameScreen {
 
   show() {
     $('room').hidden = false;
-    if (!this.board.element.isConnected) $('board-holder').append(this.board.element);
+    if (this.state) this.board.attach(this.state.rule_set);
   }
 
   hide() {
     $('room').hidden = true;
     // One board in the page at a time: the solo screen has its own.
-    this.board.element.remove();
+    this.board.detach();
     $('status').textContent = '';
     this.state = null;
     this.prefix = [];
+    this.choices = [];
   }
 
   get seat() {
@@ -128,18 +255,26 @@ export class GameScreen {
       this.serverOffset = game.deadline - game.remaining_ms - Date.now();
     }
     const stillValid = game && this.prefix.length > 0 && movesWithPrefix(game.legal_moves, this.prefix).length > 0;
-    if (!stillValid || previous?.game?.ply !== game?.ply) this.prefix = [];
+    if (!stillValid || previous?.game?.ply !== game?.ply) {
+      this.prefix = [];
+      this.choices = [];
+    }
     this.sending = false;
     this.render();
   }
 
   clearSelection() {
     this.prefix = [];
+    this.choices = [];
     this.render();
   }
 
   activate(square) {
     if (!this.interactive) return;
+    if (this.state.rule_set === 'orbit') {
+      this.activateOrbit(square);
+      return;
+    }
     const moves = this.state.game.legal_moves;
     const startsHere = moves.some((m) => m.path[0] === square);
     if (this.prefix.length === 0) {
@@ -176,6 +311,14 @@ export class GameScreen {
     this.render();
   }
 
+  activateOrbit(square) {
+    const click = orbitClick(this.state.game.legal_moves, this.prefix[0] ?? null, square);
+    this.prefix = click.origin ? [click.origin] : [];
+    this.choices = click.choices;
+    if (click.play) this.play(click.play);
+    else this.render();
+  }
+
   ownPieceOn(square) {
     return this.state.game.pieces.some((p) => p.square === square && p.color === this.myColor);
   }
@@ -183,9 +326,10 @@ export class GameScreen {
   async play(move) {
     this.sending = true;
     this.prefix = [...move.path];
+    this.choices = [];
     this.render();
     try {
-      await this.actions.send(msg.movePath(move.path));
+      await this.actions.send(msg.playMove(this.state.rule_set, move));
     } finally {
       this.sending = false;
     }
@@ -195,21 +339,9 @@ export class GameScreen {
 
   marks() {
     const game = this.state.game;
-    const empty = new Set();
-    const result = {
-      selected: empty, path: empty, targets: empty, captures: empty, mustCapture: empty,
-      lastMove: new Set(game?.last_move?.path ?? []),
-    };
-    if (!game || !this.interactive && !this.sending) return result;
-    if (this.interactive) result.mustCapture = new Set(game.must_capture);
-    if (this.prefix.length > 0) {
-      const candidates = movesWithPrefix(game.legal_moves, this.prefix);
-      result.selected = new Set([this.prefix[0]]);
-      result.path = new Set(this.prefix.slice(1));
-      result.targets = new Set(candidates.map((m) => m.path[this.prefix.length]).filter(Boolean));
-      result.captures = new Set(candidates.flatMap((m) => m.captures));
-    }
-    return result;
+    const active = this.interactive || this.sending;
+    if (this.state.rule_set === 'orbit') return orbitMarks(game, this.prefix[0] ?? null, active);
+    return gridMarks(game, this.prefix, active, this.interactive);
   }
 
   render() {
@@ -218,7 +350,9 @@ export class GameScreen {
     const seat = this.seat;
     const game = s.game;
     $('room-title').textContent = `Lobby ${s.code}`;
-    const series = s.series_length === 1 ? 'one game (up to 2 if drawn)' : `best of ${s.series_length}`;
+    const orbit = s.rule_set === 'orbit';
+    const series = s.series_length === 1 ? (orbit ? 'one game' : 'one game (up to 2 if drawn)')
+      : orbit ? `${s.series_length} games, scored by points` : `best of ${s.series_length}`;
     const role = seat >= 0 ? (s.host === this.identity?.id ? 'You are the host' : 'You are playing') : 'You are watching';
     $('room-meta').textContent = `${ruleSetLabel(s.rule_set)} · ${series}${s.invite_only ? ' · invite-only' : ''} · ${s.spectators} watching · ${role}`;
     const stake = s.stake ?? 0;
@@ -229,7 +363,7 @@ export class GameScreen {
     $('head-to-head').textContent = h2h;
 
     const flipped = this.myColor === 'light';
-    this.board.render({ ruleSet: s.rule_set, flipped, pieces: game?.pieces ?? [], marks: this.marks() });
+    this.board.render({ ruleSet: s.rule_set, flipped, game, marks: this.marks(), choices: this.choices });
     $('board-holder').classList.toggle('idle', !game);
 
     const bottomColor = flipped ? 'light' : 'dark';
@@ -271,9 +405,16 @@ export class GameScreen {
     const bits = [color === 'dark' ? 'Dark' : 'Light'];
     if (seat === this.seat) bits.push('you');
     if (player && s.host === player.id) bits.push('host');
-    bits.push(`${s.series.wins[seat]} ${s.series.wins[seat] === 1 ? 'win' : 'wins'}`);
+    if (s.series.points) {
+      const total = s.series.points[seat] ?? 0;
+      bits.push(`${total} series ${total === 1 ? 'point' : 'points'}`);
+    } else {
+      bits.push(`${s.series.wins[seat]} ${s.series.wins[seat] === 1 ? 'win' : 'wins'}`);
+    }
     tag.textContent = `(${bits.join(', ')})`;
     element.append(tag);
+    const extras = seatExtras(s.game, color);
+    for (const extra of extras) element.append(extra.element);
     if (player?.record) {
       const { rank, series_won: won, streak, best_streak: best } = player.record;
       const record = document.createElement('span');
@@ -297,14 +438,17 @@ export class GameScreen {
       element.append(clock);
     }
     const rank = player?.record ? `, ${player.record.rank}, win streak ${player.record.streak}` : '';
-    element.setAttribute('aria-label', `${color === 'dark' ? 'Dark' : 'Light'}: ${player ? player.name : 'empty seat'}${rank}${toMove ? ', to move' : ''}`);
+    const more = extras.map((e) => `, ${e.words}`).join('');
+    element.setAttribute('aria-label', `${color === 'dark' ? 'Dark' : 'Light'}: ${player ? player.name : 'empty seat'}${rank}${more}${toMove ? ', to move' : ''}`);
   }
 
   statusText() {
     const s = this.state;
     const game = s.game;
     const round = `Round ${s.series.round} of up to ${s.series.max_rounds}`;
-    const score = `${s.series.wins[0]}–${s.series.wins[1]}${s.series.draws ? `, ${s.series.draws} drawn` : ''}`;
+    const score = s.series.points
+      ? `${s.series.points[0] ?? 0}–${s.series.points[1] ?? 0} on points`
+      : `${s.series.wins[0]}–${s.series.wins[1]}${s.series.draws ? `, ${s.series.draws} drawn` : ''}`;
     switch (s.phase) {
       case 'waiting':
         if (s.series.result) return `${this.seriesResultText()} Waiting for a new opponent.`;
@@ -330,17 +474,20 @@ export class GameScreen {
   gameResultText() {
     const result = this.state.game?.result;
     if (!result) return '';
-    const why = GAME_END[result.reason] ?? result.reason;
-    if (!result.winner) return `Round ${this.state.series.round} drawn (${why}).`;
+    const why = gameEndText(this.state.rule_set, result.reason);
+    const points = result.points ? `, ${pointsScore(result.points, result.winner ?? 'dark')}` : '';
+    if (!result.winner) return `Round ${this.state.series.round} drawn${points} (${why}).`;
     const winner = this.nameOf(this.seatOf(result.winner));
-    return `${winner} won round ${this.state.series.round} (${why}).`;
+    return `${winner} won round ${this.state.series.round}${points} (${why}).`;
   }
 
   seriesResultText() {
     const result = this.state.series.result;
     if (!result) return '';
     const why = SERIES_END[result.reason] ?? result.reason;
-    if (result.winner === undefined || result.winner === null) return `Series drawn (${why}).`;
+    if (result.winner === undefined || result.winner === null) {
+      return result.reason === 'points' ? 'Series drawn (equal total points).' : `Series drawn (${why}).`;
+    }
     const winner = this.nameOf(result.winner);
     return `${winner} ${winner === 'You' ? 'win' : 'wins'} the series (${why}).`;
   }
@@ -504,13 +651,14 @@ export class SoloScreen {
     this.prefix = [];
     this.sending = false;
     this.wasRanked = false;
+    this.choices = [];
     this.holder = $('solo-board-holder');
-    this.board = new BoardView(this.holder, {
+    // Only one board is in the page at a time: this one while a solo game shows.
+    this.board = new BoardSlot(this.holder, {
       onActivate: (square) => this.activate(square),
       onClear: () => this.clearSelection(),
+      onChoose: (move) => this.play(move),
     });
-    // Only one board is in the page at a time: this one while a solo game shows.
-    this.board.element.remove();
 
     $('solo-undo').addEventListener('click', () => this.undo());
     $('solo-resign').addEventListener('click', async () => {
@@ -532,15 +680,16 @@ export class SoloScreen {
 
   show() {
     $('solo').hidden = false;
-    if (!this.board.element.isConnected) this.holder.append(this.board.element);
+    if (this.state) this.board.attach(this.state.rule_set);
   }
 
   hide() {
     $('solo').hidden = true;
     $('solo-status').textContent = '';
-    this.board.element.remove();
+    this.board.detach();
     this.state = null;
     this.prefix = [];
+    this.choices = [];
   }
 
   /** The side the person at this screen plays (null on one device: both). */
@@ -562,7 +711,10 @@ export class SoloScreen {
     this.wasRanked = rankedSeen(this.record.storage, state.id, state.ranked);
     const game = state.game;
     const stillValid = this.prefix.length > 0 && movesWithPrefix(game.legal_moves, this.prefix).length > 0;
-    if (!sameGame || !stillValid || previous?.game?.ply !== game.ply) this.prefix = [];
+    if (!sameGame || !stillValid || previous?.game?.ply !== game.ply) {
+      this.prefix = [];
+      this.choices = [];
+    }
     this.sending = false;
     if (game.result && this.record.add(state.id, game.result.winner ?? null)) this.actions.finished();
     this.render();
@@ -570,11 +722,20 @@ export class SoloScreen {
 
   clearSelection() {
     this.prefix = [];
+    this.choices = [];
     this.render();
   }
 
   activate(square) {
     if (!this.interactive) return;
+    if (this.state.rule_set === 'orbit') {
+      const click = orbitClick(this.state.game.legal_moves, this.prefix[0] ?? null, square);
+      this.prefix = click.origin ? [click.origin] : [];
+      this.choices = click.choices;
+      if (click.play) this.play(click.play);
+      else this.render();
+      return;
+    }
     const game = this.state.game;
     const moves = game.legal_moves;
     const startsHere = moves.some((m) => m.path[0] === square);
@@ -611,9 +772,10 @@ export class SoloScreen {
   async play(move) {
     this.sending = true;
     this.prefix = [...move.path];
+    this.choices = [];
     this.render();
     try {
-      await this.actions.send(msg.movePath(move.path));
+      await this.actions.send(msg.playMove(this.state.rule_set, move));
     } finally {
       this.sending = false;
     }
@@ -656,21 +818,9 @@ export class SoloScreen {
 
   marks() {
     const game = this.state.game;
-    const empty = new Set();
-    const result = {
-      selected: empty, path: empty, targets: empty, captures: empty, mustCapture: empty,
-      lastMove: new Set(game.last_move?.path ?? []),
-    };
-    if (!this.interactive && !this.sending) return result;
-    if (this.interactive) result.mustCapture = new Set(game.must_capture);
-    if (this.prefix.length > 0) {
-      const candidates = movesWithPrefix(game.legal_moves, this.prefix);
-      result.selected = new Set([this.prefix[0]]);
-      result.path = new Set(this.prefix.slice(1));
-      result.targets = new Set(candidates.map((m) => m.path[this.prefix.length]).filter(Boolean));
-      result.captures = new Set(candidates.flatMap((m) => m.captures));
-    }
-    return result;
+    const active = this.interactive || this.sending;
+    if (this.state.rule_set === 'orbit') return orbitMarks(game, this.prefix[0] ?? null, active);
+    return gridMarks(game, this.prefix, active, this.interactive);
   }
 
   badgeText() {
@@ -692,7 +842,7 @@ export class SoloScreen {
     badge.className = `badge ${s.ranked ? 'ranked' : 'practice'}`;
 
     const flipped = this.you === 'light';
-    this.board.render({ ruleSet: s.rule_set, flipped, pieces: game.pieces, marks: this.marks() });
+    this.board.render({ ruleSet: s.rule_set, flipped, game, marks: this.marks(), choices: this.choices });
     const bottom = flipped ? 'light' : 'dark';
     this.renderSeat($('solo-seat-bottom'), bottom);
     this.renderSeat($('solo-seat-top'), bottom === 'dark' ? 'light' : 'dark');
@@ -740,6 +890,8 @@ export class SoloScreen {
     tag.className = 'tag';
     tag.textContent = `(${colorName(color)})`;
     element.append(swatch, name, tag);
+    const extras = seatExtras(game, color);
+    for (const extra of extras) element.append(extra.element);
     const toMove = !game.result && game.turn === color;
     element.classList.toggle('to-move', toMove);
     if (toMove && s.thinking && color !== this.you) {
@@ -748,7 +900,8 @@ export class SoloScreen {
       thinking.textContent = 'thinking…';
       element.append(thinking);
     }
-    element.setAttribute('aria-label', `${colorName(color)}: ${who}${toMove ? ', to move' : ''}`);
+    const more = extras.map((e) => `, ${e.words}`).join('');
+    element.setAttribute('aria-label', `${colorName(color)}: ${who}${more}${toMove ? ', to move' : ''}`);
   }
 
   statusText() {
@@ -765,10 +918,11 @@ export class SoloScreen {
   resultText() {
     const s = this.state;
     const result = s.game.result;
-    const why = GAME_END[result.reason] ?? result.reason;
-    if (!result.winner) return `Game drawn (${why}).`;
-    if (s.mode === 'same_device') return `${colorName(result.winner)} won (${why}).`;
-    if (result.winner === this.you) return `You won (${why})!`;
-    return `The computer won (${why}).`;
+    const why = gameEndText(s.rule_set, result.reason);
+    const points = result.points ? `, ${pointsScore(result.points, result.winner ?? 'dark')}` : '';
+    if (!result.winner) return `Game drawn${points} (${why}).`;
+    if (s.mode === 'same_device') return `${colorName(result.winner)} won${points} (${why}).`;
+    if (result.winner === this.you) return `You won${points} (${why})!`;
+    return `The computer won${points} (${why}).`;
   }
 }

@@ -12,6 +12,8 @@ export const RULE_SETS = [
   { value: 'spanish', label: 'Spanish draughts' },
   { value: 'italian', label: 'Italian draughts' },
   { value: 'thai', label: 'Thai checkers' },
+  { value: 'space', label: 'Space Mode' },
+  { value: 'orbit', label: 'Space Checkers (orbit)' },
 ];
 
 export const SERIES_LENGTHS = [1, 3, 5, 7];
@@ -45,6 +47,16 @@ export const joinLobby = (code, invite) => withInvite({ type: 'join_lobby', code
 export const watch = (code, invite) => withInvite({ type: 'watch', code }, invite);
 export const leave = () => ({ type: 'leave' });
 export const movePath = (path) => ({ type: 'move', path: [...path] });
+export const moveNotation = (notation) => ({ type: 'move', notation });
+
+/**
+ * The message that plays a move picked from `legal_moves`: its path on the
+ * 8×8 board, its notation on the orbit board (whose squares are not a1…h8;
+ * the server always accepts a listed move's notation).
+ */
+export function playMove(ruleSet, move) {
+  return ruleSet === 'orbit' ? moveNotation(move.notation) : movePath(move.path);
+}
 export const offerDraw = () => ({ type: 'offer_draw' });
 export const acceptDraw = () => ({ type: 'accept_draw' });
 export const declineDraw = () => ({ type: 'decline_draw' });

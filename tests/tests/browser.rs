@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use jumpgate_e2e::TestServer;
 
-/// The whole scenario (three browsers, two series) normally takes seconds.
+/// Each scenario (a few browsers, a few games) normally takes seconds.
 const SCENARIO_LIMIT: Duration = Duration::from_secs(300);
 
 fn workspace_root() -> PathBuf {
@@ -41,8 +41,9 @@ fn require_tooling(root: &Path) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn web_client_plays_a_match_in_chromium() {
+/// Runs one Playwright script against a fresh server; fails with its output
+/// (and where its screenshots are) unless it passes.
+async fn run_scenario(script: &str, artifacts: &Path) {
     let root = workspace_root();
     require_tooling(&root);
     let server = TestServer::start(|settings| {
@@ -50,12 +51,11 @@ async fn web_client_plays_a_match_in_chromium() {
     })
     .await;
     let base = server.http_url("");
-    let artifacts = root.join("target/browser-artifacts");
 
     let child = tokio::process::Command::new("node")
-        .arg(root.join("tests/browser/scenario.mjs"))
+        .arg(root.join("tests/browser").join(script))
         .arg(&base)
-        .arg(&artifacts)
+        .arg(artifacts)
         .env("CHROMIUM", chromium())
         .current_dir(&root)
         .stdout(Stdio::piped())
@@ -73,12 +73,30 @@ async fn web_client_plays_a_match_in_chromium() {
     eprintln!("{stderr}");
     assert!(
         output.status.success(),
-        "browser scenario failed ({}); screenshots in {}\n{stdout}\n{stderr}",
+        "browser scenario {script} failed ({}); screenshots in {}\n{stdout}\n{stderr}",
         output.status,
         artifacts.display()
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn web_client_plays_a_match_in_chromium() {
+    let artifacts = workspace_root().join("target/browser-artifacts");
+    run_scenario("scenario.mjs", &artifacts).await;
     assert!(
         artifacts.join("game.png").exists(),
         "a game screenshot was saved"
+    );
+}
+
+/// Space Mode (wormholes, boosts) in a lobby and the orbit board in a
+/// same-device game.
+#[tokio::test(flavor = "multi_thread")]
+async fn web_client_plays_the_space_rule_sets_in_chromium() {
+    let artifacts = workspace_root().join("target/browser-artifacts/space");
+    run_scenario("space.mjs", &artifacts).await;
+    assert!(
+        artifacts.join("space.png").exists() && artifacts.join("orbit.png").exists(),
+        "screenshots of both boards were saved"
     );
 }

@@ -533,13 +533,16 @@ impl VariantGame {
                     return Err(MoveRefused(format!("cannot read move text {text:?}")));
                 };
                 let legal = g.legal_moves();
-                let found: Vec<&SpaceMove> = if squares.len() == 2 {
+                // A full path names one move; two squares may also be the
+                // origin and last square of a longer path.
+                let exact: Vec<&SpaceMove> = legal.iter().filter(|m| m.path == squares).collect();
+                let found: Vec<&SpaceMove> = if exact.len() == 1 || squares.len() > 2 {
+                    exact
+                } else {
                     legal
                         .iter()
                         .filter(|m| m.path[0] == squares[0] && m.path.last() == Some(&squares[1]))
                         .collect()
-                } else {
-                    legal.iter().filter(|m| m.path == squares).collect()
                 };
                 match found.as_slice() {
                     [] => Err(MoveRefused(format!("{text} is not a legal move"))),

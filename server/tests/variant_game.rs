@@ -1,0 +1,109 @@
+//! `VariantGame`, the one type rooms and solo games play every rule set
+//! through: on random playouts of all eight rule sets, every listed move
+//! plays by its notation, by its path and by its stored form with the same
+//! result; moves that are not listed are refused and change nothing; a
+//! replay of the stored moves rebuilds the same game (Space Mode's
+//! wormholes included).
+
+use jumpgate_server::rules::{Variant, VariantGame};
+use proptest::prelude::*;
+
+/// What a client can see of a game; equal views mean equal games.
+fn view(game: &VariantGame) -> String {
+    let mut pieces: Vec<String> = game
+        .pieces()
+        .iter()
+        .map(|p| format!("{}{:?}{}", p.square, p.color, p.king))
+        .collect();
+    pieces.sort();
+    format!(
+        "{} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+        game.fen(),
+        pieces,
+        game.turn(),
+        game.ply(),
+        game.wormholes(),
+        game.boosts_left(),
+        game.points(),
+        game.outcome()
+    )
+}
+
+fn variant() -> impl Strategy<Value = Variant> {
+    (0..Variant::ALL.len()).prop_map(|i| Variant::ALL[i])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn every_listed_move_plays_three_ways_and_replays(
+        variant in variant(),
+        seed in any::<u64>(),
+        choices in proptest::collection::vec(any::<u16>(), 1..60),
+    ) {
+        let mut game = VariantGame::new(variant, seed);
+        let mut stored = Vec::new();
+        for choice in choices {
+            let legal = game.legal_moves();
+            if legal.is_empty() {
+                prop_assert!(game.outcome().is_some(), "no moves only once the game is over");
+                break;
+            }
+            for m in &legal {
+                let mut by_text = game.clone();
+                let played = by_text.play_text(&m.notation);
+                prop_assert!(played.is_ok(), "{variant}: {} by notation: {played:?}", m.notation);
+                prop_assert_eq!(&played.unwrap().stored, &m.stored);
+
+                let mut by_path = game.clone();
+                let played = by_path.play_path(&m.path);
+                prop_assert!(played.is_ok(), "{variant}: {:?} by path: {played:?}", m.path);
+
+                let mut by_stored = game.clone();
+                prop_assert!(by_stored.play_stored(&m.stored).is_ok());
+                prop_assert_eq!(view(&by_text), view(&by_path));
+                prop_assert_eq!(view(&by_text), view(&by_stored));
+            }
+            // Refusals change nothing.
+            let before = view(&game);
+            prop_assert!(game.play_text("not a move").is_err());
+            prop_assert!(game.play_path(&["z9".to_owned(), "a1".to_owned()]).is_err());
+            prop_assert!(game.play_path(&[]).is_err());
+            let first = &legal[0].path[0];
+            prop_assert!(game.play_path(&[first.clone(), first.clone()]).is_err());
+            prop_assert_eq!(view(&game), before);
+
+            let m = &legal[usize::from(choice) % legal.len()];
+            let played = game.play_stored(&m.stored).expect("a listed move plays");
+            prop_assert_eq!(&played.notation, &m.notation);
+            stored.push(played.stored);
+        }
+        let texts: Vec<&str> = stored.iter().map(String::as_str).collect();
+        let (replayed, played) = VariantGame::replay(variant, seed, &texts).expect("replays");
+        prop_assert_eq!(view(&replayed), view(&game));
+        prop_assert_eq!(played.len(), stored.len());
+    }
+}
+
+#[test]
+fn names_round_trip() {
+    for v in Variant::ALL {
+        assert_eq!(v.name().parse::<Variant>().unwrap(), v);
+        let json = serde_json::to_string(&v).unwrap();
+        assert_eq!(json, format!("\"{}\"", v.name()));
+        assert_eq!(serde_json::from_str::<Variant>(&json).unwrap(), v);
+    }
+    assert!("checkers-in-space".parse::<Variant>().is_err());
+    assert_eq!(Variant::ALL.len(), 8);
+}
+
+#[test]
+fn different_seeds_place_different_wormholes() {
+    let places: std::collections::HashSet<_> = (0..20)
+        .map(|seed| VariantGame::new(Variant::Space, seed).wormholes())
+        .collect();
+    assert!(places.len() > 5, "seeds vary the wormholes: {places:?}");
+    let a = VariantGame::new(Variant::Space, 42).wormholes();
+    assert_eq!(a, VariantGame::new(Variant::Space, 42).wormholes());
+}
