@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 
 use jumpgate_protocol::codec::{self, Encoding};
 use jumpgate_protocol::{
-    ClientMessage, Color, ErrorCode, GameEndReason, GameResult, GameView, Identity, MoveView,
-    Phase, PieceView, PlayerView, RoomState, RuleSet, SeriesEndReason, SeriesResult, SeriesView,
-    ServerMessage,
+    BoardGeometry, Boosts, ClientMessage, Color, ErrorCode, GameEndReason, GameResult, GameView,
+    Identity, MoveView, Phase, PieceView, PlayerView, Points, RoomState, RuleSet, SeriesEndReason,
+    SeriesResult, SeriesView, ServerMessage, SpaceView, SquareGeometry,
 };
 
 fn client_examples() -> Vec<(&'static str, ClientMessage)> {
@@ -82,6 +82,14 @@ fn client_examples() -> Vec<(&'static str, ClientMessage)> {
                 seq: 5,
                 notation: None,
                 path: Some(vec!["c3".into(), "e5".into(), "g7".into()]),
+            },
+        ),
+        (
+            "client_move_orbit",
+            ClientMessage::Move {
+                seq: 5,
+                notation: None,
+                path: Some(vec!["A3".into(), "C".into()]),
             },
         ),
         ("client_offer_draw", ClientMessage::OfferDraw { seq: 6 }),
@@ -388,6 +396,241 @@ fn state_break() -> RoomState {
     }
 }
 
+/// The orbit board as the server describes it: every square's centre in a 1000 × 1000
+/// box, and the lines joining neighbours.
+const ORBIT_SQUARES: [(&str, u16, u16); 25] = [
+    ("C", 500, 500),
+    ("B1", 565, 259),
+    ("B2", 677, 323),
+    ("B3", 741, 435),
+    ("B4", 741, 565),
+    ("B5", 677, 677),
+    ("B6", 565, 741),
+    ("B7", 435, 741),
+    ("B8", 323, 677),
+    ("B9", 259, 565),
+    ("B10", 259, 435),
+    ("B11", 323, 323),
+    ("B12", 435, 259),
+    ("A1", 614, 75),
+    ("A2", 811, 189),
+    ("A3", 925, 386),
+    ("A4", 925, 614),
+    ("A5", 811, 811),
+    ("A6", 614, 925),
+    ("A7", 386, 925),
+    ("A8", 189, 811),
+    ("A9", 75, 614),
+    ("A10", 75, 386),
+    ("A11", 189, 189),
+    ("A12", 386, 75),
+];
+const ORBIT_LINES: [(&str, &str); 48] = [
+    ("C", "B1"),
+    ("B1", "A1"),
+    ("B1", "B2"),
+    ("A1", "A2"),
+    ("C", "B2"),
+    ("B2", "A2"),
+    ("B2", "B3"),
+    ("A2", "A3"),
+    ("C", "B3"),
+    ("B3", "A3"),
+    ("B3", "B4"),
+    ("A3", "A4"),
+    ("C", "B4"),
+    ("B4", "A4"),
+    ("B4", "B5"),
+    ("A4", "A5"),
+    ("C", "B5"),
+    ("B5", "A5"),
+    ("B5", "B6"),
+    ("A5", "A6"),
+    ("C", "B6"),
+    ("B6", "A6"),
+    ("B6", "B7"),
+    ("A6", "A7"),
+    ("C", "B7"),
+    ("B7", "A7"),
+    ("B7", "B8"),
+    ("A7", "A8"),
+    ("C", "B8"),
+    ("B8", "A8"),
+    ("B8", "B9"),
+    ("A8", "A9"),
+    ("C", "B9"),
+    ("B9", "A9"),
+    ("B9", "B10"),
+    ("A9", "A10"),
+    ("C", "B10"),
+    ("B10", "A10"),
+    ("B10", "B11"),
+    ("A10", "A11"),
+    ("C", "B11"),
+    ("B11", "A11"),
+    ("B11", "B12"),
+    ("A11", "A12"),
+    ("C", "B12"),
+    ("B12", "A12"),
+    ("B12", "B1"),
+    ("A12", "A1"),
+];
+
+fn orbit_board() -> BoardGeometry {
+    BoardGeometry {
+        squares: ORBIT_SQUARES
+            .iter()
+            .map(|&(name, x, y)| SquareGeometry {
+                name: name.into(),
+                x,
+                y,
+            })
+            .collect(),
+        lines: ORBIT_LINES
+            .iter()
+            .map(|&(a, b)| [a.into(), b.into()])
+            .collect(),
+    }
+}
+
+fn moving(notation: &str, path: &[&str]) -> MoveView {
+    MoveView {
+        notation: notation.into(),
+        path: squares(path),
+        captures: vec![],
+        boost: false,
+        teleports: vec![],
+    }
+}
+
+/// Round 1 of a Space Mode best-of-1 after Dark's opening boost 8-15 (b2 over c3 to d4).
+/// The wormholes link h4 and a5; Light's step to a5 comes out on h4.
+fn state_space() -> RoomState {
+    let mut board = pieces(
+        Color::Dark,
+        &[
+            "a1", "c1", "e1", "g1", "d2", "f2", "h2", "a3", "c3", "e3", "g3", "d4",
+        ],
+    );
+    board.extend(pieces(
+        Color::Light,
+        &[
+            "b6", "d6", "f6", "h6", "a7", "c7", "e7", "g7", "b8", "d8", "f8", "h8",
+        ],
+    ));
+    let mut state = state_waiting();
+    state.version = 3;
+    state.code = "SP4CE7X2".into();
+    state.rule_set = RuleSet::Space;
+    state.series_length = 1;
+    state.invite_only = false;
+    state.invite = None;
+    state.invite_link = Some("https://jumpgate.example/r/SP4CE7X2".into());
+    state.players[1] = player("u_91c2", "Guest 91C2", true);
+    state.phase = Phase::Playing;
+    state.series.max_rounds = 2;
+    state.game = Some(GameView {
+        dark_seat: 0,
+        fen: "W:W21-32:B1-7,9-12,15".into(),
+        pieces: board,
+        turn: Color::Light,
+        ply: 1,
+        moves: squares(&["8-15"]),
+        last_move: Some(MoveView {
+            boost: true,
+            ..moving("8-15", &["b2", "d4"])
+        }),
+        legal_moves: vec![
+            moving("24-19", &["b6", "c5"]),
+            MoveView {
+                teleports: vec![["a5".into(), "h4".into()]],
+                ..moving("24-20", &["b6", "a5"])
+            },
+            moving("23-18", &["d6", "e5"]),
+            MoveView {
+                boost: true,
+                ..moving("28-19", &["a7", "c5"])
+            },
+            MoveView {
+                boost: true,
+                teleports: vec![["a5".into(), "h4".into()]],
+                ..moving("27-20", &["c7", "a5"])
+            },
+        ],
+        must_capture: vec![],
+        deadline: 1_767_225_645_000,
+        remaining_ms: 44_000,
+        draw_offer: None,
+        result: None,
+        board: None,
+        space: Some(SpaceView {
+            wormholes: ["h4".into(), "a5".into()],
+            boosts: Boosts { dark: 2, light: 3 },
+        }),
+        points: None,
+    });
+    state
+}
+
+/// A finished best-of-1 on the orbit board: Dark (seat 1) scored 3 points to Light's 2.
+fn state_orbit() -> RoomState {
+    let mut board = vec![
+        PieceView {
+            square: "C".into(),
+            color: Color::Dark,
+            king: false,
+        },
+        PieceView {
+            square: "B6".into(),
+            color: Color::Light,
+            king: false,
+        },
+    ];
+    board.extend(pieces(Color::Dark, &["A1", "A2", "A4", "A5", "A12"]));
+    board.extend(pieces(Color::Light, &["A7", "A8", "A9", "A10", "A11"]));
+    let mut state = state_finished();
+    state.version = 88;
+    state.code = "RB7T5QXA".into();
+    state.rule_set = RuleSet::Orbit;
+    state.invite_link = Some("https://jumpgate.example/r/RB7T5QXA".into());
+    state.players[0] = player("u_7f3a", "Guest 7F3A", true);
+    state.series = SeriesView {
+        round: 1,
+        max_rounds: 1,
+        wins: vec![0, 1],
+        draws: 0,
+        points: Some(vec![2, 3]),
+        result: Some(SeriesResult {
+            winner: Some(1),
+            reason: SeriesEndReason::Points,
+        }),
+    };
+    state.rematch = vec![false, false];
+    state.game = Some(GameView {
+        dark_seat: 1,
+        fen: "D:DC,A1,A2,A4,A5,A12:LB6,A7,A8,A9,A10,A11".into(),
+        pieces: board,
+        turn: Color::Dark,
+        ply: 2,
+        moves: squares(&["A3-C", "A6-B6"]),
+        last_move: Some(moving("A6-B6", &["A6", "B6"])),
+        legal_moves: vec![],
+        must_capture: vec![],
+        deadline: 0,
+        remaining_ms: 0,
+        draw_offer: None,
+        result: Some(GameResult {
+            winner: Some(Color::Dark),
+            reason: GameEndReason::InARow,
+            points: Some(Points { dark: 3, light: 2 }),
+        }),
+        board: Some(orbit_board()),
+        space: None,
+        points: Some(Points { dark: 3, light: 2 }),
+    });
+    state
+}
+
 fn server_examples() -> Vec<(&'static str, ServerMessage)> {
     vec![
         (
@@ -433,6 +676,8 @@ fn server_examples() -> Vec<(&'static str, ServerMessage)> {
             "server_state_finished",
             ServerMessage::State(state_finished()),
         ),
+        ("server_state_space", ServerMessage::State(state_space())),
+        ("server_state_orbit", ServerMessage::State(state_orbit())),
         (
             "server_left",
             ServerMessage::Left {

@@ -1243,11 +1243,7 @@ impl Room {
             std::cmp::Ordering::Equal => None,
         };
         if self.options.rule_set.scored_by_points() {
-            // All N games are played unless the trailing seat can no longer
-            // catch up.
-            let left = length.saturating_sub(self.series.round);
-            let [a, b] = self.series.points;
-            if left == 0 || a.abs_diff(b) > left * MAX_GAME_POINTS {
+            if points_series_over(self.series.points, self.series.round, length) {
                 self.finish(leader(self.series.points), wire::SeriesEndReason::Points);
                 return;
             }
@@ -1540,6 +1536,15 @@ pub fn end_reason(reason: EndReason) -> wire::GameEndReason {
     }
 }
 
+/// Whether a series scored by points is over after `played` of `length`
+/// games: all were played, or the trailing seat cannot catch up even by
+/// scoring the most a game gives in every game left (a tie is still
+/// possible at exactly that margin, so the series goes on).
+pub fn points_series_over(points: [u32; 2], played: u32, length: u32) -> bool {
+    let left = length.saturating_sub(played);
+    left == 0 || points[0].abs_diff(points[1]) > left * MAX_GAME_POINTS
+}
+
 /// Points for a game won off the board (on time, by resignation or by
 /// leaving) in rule sets scored by points: as much as all pieces in a row.
 pub const FORFEIT_POINTS: u32 = 3;
@@ -1595,6 +1600,20 @@ mod tests {
 
     const CLOCK: Duration = Duration::from_millis(300);
     const BREAK: Duration = Duration::from_millis(200);
+
+    #[test]
+    fn a_series_scored_by_points_ends_when_it_is_decided() {
+        // Best of 3: after one game a lead of 10 or less can still be caught.
+        assert!(!points_series_over([5, 0], 1, 3));
+        assert!(!points_series_over([10, 0], 1, 3));
+        assert!(points_series_over([11, 0], 1, 3));
+        // With one game left, 5 behind can still tie, 6 behind cannot.
+        assert!(!points_series_over([3, 8], 2, 3));
+        assert!(points_series_over([2, 8], 2, 3));
+        // Every game played: over, even when level.
+        assert!(points_series_over([4, 4], 3, 3));
+        assert!(points_series_over([0, 0], 1, 1));
+    }
 
     fn identity(n: u32) -> Identity {
         Identity {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use jumpgate_e2e::{Player, TestServer, seated_pair};
+use jumpgate_e2e::{Player, TestServer, http_get, seated_pair};
 use jumpgate_protocol::{
     ClientMessage, Encoding, ErrorCode, GameEndReason, Phase, RuleSet, SeriesEndReason,
 };
@@ -158,7 +158,7 @@ async fn join_by_code_and_link_and_invite_only_lobbies() {
             .unwrap()
             .1
             .to_owned();
-        let summary = http_get(&server, &path).await;
+        let summary = http_get(server.addr, &path).await.1;
         assert!(summary.contains("\"rule_set\":\"italian\""), "{summary}");
         assert!(
             !summary.contains(&invite),
@@ -413,7 +413,9 @@ async fn moves_by_path_and_turn_and_draw_offer_rules() {
     );
     assert_eq!(s.series.result.unwrap().winner, None);
     // The finished game is on record as PDN.
-    let pdn = http_get(&server, &format!("/r/{}/games.pdn", s.code)).await;
+    let pdn = http_get(server.addr, &format!("/r/{}/games.pdn", s.code))
+        .await
+        .1;
     assert!(pdn.contains("[GameType \"25,W,8,8,A0,0\"]"), "{pdn}");
     assert!(pdn.contains("c3-d4"), "{pdn}");
 }
@@ -440,16 +442,4 @@ fn serde_json_value(message: &ClientMessage, seq: u32) -> serde_json::Value {
     let mut v = serde_json::to_value(message).unwrap();
     v["seq"] = seq.into();
     v
-}
-
-async fn http_get(server: &TestServer, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    response
 }

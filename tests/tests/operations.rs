@@ -3,23 +3,8 @@
 
 use std::time::Duration;
 
-use jumpgate_e2e::{Player, RedisServer, TestServer, free_port, seated_pair};
+use jumpgate_e2e::{Player, RedisServer, TestServer, free_port, http_get, seated_pair};
 use jumpgate_protocol::{ClientMessage, Encoding, RuleSet, ServerMessage};
-
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, response)
-}
 
 /// The value of one sample line, e.g. `jumpgate_moves_accepted_total{rule_set="thai"}`.
 fn sample(metrics: &str, name: &str) -> f64 {

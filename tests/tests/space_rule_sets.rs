@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use jumpgate_e2e::{JumpgateProcess, Player, RedisServer, TestServer};
+use jumpgate_e2e::{JumpgateProcess, Player, RedisServer, TestServer, http_get};
 use jumpgate_protocol::{
     BotLevel, ClientMessage, Color, Encoding, GameView, Phase, RuleSet, SeriesEndReason,
     ServerMessage, SoloMode, SoloState,
@@ -209,6 +209,25 @@ async fn orbit_series_is_scored_by_points() {
         std::cmp::Ordering::Equal => None,
     };
     assert_eq!(result.winner, expected_game_winner);
+
+    // The finished game downloads as PDN with its moves and points.
+    let (status, pdn) = http_get(server.addr, &format!("/r/{}/games.pdn", finished.code)).await;
+    assert_eq!(status, 200);
+    assert!(pdn.contains("[Variant \"orbit\"]"), "{pdn}");
+    assert!(pdn.contains(&format!("[Points \"{}-{}\"]", points.dark, points.light)));
+    assert!(pdn.contains(&format!("1. {} {}", g.moves[0], g.moves[1])));
+}
+
+#[tokio::test]
+async fn both_space_rule_sets_have_their_own_leaderboard() {
+    let server = TestServer::start(|_| {}).await;
+    for name in ["space", "orbit"] {
+        let (status, body) = http_get(server.addr, &format!("/api/leaderboards/{name}")).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains(&format!("\"rule_set\":\"{name}\"")), "{body}");
+    }
+    let (status, _) = http_get(server.addr, "/api/leaderboards/asteroids").await;
+    assert_eq!(status, 404);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
