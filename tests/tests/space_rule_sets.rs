@@ -278,6 +278,7 @@ async fn the_computer_plays_both_space_rule_sets() {
             assert_eq!(s.game.board.is_some(), rule_set == RuleSet::Orbit);
             // Three moves of ours; the computer answers each.
             let mut s = s;
+            let mut history = vec![(s.game.fen.clone(), s.game.space.clone())];
             for _ in 0..3 {
                 if s.game.result.is_some() {
                     break;
@@ -298,12 +299,25 @@ async fn the_computer_plays_both_space_rule_sets() {
                         && (!s.game.legal_moves.is_empty() || s.game.result.is_some())
                 })
                 .await;
+                history.push((s.game.fen.clone(), s.game.space.clone()));
             }
             assert!(
                 s.game.result.is_some() || s.game.ply >= 5,
                 "the computer replied: {:?}",
                 s.game.moves
             );
+            if s.game.result.is_none() {
+                // Undo takes back our move and the reply: the board, and in
+                // Space Mode the wormholes and charges, are as they were.
+                let seq = p.send(|seq| ClientMessage::Undo { seq }).await;
+                p.expect_ack(seq).await;
+                let undone = solo_until(&mut p, |s| !s.thinking).await;
+                let earlier = &history[history.len() - 2];
+                assert_eq!(
+                    (&undone.game.fen, &undone.game.space),
+                    (&earlier.0, &earlier.1)
+                );
+            }
             let _ = p.send(|seq| ClientMessage::Leave { seq }).await;
         }
     }
