@@ -3,9 +3,12 @@
 //! plays the computer opponents against each other.
 
 use std::process::ExitCode;
+use std::str::FromStr;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
+use jumpgate_server::rules::orbit::OrbitGame;
+use jumpgate_server::rules::space::{SpaceGame, SpaceMove};
 use jumpgate_server::rules::{Position, RuleSet, fen, perft};
 
 #[derive(Debug, Parser)]
@@ -29,11 +32,53 @@ enum Command {
     Ladder(LadderArgs),
 }
 
+/// What `perft` and `ladder` can play: a draughts rule set, Space Mode or
+/// the orbit game.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GameKind {
+    Draughts(RuleSet),
+    Space,
+    Orbit,
+}
+
+impl GameKind {
+    fn name(self) -> &'static str {
+        match self {
+            GameKind::Draughts(rs) => rs.name(),
+            GameKind::Space => "space",
+            GameKind::Orbit => "orbit",
+        }
+    }
+
+    fn all() -> Vec<GameKind> {
+        RuleSet::ALL
+            .into_iter()
+            .map(GameKind::Draughts)
+            .chain([GameKind::Space, GameKind::Orbit])
+            .collect()
+    }
+}
+
+impl FromStr for GameKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<GameKind, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "space" => Ok(GameKind::Space),
+            "orbit" => Ok(GameKind::Orbit),
+            _ => s
+                .parse::<RuleSet>()
+                .map(GameKind::Draughts)
+                .map_err(|e| format!("{e}, or space, orbit")),
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 struct PerftArgs {
-    /// Rule set: american, brazilian, russian, spanish, italian, thai.
+    /// Rule set: american, brazilian, russian, spanish, italian, thai,
+    /// space (Space Mode) or orbit (the orbit game).
     #[arg(long, default_value = "american")]
-    variant: RuleSet,
+    variant: GameKind,
     /// Plies to search.
     #[arg(long)]
     depth: u32,
@@ -47,10 +92,24 @@ struct PerftArgs {
     /// Also print the count below each first move.
     #[arg(long)]
     divide: bool,
+    /// Space Mode only: the game's seed (it places the wormholes).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 fn run_perft(args: &PerftArgs) -> Result<(), String> {
-    let rs = args.variant;
+    let rs = match args.variant {
+        GameKind::Draughts(rs) => rs,
+        kind @ (GameKind::Space | GameKind::Orbit) => {
+            if args.fen.is_some() || args.unique {
+                return Err(format!(
+                    "--fen and --unique are for the draughts rule sets, not {}",
+                    kind.name()
+                ));
+            }
+            return run_game_perft(kind, args);
+        }
+    };
     let pos = match &args.fen {
         Some(text) => fen::parse(rs, text).map_err(|e| format!("bad FEN: {e}"))?,
         None => Position::start(rs),
@@ -76,6 +135,66 @@ fn run_perft(args: &PerftArgs) -> Result<(), String> {
         rate / 1e6
     );
     Ok(())
+}
+
+/// Perft for Space Mode and the orbit game, by their engines' own counts.
+fn run_game_perft(kind: GameKind, args: &PerftArgs) -> Result<(), String> {
+    let started;
+    let leaves;
+    let what;
+    match kind {
+        GameKind::Space => {
+            let game = SpaceGame::new(args.seed);
+            if args.divide && args.depth > 0 {
+                for m in game.legal_moves() {
+                    let mut next = game.clone();
+                    next.play(&m).map_err(|e| e.to_string())?;
+                    println!("{} {}", space_move_text(&m), next.perft(args.depth - 1));
+                }
+            }
+            started = Instant::now();
+            leaves = game.perft(args.depth);
+            what = format!("results, seed {}", args.seed);
+        }
+        GameKind::Orbit => {
+            let game = OrbitGame::new();
+            if args.divide && args.depth > 0 {
+                for m in game.legal_moves() {
+                    let mut next = game.clone();
+                    next.play(&m).map_err(|e| e.to_string())?;
+                    println!("{} {}", game.move_text(&m), next.perft(args.depth - 1));
+                }
+            }
+            started = Instant::now();
+            leaves = game.perft(args.depth);
+            what = "moves".to_owned();
+        }
+        GameKind::Draughts(_) => unreachable!("draughts perft is run_perft's"),
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let rate = if secs > 0.0 {
+        leaves as f64 / secs
+    } else {
+        0.0
+    };
+    println!(
+        "perft {} depth {} {what}: {leaves} leaves in {secs:.3} s ({:.1} M leaves/s)",
+        kind.name(),
+        args.depth,
+        rate / 1e6
+    );
+    Ok(())
+}
+
+/// A Space Mode move as clicked: `c3-d4`, `c3xe5xg7`, a boost marked `^`.
+fn space_move_text(m: &SpaceMove) -> String {
+    let joint = if m.captured.is_empty() { "-" } else { "x" };
+    let squares: Vec<String> = m.path.iter().map(|sq| format!("{sq:?}")).collect();
+    let mut text = squares.join(joint);
+    if m.boost {
+        text.push('^');
+    }
+    text
 }
 
 fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
@@ -154,9 +273,10 @@ struct LadderArgs {
     /// opening is played with both colours).
     #[arg(long, default_value_t = 16)]
     games: usize,
-    /// Only this rule set (default: all six).
-    #[arg(long)]
-    rule_set: Option<RuleSet>,
+    /// Only these rule sets, comma-separated: the six draughts rule sets,
+    /// space (Space Mode), orbit (the orbit game). Default: all eight.
+    #[arg(long, value_delimiter = ',')]
+    rule_set: Vec<GameKind>,
     /// The Executive's time per move in the ladder, in milliseconds (the
     /// server default is 1000; smaller keeps the ladder short).
     #[arg(long, default_value_t = 100)]
@@ -180,9 +300,10 @@ fn run_ladder(args: &LadderArgs) -> Result<(), String> {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    let rule_sets: Vec<RuleSet> = match args.rule_set {
-        Some(rs) => vec![rs],
-        None => RuleSet::ALL.to_vec(),
+    let rule_sets: Vec<GameKind> = if args.rule_set.is_empty() {
+        GameKind::all()
+    } else {
+        args.rule_set.clone()
     };
     let pairings = [
         (Level::Driver, Level::Tamer),
@@ -221,14 +342,11 @@ fn run_ladder(args: &LadderArgs) -> Result<(), String> {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(&(r, p, g)) = jobs.get(i) else { break };
-                    let rs = rule_sets[r];
+                    let kind = rule_sets[r];
                     let (upper, lower) = pairings[p];
                     let opening = (g / 2) as u64;
-                    let game = arena::random_opening(
-                        rs,
-                        mix(&[r as u64, opening]),
-                        2 + (opening % 3) as usize,
-                    );
+                    let opening_seed = mix(&[r as u64, opening]);
+                    let opening_plies = 2 + (opening % 3) as usize;
                     let config = |level: Level, side: u64| {
                         BotConfig::new(level)
                             .with_seed(mix(&[r as u64, p as u64, g as u64, side]))
@@ -244,7 +362,25 @@ fn run_ladder(args: &LadderArgs) -> Result<(), String> {
                     } else {
                         (config(lower, 0), config(upper, 1))
                     };
-                    let (_, end) = arena::play_out(game, &dark, &light, args.ply_cap);
+                    let end = match kind {
+                        GameKind::Draughts(rs) => {
+                            let game = arena::random_opening(rs, opening_seed, opening_plies);
+                            arena::play_out(game, &dark, &light, args.ply_cap).1
+                        }
+                        GameKind::Space => {
+                            // Both colours of an opening share its wormholes.
+                            let game = arena::random_space_opening(
+                                mix(&[r as u64, opening, 1]),
+                                opening_seed,
+                                opening_plies,
+                            );
+                            arena::play_out_space(game, &dark, &light, args.ply_cap).1
+                        }
+                        GameKind::Orbit => {
+                            let game = arena::random_orbit_opening(opening_seed, opening_plies);
+                            arena::play_out_orbit(game, &dark, &light, args.ply_cap).1
+                        }
+                    };
                     let column = match end.winner() {
                         Some(c) if c == upper_color => 0,
                         Some(_) => 2,

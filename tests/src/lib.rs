@@ -61,7 +61,14 @@ pub struct Player {
     pub token: String,
     /// The newest room state seen.
     pub state: Option<RoomState>,
+    /// When the latest messages were sent, to stay under the server's rate
+    /// limit the way a well-behaved client does.
+    sent_at: std::collections::VecDeque<tokio::time::Instant>,
 }
+
+/// Messages a test client sends per second at most (the server refuses
+/// more than 40 by default).
+const SEND_RATE: usize = 30;
 
 impl Player {
     pub async fn connect(server: &TestServer, encoding: Encoding) -> Player {
@@ -82,6 +89,11 @@ impl Player {
 
     /// Sends a message built from the next seq.
     pub async fn send(&mut self, build: impl FnOnce(u32) -> ClientMessage) -> u32 {
+        if self.sent_at.len() >= SEND_RATE {
+            let oldest = self.sent_at.pop_front().expect("not empty");
+            tokio::time::sleep_until(oldest + Duration::from_secs(1)).await;
+        }
+        self.sent_at.push_back(tokio::time::Instant::now());
         let seq = self.seq();
         self.client.send(&build(seq)).await.unwrap();
         seq
@@ -111,6 +123,11 @@ impl Player {
                 } if s == seq => {
                     panic!("seq {seq} refused: {code} {message}")
                 }
+                ServerMessage::Error {
+                    seq: None,
+                    code: ErrorCode::RateLimited,
+                    ..
+                } => panic!("rate limited while waiting for the ack of seq {seq}"),
                 _ => {}
             }
         }
@@ -249,13 +266,21 @@ pub struct RedisServer {
     child: Option<std::process::Child>,
 }
 
-/// A free loopback port (bound and released; good enough for tests).
+/// A free loopback port for a server the test starts later (bound and
+/// released). It is taken below Linux's ephemeral range (32768+), so a
+/// client connection made meanwhile cannot be given the same port, and
+/// from a per-process offset so parallel tests rarely try the same one.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let base = 20_000 + (std::process::id() % 600) as u16 * 20;
+    loop {
+        let port = base + NEXT.fetch_add(1, Ordering::Relaxed) % 12_000;
+        let port = if port >= 32_000 { port - 12_000 } else { port };
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 impl RedisServer {
@@ -463,6 +488,7 @@ impl Player {
                 name: identity.name,
                 token,
                 state: None,
+                sent_at: Default::default(),
             },
             other => panic!("expected welcome, got {other:?}"),
         }

@@ -4,15 +4,18 @@
 //! A player without moves passes inside the engine, so a child position may
 //! have the same side to move as its parent: the search negates a score only
 //! when the turn actually changes. A finished game is worth its points
-//! difference, a win far more than any evaluation. Before the end, the
+//! difference, a win far more than any evaluation, and a draw costs the
+//! searching side a little (contempt), so it plays on for the win. Before
+//! the end, the
 //! evaluation is the points the position would score now, plus pieces on
 //! the inner orbit, the longest inner row and material.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::{Duration, Instant};
 
 use super::level::{Level, Profile};
 use super::rng::SplitMix64;
-use super::space::pick_noisy;
+use super::space::{Table, pick_noisy};
 use super::{BotConfig, MATE, SearchInfo};
 use crate::rules::orbit::{OrbitColor, OrbitGame, OrbitMove, OrbitMoveKind, OrbitSquare, score};
 
@@ -28,21 +31,28 @@ const POINT: i32 = 100;
 const INNER: i32 = 12;
 const ROW: i32 = 18;
 const PIECE: i32 = 25;
+/// What a draw costs the searching side: every level plays for the win, so
+/// a stronger bot does not settle for early 2-2 endings.
+const CONTEMPT: i32 = 40;
 
-/// The level's knobs for the orbit game.
+/// The level's knobs for the orbit game. Its tree is small and its
+/// tactics short, so the node budgets are smaller than in draughts, and the
+/// Tamer looks a single ply ahead: otherwise neighbouring levels play too
+/// alike for the ladder.
 fn profile(level: Level) -> Profile {
     let base = level.profile();
     match level {
         Level::Tamer => Profile {
-            max_nodes: 1_500,
+            max_depth: 1,
+            max_nodes: 1_000,
             ..base
         },
         Level::Driver => Profile {
-            max_nodes: 4_000,
+            max_nodes: 1_500,
             ..base
         },
         Level::Warden => Profile {
-            max_nodes: 6_000,
+            max_nodes: 4_000,
             ..base
         },
         Level::Executive => base,
@@ -91,6 +101,8 @@ fn think_about(
         deadline,
         soft_deadline,
         killers: [[None; 2]; MAX_PLY],
+        table: Table::new(profile.table_bits),
+        root: game.turn(),
         nodes: 0,
         stopped: false,
     };
@@ -138,6 +150,15 @@ fn position_hash(game: &OrbitGame) -> u64 {
     })
 }
 
+/// The transposition key: the position and the ply count (the game ends
+/// at a ply cap).
+fn table_key(game: &OrbitGame) -> u64 {
+    let mut h = DefaultHasher::new();
+    game.position().hash(&mut h);
+    game.ply().hash(&mut h);
+    h.finish()
+}
+
 /// The game after `m`, a move listed for `game`.
 fn after(game: &OrbitGame, m: &OrbitMove) -> OrbitGame {
     let mut next = game.clone();
@@ -147,14 +168,15 @@ fn after(game: &OrbitGame, m: &OrbitMove) -> OrbitGame {
 
 /// The value of a finished game or of a position for the side to move,
 /// `ply` plies below the root.
-fn value(game: &OrbitGame, ply: usize) -> i32 {
+fn value(game: &OrbitGame, ply: usize, root: OrbitColor) -> i32 {
     let me = game.turn();
     let (my, their) = (me.index(), me.opponent().index());
     if let Some(outcome) = game.outcome() {
         let diff = outcome.points[my] as i32 - outcome.points[their] as i32;
         // A quicker win (or slower loss) is better; a bigger margin too.
         return match outcome.winner {
-            None => 0,
+            None if me == root => -CONTEMPT,
+            None => CONTEMPT,
             Some(w) if w == me => MATE - 100 - ply as i32 + diff,
             Some(_) => -(MATE - 100 - ply as i32) + diff,
         };
@@ -182,6 +204,9 @@ struct Search {
     deadline: Instant,
     soft_deadline: Instant,
     killers: [[Option<MoveKey>; 2]; MAX_PLY],
+    table: Table,
+    /// The side the search plays for (draws cost it [`CONTEMPT`]).
+    root: OrbitColor,
     nodes: u64,
     stopped: bool,
 }
@@ -315,13 +340,34 @@ impl Search {
             return 0;
         }
         if game.outcome().is_some() || depth <= 0 || ply >= MAX_PLY - 1 {
-            return value(game, ply);
+            return value(game, ply, self.root);
         }
-        let mut moves = game.legal_moves();
-        moves.sort_by_cached_key(|m| std::cmp::Reverse(self.rank(m, ply)));
+        let key = table_key(game);
+        let entry = self.table.probe(key);
+        if let Some(s) = Table::cutoff(entry, depth, alpha, beta, ply) {
+            return s;
+        }
+        let table_move = entry.map(|e| usize::from(e.best));
+        let moves = game.legal_moves();
+        let mut order: Vec<(i32, usize)> = moves
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let rank = if Some(i) == table_move {
+                    1_000_000
+                } else {
+                    self.rank(m, ply)
+                };
+                (-rank, i)
+            })
+            .collect();
+        order.sort_unstable();
         let child_depth = if moves.len() == 1 { depth } else { depth - 1 };
+        let alpha_in = alpha;
         let mut best = -INFINITY;
-        for (i, m) in moves.iter().enumerate() {
+        let mut best_index = order[0].1;
+        for (i, &(_, index)) in order.iter().enumerate() {
+            let m = &moves[index];
             let next = after(game, m);
             let score = if i == 0 {
                 self.child_score(game, &next, child_depth, alpha, beta, ply + 1)
@@ -338,6 +384,7 @@ impl Search {
             }
             if score > best {
                 best = score;
+                best_index = index;
                 if score > alpha {
                     alpha = score;
                     if alpha >= beta {
@@ -354,6 +401,8 @@ impl Search {
                 }
             }
         }
+        self.table
+            .record(key, depth, best, alpha_in, beta, best_index, ply);
         best
     }
 }

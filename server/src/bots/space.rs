@@ -3,9 +3,10 @@
 //! of wormholes and thruster boosts.
 //!
 //! The search walks the engine's own states rather than the game (one move
-//! generation per node, no history to copy). The wormholes relocate from the
-//! game's seeded generator, so the search sees where they will go, exactly as
-//! the game will play it. Men, kings, tempo and the back rank are valued as
+//! generation per node, no history to copy). It does not know where the
+//! wormholes will go next, any more than a person does: its search uses
+//! them until they move and imagines none after that, and never reads the
+//! game's generator. Men, kings, tempo and the back rank are valued as
 //! in American checkers ([`super::eval`]); on top come the thruster charges
 //! and, for the side ahead in an endgame, closing in on the enemy so the
 //! no-progress rule does not save a lost game.
@@ -16,6 +17,7 @@ use std::time::{Duration, Instant};
 use super::eval::{Weights, evaluate};
 use super::level::{Level, Profile};
 use super::rng::SplitMix64;
+use super::table::Bound;
 use super::{BotConfig, MATE, SearchInfo};
 use crate::rules::space::{NO_PROGRESS_DRAW_PLIES, SpaceGame, SpaceMove, State};
 use crate::rules::variant::American;
@@ -36,21 +38,27 @@ const CHASE: i32 = 3;
 /// What repetition compares.
 type Key = (Position, [Square; 2], [u8; 2]);
 
-/// The level's knobs for Space Mode: the draughts profile with budgets that
-/// suit this slower move generator.
+/// The level's knobs for Space Mode: the draughts profile with smaller
+/// node budgets, since a node here (a mailbox move generator) costs far more
+/// than a bitboard node. The wormholes' next places are unknown to every
+/// level, which makes depth worth less than in American checkers (the
+/// Executive at 20 ms and at 300 ms a move scored alike against a plain
+/// Warden, about 72%); a little noise in the Warden's choices keeps the
+/// levels a clear step apart.
 fn profile(level: Level) -> Profile {
     let base = level.profile();
     match level {
         Level::Tamer => Profile {
-            max_nodes: 1_500,
+            max_nodes: 300,
             ..base
         },
         Level::Driver => Profile {
-            max_nodes: 4_000,
+            max_nodes: 600,
             ..base
         },
         Level::Warden => Profile {
-            max_nodes: 6_000,
+            max_nodes: 900,
+            noise: 30,
             ..base
         },
         Level::Executive => base,
@@ -107,6 +115,7 @@ fn think_about(
             .map(State::repetition_key)
             .collect(),
         killers: [[None; 2]; MAX_PLY],
+        table: Table::new(profile.table_bits),
         weights: Weights::for_rule_set(RuleSet::American),
         nodes: 0,
         stopped: false,
@@ -172,6 +181,124 @@ fn state_hash(state: &State) -> u64 {
     h.finish()
 }
 
+/// The transposition key: everything that decides the future, the
+/// wormholes' generator included.
+fn table_key(state: &State) -> u64 {
+    let mut h = DefaultHasher::new();
+    state.hash(&mut h);
+    h.finish()
+}
+
+/// One remembered search result; the best move is its index in the
+/// position's generated move list, which is the same every time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Slot {
+    pub key: u64,
+    pub depth: i32,
+    pub score: i32,
+    pub bound: Bound,
+    pub best: u8,
+}
+
+/// A fixed-size transposition table for the Space Mode and orbit searches
+/// (the draughts table remembers draughts moves).
+#[derive(Debug)]
+pub(crate) struct Table {
+    slots: Vec<Option<Slot>>,
+    mask: usize,
+}
+
+impl Table {
+    /// A table of `2^bits` slots.
+    pub(crate) fn new(bits: u32) -> Table {
+        let len = 1usize << bits;
+        Table {
+            slots: vec![None; len],
+            mask: len - 1,
+        }
+    }
+
+    pub(crate) fn probe(&self, key: u64) -> Option<Slot> {
+        self.slots[key as usize & self.mask].filter(|e| e.key == key)
+    }
+
+    /// Keeps the deeper result for the same position; a new position takes
+    /// the slot.
+    pub(crate) fn store(&mut self, slot: Slot) {
+        let old = &mut self.slots[slot.key as usize & self.mask];
+        if !matches!(old, Some(o) if o.key == slot.key && o.depth > slot.depth) {
+            *old = Some(slot);
+        }
+    }
+
+    /// A usable score for this window at this depth, if the table has one.
+    pub(crate) fn cutoff(
+        entry: Option<Slot>,
+        depth: i32,
+        alpha: i32,
+        beta: i32,
+        ply: usize,
+    ) -> Option<i32> {
+        let e = entry.filter(|e| e.depth >= depth)?;
+        let s = score_from_table(e.score, ply);
+        match e.bound {
+            Bound::Exact => Some(s),
+            Bound::Lower if s >= beta => Some(s),
+            Bound::Upper if s <= alpha => Some(s),
+            _ => None,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record(
+        &mut self,
+        key: u64,
+        depth: i32,
+        best_score: i32,
+        alpha_in: i32,
+        beta: i32,
+        best: usize,
+        ply: usize,
+    ) {
+        let bound = if best_score >= beta {
+            Bound::Lower
+        } else if best_score > alpha_in {
+            Bound::Exact
+        } else {
+            Bound::Upper
+        };
+        self.store(Slot {
+            key,
+            depth,
+            score: score_to_table(best_score, ply),
+            bound,
+            best: u8::try_from(best).unwrap_or(u8::MAX),
+        });
+    }
+}
+
+/// Win and loss scores count plies from the root; the table stores them
+/// counted from the node.
+fn score_to_table(score: i32, ply: usize) -> i32 {
+    if score > MATE_BOUND {
+        score + ply as i32
+    } else if score < -MATE_BOUND {
+        score - ply as i32
+    } else {
+        score
+    }
+}
+
+fn score_from_table(score: i32, ply: usize) -> i32 {
+    if score > MATE_BOUND {
+        score - ply as i32
+    } else if score < -MATE_BOUND {
+        score + ply as i32
+    } else {
+        score
+    }
+}
+
 /// The state after `m` and the plies without progress there.
 fn child(state: &State, m: &SpaceMove, quiet: u32) -> (State, u32) {
     let by_man = !state.position().kings().contains(m.from());
@@ -180,7 +307,7 @@ fn child(state: &State, m: &SpaceMove, quiet: u32) -> (State, u32) {
     } else {
         quiet + 1
     };
-    (state.after(m), quiet)
+    (state.after_foreseen(m), quiet)
 }
 
 /// The position's value for the side to move.
@@ -236,6 +363,7 @@ struct Search {
     /// Repetition keys since the last irreversible move, then the path.
     keys: Vec<Key>,
     killers: [[Option<MoveKey>; 2]; MAX_PLY],
+    table: Table,
     weights: Weights,
     nodes: u64,
     stopped: bool,
@@ -371,7 +499,7 @@ impl Search {
         if self.count_node() {
             return 0;
         }
-        let mut moves = state.legal_moves();
+        let moves = state.legal_moves();
         if moves.is_empty() {
             return -(MATE - ply as i32);
         }
@@ -382,7 +510,25 @@ impl Search {
         if ply >= MAX_PLY - 1 || (depth <= 0 && !captures) {
             return evaluate_state(state, &self.weights);
         }
-        moves.sort_by_cached_key(|m| std::cmp::Reverse(self.rank(m, ply)));
+        let key = table_key(state);
+        let entry = self.table.probe(key);
+        if let Some(s) = Table::cutoff(entry, depth, alpha, beta, ply) {
+            return s;
+        }
+        let table_move = entry.map(|e| usize::from(e.best));
+        let mut order: Vec<(i32, usize)> = moves
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let rank = if Some(i) == table_move {
+                    1_000_000
+                } else {
+                    self.rank(m, ply)
+                };
+                (-rank, i)
+            })
+            .collect();
+        order.sort_unstable();
         // A forced reply costs no depth, and below the horizon only the
         // mandatory captures are followed.
         let child_depth = if moves.len() == 1 || depth <= 0 {
@@ -390,8 +536,11 @@ impl Search {
         } else {
             depth - 1
         };
+        let alpha_in = alpha;
         let mut best = -INFINITY;
-        for (i, m) in moves.iter().enumerate() {
+        let mut best_index = order[0].1;
+        for (i, &(_, index)) in order.iter().enumerate() {
+            let m = &moves[index];
             let (next, q) = child(state, m, quiet);
             self.keys.push(next.repetition_key());
             let score = if i == 0 {
@@ -410,6 +559,7 @@ impl Search {
             }
             if score > best {
                 best = score;
+                best_index = index;
                 if score > alpha {
                     alpha = score;
                     if alpha >= beta {
@@ -426,6 +576,8 @@ impl Search {
                 }
             }
         }
+        self.table
+            .record(key, depth, best, alpha_in, beta, best_index, ply);
         best
     }
 }

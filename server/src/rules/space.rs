@@ -146,6 +146,24 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// The state after `m` as a player can foresee it. Where the wormholes
+    /// go after a round is drawn at random and cannot be known in advance,
+    /// so once they would move they are put on two squares no piece can
+    /// reach (light squares): beyond that point the foresight has no
+    /// wormholes at all rather than the game's real, secret next draw.
+    pub(crate) fn after_foreseen(&self, m: &SpaceMove) -> State {
+        let next = self.after(m);
+        if next.wormholes == self.wormholes {
+            return next;
+        }
+        let mut unreachable = (0..64u8).map(Square::new).filter(|sq| !sq.is_playable());
+        let wormholes = [
+            unreachable.next().expect("a board has light squares"),
+            unreachable.next().expect("a board has light squares"),
+        ];
+        State { wormholes, ..next }
+    }
+
     /// The wormholes of a new game: one on internal rank 3, one on rank 4,
     /// each uniform among that row's four dark squares, in that order.
     fn initial(seed: u64) -> State {
