@@ -1173,6 +1173,11 @@ impl Room {
             dark: name(round.dark_seat),
             light: name(1 - round.dark_seat),
             result_override: round.result.as_ref().map(|r| r.winner.map(color_from_wire)),
+            points: round
+                .result
+                .as_ref()
+                .and_then(|r| r.points)
+                .map(|p| [p.dark, p.light]),
         };
         let pdn = round.game.pdn(&tags, &round.notations);
         let game_no = round.game_no;

@@ -499,6 +499,7 @@ impl SoloGame {
             SoloCommand::Undo { conn, seq } => match self.undo().await {
                 Ok(()) => {
                     self.send(conn, ServerMessage::Ack { seq });
+                    self.maybe_think();
                     self.push_state();
                 }
                 Err(r) => self.refuse(conn, seq, r),
@@ -563,6 +564,9 @@ impl SoloGame {
                         return;
                     }
                 }
+                // On the orbit board the player may have had to pass, so
+                // the computer can be to move again.
+                self.maybe_think();
                 self.push_state();
             }
         }
@@ -616,17 +620,9 @@ impl SoloGame {
             return Err(Refusal::new(ErrorCode::NotNow, "the computer is thinking"));
         }
         let before = self.record.clone();
-        let take = if self.record.same_device {
-            1
-        } else if self.game.turn() == self.record.you {
-            2
-        } else {
-            1
-        };
-        if self.record.moves.len() < take {
+        let Some(keep) = undo_point(&self.record) else {
             return Err(Refusal::new(ErrorCode::NotNow, "there is nothing to undo"));
-        }
-        let keep = self.record.moves.len() - take;
+        };
         self.record.moves.truncate(keep);
         if self.record.ranked {
             // Said clearly to the player: the state shows ranked = false.
@@ -639,6 +635,35 @@ impl SoloGame {
         self.rebuild();
         Ok(())
     }
+}
+
+/// How many moves stay after an undo, or `None` when there is nothing to
+/// undo. On one device: all but the last. Against the computer: those
+/// before your last move, so the computer's replies go with it (on the
+/// orbit board a side that cannot move passes, so turns do not always
+/// alternate).
+fn undo_point(record: &SoloRecord) -> Option<usize> {
+    if record.same_device {
+        record.moves.len().checked_sub(1)
+    } else {
+        movers(record)
+            .iter()
+            .rposition(|&mover| mover == record.you)
+    }
+}
+
+/// Who made each of a record's moves.
+fn movers(record: &SoloRecord) -> Vec<Color> {
+    let mut game = VariantGame::new(record.rule_set, record.seed);
+    record
+        .moves
+        .iter()
+        .map(|m| {
+            let mover = game.turn();
+            let _ = game.play_stored(&m.stored());
+            mover
+        })
+        .collect()
 }
 
 /// The game, its move texts and its last move, replayed from a record.
@@ -656,4 +681,73 @@ pub fn solo_record(json: &str) -> Option<SoloRecord> {
     serde_json::from_str::<SoloRecord>(json)
         .ok()
         .filter(|r| r.kind == "solo")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An orbit game from the start in which some side had to pass: the
+    /// first found by playing pseudo-random moves from a fixed seed.
+    fn orbit_moves_with_a_pass() -> (Vec<String>, Vec<Color>) {
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..500 {
+            let mut game = VariantGame::new(Variant::Orbit, 0);
+            let (mut moves, mut movers) = (Vec::new(), Vec::new());
+            while game.outcome().is_none() {
+                let legal = game.legal_moves();
+                rng = rng
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let m = &legal[(rng >> 33) as usize % legal.len()];
+                movers.push(game.turn());
+                moves.push(m.stored.clone());
+                game.play_stored(&m.stored).unwrap();
+                if movers.len() >= 2 && movers[movers.len() - 1] == movers[movers.len() - 2] {
+                    return (moves, movers);
+                }
+            }
+        }
+        panic!("no pass in 500 random orbit games");
+    }
+
+    fn record(moves: &[String], same_device: bool) -> SoloRecord {
+        SoloRecord {
+            kind: "solo".into(),
+            id: "STEST".into(),
+            owner: "u".into(),
+            owner_name: "U".into(),
+            rule_set: Variant::Orbit,
+            seed: 0,
+            same_device,
+            level: (!same_device).then_some(Level::Tamer),
+            ranked: false,
+            you: Color::Dark,
+            moves: moves.iter().cloned().map(SoloMove::Stored).collect(),
+            result: None,
+            version: 0,
+            pending_score: false,
+        }
+    }
+
+    #[test]
+    fn undo_goes_back_before_your_last_move_even_after_a_pass() {
+        let (moves, sides) = orbit_moves_with_a_pass();
+        let r = record(&moves, false);
+        assert_eq!(movers(&r), sides);
+        let keep = undo_point(&r).unwrap();
+        // The move undone is Dark's (yours), the last one Dark made.
+        assert_eq!(sides[keep], Color::Dark);
+        assert!(sides[keep + 1..].iter().all(|&c| c == Color::Light));
+        // Afterwards it is your turn.
+        let mut game = VariantGame::new(Variant::Orbit, 0);
+        for m in &moves[..keep] {
+            game.play_stored(m).unwrap();
+        }
+        assert_eq!(game.turn(), Color::Dark);
+        // On one device, one move at a time.
+        assert_eq!(undo_point(&record(&moves, true)), Some(moves.len() - 1));
+        assert_eq!(undo_point(&record(&[], true)), None);
+        assert_eq!(undo_point(&record(&[], false)), None);
+    }
 }

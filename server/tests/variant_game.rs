@@ -107,3 +107,48 @@ fn different_seeds_place_different_wormholes() {
     let a = VariantGame::new(Variant::Space, 42).wormholes();
     assert_eq!(a, VariantGame::new(Variant::Space, 42).wormholes());
 }
+
+#[test]
+fn orbit_pdn_marks_passes_and_points() {
+    // Pseudo-random orbit games until one has a pass.
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    for _ in 0..500 {
+        let mut game = VariantGame::new(Variant::Orbit, 0);
+        let mut notations = Vec::new();
+        let mut passed = false;
+        while game.outcome().is_none() {
+            let legal = game.legal_moves();
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let m = &legal[(rng >> 33) as usize % legal.len()];
+            let mover = game.turn();
+            notations.push(game.play_stored(&m.stored).unwrap().notation);
+            passed |= game.turn() == mover && game.outcome().is_none();
+        }
+        if !passed {
+            continue;
+        }
+        let tags = jumpgate_server::rules::pdn::PdnTags {
+            points: Some([7, 1]),
+            ..Default::default()
+        };
+        let pdn = game.pdn(&tags, &notations);
+        assert!(pdn.contains("[Variant \"orbit\"]"), "{pdn}");
+        assert!(
+            pdn.contains("[Points \"7-1\"]"),
+            "points from the tags win: {pdn}"
+        );
+        assert!(
+            pdn.contains(" -- ") || pdn.contains(". --"),
+            "a pass is written: {pdn}"
+        );
+        let written = pdn
+            .split_whitespace()
+            .filter(|w| w.contains('-') && *w != "--" && !w.starts_with('[') && !w.contains('"'))
+            .count();
+        assert!(written >= notations.len(), "every move is written: {pdn}");
+        return;
+    }
+    panic!("no orbit game with a pass");
+}

@@ -18,6 +18,9 @@ pub struct PdnTags {
     pub light: Option<String>,
     /// Set when the game ended off the board (resignation, time, agreement).
     pub result_override: Option<Option<Color>>,
+    /// Points scored (Dark's, Light's) where games are scored by points,
+    /// also when the game ended off the board.
+    pub points: Option<[u32; 2]>,
 }
 
 /// The PDN result token for a winner (`None` = draw).

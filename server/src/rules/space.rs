@@ -153,7 +153,8 @@ impl State {
     /// wormholes at all rather than the game's real, secret next draw.
     pub(crate) fn after_foreseen(&self, m: &SpaceMove) -> State {
         let next = self.after(m);
-        if next.wormholes == self.wormholes {
+        if self.position.turn() != Color::Light {
+            // Only Light's move ends a round and moves the wormholes.
             return next;
         }
         let mut unreachable = (0..64u8).map(Square::new).filter(|sq| !sq.is_playable());

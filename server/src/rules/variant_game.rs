@@ -526,7 +526,7 @@ impl VariantGame {
             VariantGame::Space(g) => {
                 let squares: Option<Vec<Square>> = text
                     .trim()
-                    .split(['-', 'x', 'X'])
+                    .split(['-', 'x', 'X', ':'])
                     .map(|part| notation::parse_square(SPACE_RULES, part))
                     .collect();
                 let Some(squares) = squares.filter(|s| s.len() >= 2) else {
@@ -545,6 +545,12 @@ impl VariantGame {
                         .collect()
                 };
                 match found.as_slice() {
+                    // A full path may name a move the list merged with
+                    // another of the same result.
+                    [] if squares.len() > 2 => {
+                        let played = g.play_path(&squares).map_err(refused)?;
+                        Ok(space_info(&played, &legal))
+                    }
                     [] => Err(MoveRefused(format!("{text} is not a legal move"))),
                     [m] => {
                         let path = m.path.clone();
@@ -679,16 +685,39 @@ fn write_plain_pdn(
     let _ = writeln!(out, "[Result \"{result}\"]");
     let _ = writeln!(out, "[Variant \"{}\"]", game.variant().name());
     out.push_str(&extra);
-    if let Some([dark, light]) = game.outcome().and_then(|o| o.points) {
+    if let Some([dark, light]) = tags.points.or(game.outcome().and_then(|o| o.points)) {
         let _ = writeln!(out, "[Points \"{dark}-{light}\"]");
     }
     out.push('\n');
-    let mut line = String::new();
-    for (i, text) in notations.iter().enumerate() {
-        if i % 2 == 0 {
-            let _ = write!(line, "{}. ", i / 2 + 1);
+    // Replayed to know who made each move: on the orbit board a side that
+    // cannot move passes, written `--` in its place.
+    let mut replay = VariantGame::new(game.variant(), game.seed());
+    let mut words: Vec<String> = Vec::new();
+    let mut next = Color::Dark;
+    let mut number = 1;
+    for text in notations {
+        let mover = replay.turn();
+        if replay.play_text(text).is_err() {
+            break;
         }
-        line.push_str(text);
+        let sides = if mover == next {
+            vec![text.clone()]
+        } else {
+            vec!["--".to_owned(), text.clone()]
+        };
+        for word in sides {
+            if next == Color::Dark {
+                words.push(format!("{number}."));
+            } else {
+                number += 1;
+            }
+            words.push(word);
+            next = next.opposite();
+        }
+    }
+    let mut line = String::new();
+    for word in words {
+        line.push_str(&word);
         line.push(' ');
         if line.len() > 72 {
             out.push_str(line.trim_end());
