@@ -36,6 +36,11 @@ pub struct ServeConfig {
     /// How long a finished or closed lobby is kept in Redis, in seconds.
     #[arg(long, env = "JUMPGATE_FINISHED_TTL_SECS", default_value_t = 86_400)]
     pub finished_ttl_secs: u64,
+    /// A lobby with nobody connected and no game in play closes after this
+    /// many seconds (its seats are given up; it then expires like any
+    /// closed lobby).
+    #[arg(long, env = "JUMPGATE_IDLE_LOBBY_SECS", default_value_t = 1_800)]
+    pub idle_lobby_secs: u64,
     /// Serve /metrics on this separate address too (it is always on the main
     /// address).
     #[arg(long, env = "JUMPGATE_METRICS_LISTEN")]
@@ -130,6 +135,8 @@ pub struct Settings {
     pub resume_grace: Duration,
     /// How long a finished or closed lobby stays in the store.
     pub finished_ttl: Duration,
+    /// How long a lobby with nobody connected and no game in play lives on.
+    pub idle_lobby: Duration,
     pub metrics_listen: Option<SocketAddr>,
     pub shutdown_grace: Duration,
     /// `(index, count)`: which room codes this instance issues.
@@ -164,6 +171,7 @@ impl Settings {
             redis_timeout: Duration::from_secs(2),
             resume_grace: Duration::from_secs(15),
             finished_ttl: Duration::from_secs(86_400),
+            idle_lobby: Duration::from_secs(1_800),
             metrics_listen: None,
             shutdown_grace: Duration::from_secs(10),
             shard: None,
@@ -191,6 +199,7 @@ impl Settings {
         settings.redis_timeout = Duration::from_millis(config.redis_timeout_ms.max(1));
         settings.resume_grace = Duration::from_millis(config.resume_grace_ms);
         settings.finished_ttl = Duration::from_secs(config.finished_ttl_secs.max(1));
+        settings.idle_lobby = Duration::from_secs(config.idle_lobby_secs.max(1));
         settings.metrics_listen = config.metrics_listen;
         settings.shutdown_grace = Duration::from_millis(config.shutdown_grace_ms);
         settings.shard = config.shard;

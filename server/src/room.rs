@@ -214,6 +214,10 @@ pub struct Room {
     /// Seated accounts' records and their head-to-head, as last read.
     record_views: [Option<wire::RecordView>; 2],
     head_to_head: Option<wire::HeadToHead>,
+    /// Since when nobody has been connected while no game was in play.
+    idle_since: Option<Instant>,
+    /// Closed for having been idle too long.
+    expired: bool,
 }
 
 /// The durable part of a room, restored when a write fails.
@@ -316,6 +320,8 @@ impl Room {
             pending_record: None,
             record_views: [None, None],
             head_to_head: None,
+            idle_since: None,
+            expired: false,
         }
     }
 
@@ -397,6 +403,8 @@ impl Room {
             pending_record: record.pending_record,
             record_views: [None, None],
             head_to_head: None,
+            idle_since: None,
+            expired: false,
         })
     }
 
@@ -475,7 +483,7 @@ impl Room {
 
     /// Writes the room and everything pending to the store.
     async fn persist(&mut self) -> Result<(), StoreError> {
-        let closed = self.is_empty();
+        let closed = self.is_empty() || self.expired;
         let finished = matches!(self.phase, Phase::Finished | Phase::Ended);
         let record = serde_json::to_string(&self.record())
             .map_err(|e| StoreError(format!("cannot encode room: {e}")))?;
@@ -636,8 +644,18 @@ impl Room {
                 }
                 counted_game = now_live;
             }
+            // A lobby nobody is connected to, with no game in play, closes
+            // after a while (a game in play ends by its clock first).
+            let idle =
+                self.members.is_empty() && !matches!(self.phase, Phase::Playing | Phase::Break);
+            if !idle {
+                self.idle_since = None;
+            } else if self.idle_since.is_none() {
+                self.idle_since = Some(Instant::now());
+            }
             let timer = self.next_timer();
             let retry = self.dirty.then(|| Instant::now() + STORE_RETRY);
+            let idle_end = self.idle_since.map(|t| t + self.settings.idle_lobby);
             tokio::select! {
                 command = commands.recv() => match command {
                     Some(command) => self.handle(command).await,
@@ -649,11 +667,17 @@ impl Room {
                         tracing::info!(room = %self.code, "store caught up");
                     }
                 }
+                () = sleep_or_forever(idle_end) => {
+                    tracing::info!(room = %self.code, "closing a lobby nobody came back to");
+                    self.expired = true;
+                }
             }
+
             self.settle_pending().await;
             self.record_pending().await;
-            if self.is_empty() {
-                // Nobody left: the lobby closes; its keys expire.
+            if self.is_empty() || self.expired {
+                // Nobody left, or nobody came back: the lobby closes; its
+                // keys expire.
                 self.commit_or_retry().await;
                 if !self.dirty {
                     break;
@@ -1718,6 +1742,34 @@ mod tests {
             }
         }
         states
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lobby_nobody_comes_back_to_closes_after_the_idle_time() {
+        let mut h = start(CLOCK, BREAK).await;
+        state_until(&mut h, 0, CLOCK / 2, |s| s.phase == Phase::Playing)
+            .await
+            .expect("playing");
+        // Both players vanish mid-series: the clock, not the idle timer,
+        // ends the rounds, so the series is finished before anything closes.
+        for conn in [1, 2] {
+            h.commands
+                .send(RoomCommand::Disconnect { conn })
+                .await
+                .unwrap();
+        }
+        let idle = Settings::for_address("127.0.0.1:0".parse().unwrap()).idle_lobby;
+        tokio::time::sleep(CLOCK * 20).await;
+        assert!(
+            !h.commands.is_closed(),
+            "the finished lobby stays for a while"
+        );
+        // The series takes at least two rounds and a break (0.8 s) to end on
+        // time, and is surely over after 6 s; idleness counts from its end.
+        tokio::time::sleep(idle - CLOCK * 20 - Duration::from_millis(100)).await;
+        assert!(!h.commands.is_closed(), "not before the idle time");
+        tokio::time::sleep(CLOCK * 20 + Duration::from_millis(200)).await;
+        assert!(h.commands.is_closed(), "the room task has ended");
     }
 
     #[tokio::test(start_paused = true)]
