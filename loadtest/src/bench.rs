@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use jumpgate_protocol::RuleSet;
+
 use crate::driver::{self, Kind, MAX_RATE_PER_GAME, MIN_SEND_GAP, Pace};
 use crate::net;
 use crate::procs::Spawned;
@@ -62,6 +64,10 @@ pub struct BenchArgs {
     /// Pin the load tester itself with `taskset -a -p -c CPUS`, e.g. 1.
     #[arg(long, env = "JUMPGATE_LOADTEST_CLIENT_CPUS")]
     pub client_cpus: Option<String>,
+    /// The rule set the games play (american, brazilian, russian, spanish,
+    /// italian, thai, space, orbit).
+    #[arg(long, env = "JUMPGATE_LOADTEST_RULE_SET", default_value = "american")]
+    pub rule_set: String,
     /// Write the report as JSON here.
     #[arg(long)]
     pub out_json: Option<PathBuf>,
@@ -83,6 +89,8 @@ pub struct BenchConfig {
     pub duration: Duration,
     /// Idle connections per server.
     pub idle: usize,
+    /// What the games play.
+    pub rule_set: RuleSet,
 }
 
 impl BenchConfig {
@@ -93,7 +101,13 @@ impl BenchConfig {
         sat_games: usize,
         duration_s: f64,
         idle: usize,
+        rule_set: &str,
     ) -> Result<BenchConfig, String> {
+        let rule_set = RuleSet::ALL
+            .iter()
+            .copied()
+            .find(|rs| rs.as_str() == rule_set.trim().to_ascii_lowercase())
+            .ok_or_else(|| format!("--rule-set: unknown rule set {rule_set:?}"))?;
         if !(1..=5000).contains(&games) || !(1..=5000).contains(&sat_games) {
             return Err("--games and --sat-games must be between 1 and 5000".into());
         }
@@ -117,6 +131,7 @@ impl BenchConfig {
             sat_games,
             duration: Duration::from_secs_f64(duration_s),
             idle,
+            rule_set,
         })
     }
 
@@ -127,6 +142,7 @@ impl BenchConfig {
             sat_games: self.sat_games,
             duration_s: self.duration.as_secs_f64(),
             idle: self.idle,
+            rule_set: self.rule_set.as_str().to_owned(),
             move_frame_bytes: driver::move_frame_len(1),
             // Two connections per game, each at most one message per gap.
             saturation_cap: self.sat_games as f64 * 2.0 / MIN_SEND_GAP.as_secs_f64(),
@@ -190,6 +206,7 @@ pub async fn run_all(
             config.games,
             open,
             config.duration,
+            config.rule_set,
         )
         .await
         {
@@ -210,6 +227,7 @@ pub async fn run_all(
             config.sat_games,
             Pace::Closed,
             config.duration,
+            config.rule_set,
         )
         .await
         {
@@ -238,6 +256,7 @@ pub async fn run_all(
                 config.sat_games,
                 Pace::Closed,
                 config.duration,
+                config.rule_set,
             )
             .await
             {
@@ -306,6 +325,7 @@ pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
         args.sat_games,
         args.duration,
         args.idle,
+        &args.rule_set,
     )?;
     let mut children = Vec::new();
     let jumpgate = match &args.server {

@@ -250,6 +250,7 @@ pub async fn run_bots(
             config.games,
             open,
             config.duration(),
+            jumpgate_protocol::RuleSet::American,
         )
     };
     let without_bots = match phase("latency without bots").await {

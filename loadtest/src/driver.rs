@@ -337,13 +337,18 @@ impl Player {
 struct Game {
     host: Player,
     guest: Player,
+    rule_set: RuleSet,
 }
 
 impl Game {
-    async fn set_up(url: &str, hard: Instant) -> Result<Game, String> {
+    async fn set_up(url: &str, hard: Instant, rule_set: RuleSet) -> Result<Game, String> {
         let host = Player::greet(url, hard).await?;
         let guest = Player::greet(url, hard).await?;
-        let mut game = Game { host, guest };
+        let mut game = Game {
+            host,
+            guest,
+            rule_set,
+        };
         if !game.new_lobby(hard).await? {
             return Err("setting up the lobby took too long".into());
         }
@@ -359,7 +364,7 @@ impl Game {
             .request(
                 |seq| ClientMessage::CreateLobby {
                     seq,
-                    rule_set: RuleSet::American,
+                    rule_set: self.rule_set,
                     series_length: 1,
                     invite_only: false,
                     stake: None,
@@ -749,6 +754,7 @@ pub async fn run_phase(
     games: usize,
     pace: Pace,
     duration: Duration,
+    rule_set: RuleSet,
 ) -> Result<PhaseStats, String> {
     let frames = EchoFrames::new();
     let setup_limit = Instant::now() + PATIENCE * 3;
@@ -759,7 +765,7 @@ pub async fn run_phase(
         setups.spawn(async move {
             let _permit = permits.acquire_owned().await.map_err(|e| e.to_string())?;
             match kind {
-                Kind::Jumpgate => Game::set_up(&url, setup_limit)
+                Kind::Jumpgate => Game::set_up(&url, setup_limit, rule_set)
                     .await
                     .map(|g| Driver::Game(Box::new(g))),
                 Kind::Echo => Pair::set_up(&url, &frames, setup_limit)

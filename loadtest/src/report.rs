@@ -17,6 +17,8 @@ pub struct RunConfig {
     pub duration_s: f64,
     /// Idle connections opened on each server.
     pub idle: usize,
+    /// The rule set the games played.
+    pub rule_set: String,
     /// Bytes of a `move` frame, and so of every echo frame.
     pub move_frame_bytes: usize,
     /// The highest rate the saturation phase can reach with the per-connection pacing,

@@ -28,40 +28,44 @@ async fn tiny_bench_counts_everything() {
         let _ = echo_stopped.await;
     }));
 
-    let config = BenchConfig::new(2, 20.0, 2, 1.0, 50).unwrap();
-    // In-process servers share this process, so their memory is not measured.
-    let jumpgate = Target {
-        url: format!("ws://{addr}/ws"),
-        pid: None,
-    };
-    let echo = Target {
-        url: format!("ws://{echo_addr}/ws"),
-        pid: None,
-    };
-    let report = run_all(&jumpgate, &echo, &RedisTarget::NotRequested, &config).await;
+    // American, and the orbit board, whose states are the largest.
+    for rule_set in ["american", "orbit"] {
+        let config = BenchConfig::new(2, 20.0, 2, 1.0, 50, rule_set).unwrap();
+        // In-process servers share this process, so their memory is not measured.
+        let jumpgate = Target {
+            url: format!("ws://{addr}/ws"),
+            pid: None,
+        };
+        let echo = Target {
+            url: format!("ws://{echo_addr}/ws"),
+            pid: None,
+        };
+        let report = run_all(&jumpgate, &echo, &RedisTarget::NotRequested, &config).await;
+        for (name, side) in [("jumpgate", &report.jumpgate), ("echo", &report.echo)] {
+            assert!(side.failures.is_empty(), "{name}: {:?}", side.failures);
+            let latency = side.latency.as_ref().expect("latency phase");
+            assert!(
+                latency.ops > 0,
+                "{name}: no round trips in the latency phase"
+            );
+            assert!(!latency.curve.is_empty());
+            let saturated = side.saturated.as_ref().expect("saturation phase");
+            assert!(saturated.ops > 0, "{name}: no round trips when saturated");
+            let idle = side.idle.as_ref().expect("idle phase");
+            assert_eq!(idle.stats.connections, 50, "{name}: {:?}", idle.stats);
+            assert_eq!(idle.bytes_per_connection, None);
+        }
+        assert_eq!(report.figures.len(), 5);
+        assert!(report.redis.saturated.is_none());
+        assert_eq!(report.config.rule_set, rule_set);
+
+        let table = report.table();
+        assert!(table.contains("move round trip p50"), "{table}");
+        assert!(table.contains("not measured"), "{table}");
+        let plot = svg::latency_plot(&report);
+        assert_eq!(plot.matches("<polyline").count(), 2);
+        serde_json::to_string(&report).unwrap();
+    }
     let _ = stop_server.send(());
     let _ = stop_echo.send(());
-
-    for (name, side) in [("jumpgate", &report.jumpgate), ("echo", &report.echo)] {
-        assert!(side.failures.is_empty(), "{name}: {:?}", side.failures);
-        let latency = side.latency.as_ref().expect("latency phase");
-        assert!(
-            latency.ops > 0,
-            "{name}: no round trips in the latency phase"
-        );
-        assert!(!latency.curve.is_empty());
-        let saturated = side.saturated.as_ref().expect("saturation phase");
-        assert!(saturated.ops > 0, "{name}: no round trips when saturated");
-        let idle = side.idle.as_ref().expect("idle phase");
-        assert_eq!(idle.stats.connections, 50, "{name}: {:?}", idle.stats);
-        assert_eq!(idle.bytes_per_connection, None);
-    }
-    assert_eq!(report.figures.len(), 5);
-    assert!(report.redis.saturated.is_none());
-    let table = report.table();
-    assert!(table.contains("move round trip p50"), "{table}");
-    assert!(table.contains("not measured"), "{table}");
-    let plot = svg::latency_plot(&report);
-    assert_eq!(plot.matches("<polyline").count(), 2);
-    serde_json::to_string(&report).unwrap();
 }

@@ -278,11 +278,23 @@ fn space_info(m: &SpaceMove, legal: &[SpaceMove]) -> MoveInfo {
     }
 }
 
-fn orbit_info(game: &OrbitGame, m: &OrbitMove) -> MoveInfo {
+/// `legal` is the position's legal moves: the notation is the short form
+/// unless another of them shares its start and end (as
+/// [`OrbitGame::move_text`] writes it, without generating the moves again).
+fn orbit_info(m: &OrbitMove, legal: &[OrbitMove]) -> MoveInfo {
     let mut path = vec![m.from.name()];
     path.extend(m.path.iter().map(|sq| sq.name()));
+    let shared = legal
+        .iter()
+        .filter(|o| o.from == m.from && o.to == m.to)
+        .count()
+        > 1;
     MoveInfo {
-        notation: game.move_text(m),
+        notation: if shared {
+            m.long_text()
+        } else {
+            m.short_text()
+        },
         path,
         captures: m.captures.iter().map(|sq| sq.name()).collect(),
         boost: false,
@@ -407,7 +419,10 @@ impl VariantGame {
                 let legal = g.legal_moves();
                 legal.iter().map(|m| space_info(m, &legal)).collect()
             }
-            VariantGame::Orbit(g) => g.legal_moves().iter().map(|m| orbit_info(g, m)).collect(),
+            VariantGame::Orbit(g) => {
+                let legal = g.legal_moves();
+                legal.iter().map(|m| orbit_info(m, &legal)).collect()
+            }
         }
     }
 
@@ -564,7 +579,7 @@ impl VariantGame {
             }
             VariantGame::Orbit(g) => {
                 let m = g.parse_move(text).map_err(refused)?;
-                let info = orbit_info(g, &m);
+                let info = orbit_info(&m, &g.legal_moves());
                 g.play(&m).map_err(refused)?;
                 Ok(info)
             }
