@@ -527,3 +527,45 @@ pub async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
         .unwrap_or(0);
     (status, response)
 }
+
+/// A host (MessagePack) and a guest (JSON) seated in a new public lobby on
+/// any endpoint, the series started; returns them and the lobby's code.
+pub async fn lobby_pair(
+    endpoint: &impl Endpoint,
+    rule_set: jumpgate_protocol::RuleSet,
+    series_length: u8,
+) -> (Player, Player, String) {
+    let mut host = Player::connect_to(endpoint, Encoding::MsgPack, None).await;
+    let seq = host
+        .send(|seq| ClientMessage::CreateLobby {
+            seq,
+            rule_set,
+            series_length,
+            invite_only: false,
+            stake: None,
+        })
+        .await;
+    host.expect_ack(seq).await;
+    let code = host.state_until(|_| true).await.code;
+    let mut guest = Player::connect_to(endpoint, Encoding::Json, None).await;
+    guest.join(&code).await;
+    guest.phase(Phase::Playing).await;
+    host.phase(Phase::Playing).await;
+    (host, guest, code)
+}
+
+impl Player {
+    /// Receives until a solo state satisfies `pred`.
+    pub async fn solo_until(
+        &mut self,
+        pred: impl Fn(&jumpgate_protocol::SoloState) -> bool,
+    ) -> jumpgate_protocol::SoloState {
+        loop {
+            if let ServerMessage::SoloState(s) = self.recv().await
+                && pred(&s)
+            {
+                return s;
+            }
+        }
+    }
+}

@@ -3,30 +3,9 @@
 
 use std::time::Duration;
 
-use jumpgate_e2e::{Endpoint, JumpgateProcess, Player, RedisServer, TestServer};
+use jumpgate_e2e::{Endpoint, JumpgateProcess, Player, RedisServer, TestServer, lobby_pair};
 use jumpgate_protocol::{ClientMessage, Encoding, ErrorCode, Phase, RuleSet, ServerMessage};
 use jumpgate_server::store::{RedisStore, Store};
-
-/// A host and a guest seated in a new best-of-1 lobby on `endpoint`.
-async fn pair(endpoint: &impl Endpoint, rule_set: RuleSet) -> (Player, Player, String) {
-    let mut host = Player::connect_to(endpoint, Encoding::MsgPack, None).await;
-    let seq = host
-        .send(|seq| ClientMessage::CreateLobby {
-            seq,
-            rule_set,
-            series_length: 1,
-            invite_only: false,
-            stake: None,
-        })
-        .await;
-    host.expect_ack(seq).await;
-    let code = host.state_until(|_| true).await.code;
-    let mut guest = Player::connect_to(endpoint, Encoding::Json, None).await;
-    guest.join(&code).await;
-    guest.phase(Phase::Playing).await;
-    host.phase(Phase::Playing).await;
-    (host, guest, code)
-}
 
 fn ply(p: &Player) -> u32 {
     p.state
@@ -90,7 +69,7 @@ async fn kill_9_loses_no_acknowledged_move_and_every_game_resumes() {
         tasks.push(tokio::spawn(async move {
             let endpoint = Url(ws);
             let rule_set = RuleSet::ALL[i as usize % RuleSet::ALL.len()];
-            let (mut host, mut guest, code) = pair(&endpoint, rule_set).await;
+            let (mut host, mut guest, code) = lobby_pair(&endpoint, rule_set, 1).await;
             let played = play(&mut host, &mut guest, 1 + i % 6).await;
             (host.token.clone(), guest.token.clone(), code, played)
         }));
@@ -137,7 +116,7 @@ async fn redis_outage_refuses_moves_then_recovers_without_restart() {
         s.redis_timeout = Duration::from_millis(300);
     })
     .await;
-    let (mut host, mut guest, code) = pair(&server, RuleSet::Russian).await;
+    let (mut host, mut guest, code) = lobby_pair(&server, RuleSet::Russian, 1).await;
     let before = play(&mut host, &mut guest, 3).await;
 
     redis.kill();
@@ -249,7 +228,7 @@ async fn sigterm_tells_clients_and_clocks_get_a_grace_on_resume() {
         ("JUMPGATE_RESUME_GRACE_MS", "60000".to_owned()),
     ];
     let mut first = JumpgateProcess::start(&env).await;
-    let (mut host, mut guest, code) = pair(&first, RuleSet::American).await;
+    let (mut host, mut guest, code) = lobby_pair(&first, RuleSet::American, 1).await;
     let played = play(&mut host, &mut guest, 1).await;
     let clock_started = tokio::time::Instant::now();
 

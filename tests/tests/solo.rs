@@ -44,17 +44,6 @@ async fn server(redis: Option<&RedisServer>, ply_cap: usize) -> TestServer {
     .await
 }
 
-/// Waits for a solo state that satisfies `pred`.
-async fn solo_until(p: &mut Player, pred: impl Fn(&SoloState) -> bool) -> SoloState {
-    loop {
-        if let ServerMessage::SoloState(s) = p.recv().await
-            && pred(&s)
-        {
-            return s;
-        }
-    }
-}
-
 async fn start(
     p: &mut Player,
     level: BotLevel,
@@ -81,7 +70,7 @@ async fn start(
             _ => {}
         }
     }
-    Ok(solo_until(p, |_| true).await)
+    Ok(p.solo_until(|_| true).await)
 }
 
 async fn play_first(p: &mut Player, s: &SoloState) -> Result<(), ErrorCode> {
@@ -142,13 +131,13 @@ async fn practice_against_the_computer_with_undo() {
     assert!(!s.ranked);
     assert_eq!(s.game.ply, 0);
     play_first(&mut p, &s).await.unwrap();
-    let s = solo_until(&mut p, |s| s.game.ply == 2 && !s.thinking).await;
+    let s = p.solo_until(|s| s.game.ply == 2 && !s.thinking).await;
     assert_eq!(s.game.moves.len(), 2, "the computer replied");
     assert!(!s.game.legal_moves.is_empty());
     simple(&mut p, |seq| ClientMessage::Undo { seq })
         .await
         .unwrap();
-    let s = solo_until(&mut p, |s| s.game.ply == 0).await;
+    let s = p.solo_until(|s| s.game.ply == 0).await;
     assert!(
         s.game.moves.is_empty(),
         "undo took back the turn and the reply"
@@ -171,14 +160,14 @@ async fn same_device_games_play_both_sides_and_undo_one_move() {
         .unwrap();
     assert_eq!(s.you, None);
     play_first(&mut p, &s).await.unwrap();
-    let s = solo_until(&mut p, |s| s.game.ply == 1).await;
+    let s = p.solo_until(|s| s.game.ply == 1).await;
     play_first(&mut p, &s).await.unwrap();
-    let s = solo_until(&mut p, |s| s.game.ply == 2).await;
+    let s = p.solo_until(|s| s.game.ply == 2).await;
     assert!(!s.thinking);
     simple(&mut p, |seq| ClientMessage::Undo { seq })
         .await
         .unwrap();
-    solo_until(&mut p, |s| s.game.ply == 1).await;
+    p.solo_until(|s| s.game.ply == 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,10 +189,9 @@ async fn ranked_games_score_undo_makes_practice_and_results_stay() {
     while s.game.result.is_none() {
         play_first(&mut ann, &s).await.unwrap();
         let ply = s.game.ply;
-        s = solo_until(&mut ann, |x| {
-            x.game.result.is_some() || (x.game.ply >= ply + 2 && !x.thinking)
-        })
-        .await;
+        s = ann
+            .solo_until(|x| x.game.result.is_some() || (x.game.ply >= ply + 2 && !x.thinking))
+            .await;
     }
     let result = s.game.result.unwrap();
     assert_eq!(
@@ -229,11 +217,11 @@ async fn ranked_games_score_undo_makes_practice_and_results_stay() {
         .await
         .unwrap();
     play_first(&mut ann, &s).await.unwrap();
-    solo_until(&mut ann, |x| x.game.ply == 2 && !x.thinking).await;
+    ann.solo_until(|x| x.game.ply == 2 && !x.thinking).await;
     simple(&mut ann, |seq| ClientMessage::Undo { seq })
         .await
         .unwrap();
-    let s = solo_until(&mut ann, |x| x.game.ply == 0).await;
+    let s = ann.solo_until(|x| x.game.ply == 0).await;
     assert!(!s.ranked, "now practice");
     simple(&mut ann, |seq| ClientMessage::Resign { seq })
         .await
@@ -268,7 +256,7 @@ async fn a_ranked_game_resumes_after_a_restart() {
         .await
         .unwrap();
     play_first(&mut bea, &s).await.unwrap();
-    let before = solo_until(&mut bea, |x| x.game.ply == 2 && !x.thinking).await;
+    let before = bea.solo_until(|x| x.game.ply == 2 && !x.thinking).await;
     drop(first);
     drop(bea);
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -278,12 +266,12 @@ async fn a_ranked_game_resumes_after_a_restart() {
     simple(&mut bea, |seq| ClientMessage::ResumeSolo { seq })
         .await
         .unwrap();
-    let after = solo_until(&mut bea, |_| true).await;
+    let after = bea.solo_until(|_| true).await;
     assert_eq!(after.id, before.id);
     assert_eq!(after.game.moves, before.game.moves, "every move is back");
     assert!(after.ranked);
     play_first(&mut bea, &after).await.unwrap();
-    solo_until(&mut bea, |x| x.game.ply == 4 && !x.thinking).await;
+    bea.solo_until(|x| x.game.ply == 4 && !x.thinking).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

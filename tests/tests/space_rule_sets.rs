@@ -5,36 +5,10 @@
 
 use std::time::Duration;
 
-use jumpgate_e2e::{JumpgateProcess, Player, RedisServer, TestServer, http_get};
+use jumpgate_e2e::{JumpgateProcess, Player, RedisServer, TestServer, http_get, lobby_pair};
 use jumpgate_protocol::{
-    BotLevel, ClientMessage, Color, Encoding, GameView, Phase, RuleSet, SeriesEndReason,
-    ServerMessage, SoloMode, SoloState,
+    BotLevel, ClientMessage, Color, Encoding, GameView, Phase, RuleSet, SeriesEndReason, SoloMode,
 };
-
-/// A host and a guest seated in a new lobby of `rule_set`.
-async fn pair(
-    endpoint: &impl jumpgate_e2e::Endpoint,
-    rule_set: RuleSet,
-    series_length: u8,
-) -> (Player, Player, String) {
-    let mut host = Player::connect_to(endpoint, Encoding::MsgPack, None).await;
-    let seq = host
-        .send(|seq| ClientMessage::CreateLobby {
-            seq,
-            rule_set,
-            series_length,
-            invite_only: false,
-            stake: None,
-        })
-        .await;
-    host.expect_ack(seq).await;
-    let code = host.state_until(|_| true).await.code;
-    let mut guest = Player::connect_to(endpoint, Encoding::Json, None).await;
-    guest.join(&code).await;
-    guest.phase(Phase::Playing).await;
-    host.phase(Phase::Playing).await;
-    (host, guest, code)
-}
 
 fn game(p: &Player) -> GameView {
     p.state
@@ -75,7 +49,7 @@ async fn play_one(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn space_lobby_shows_wormholes_and_charges_and_plays_a_boost() {
     let server = TestServer::start(|_| {}).await;
-    let (mut host, mut guest, _) = pair(&server, RuleSet::Space, 1).await;
+    let (mut host, mut guest, _) = lobby_pair(&server, RuleSet::Space, 1).await;
     let start = game(&host);
     let space = start.space.clone().expect("Space Mode state");
     assert_ne!(space.wormholes[0], space.wormholes[1]);
@@ -125,7 +99,7 @@ async fn space_game_recovered_from_redis_has_the_same_wormholes() {
         ("JUMPGATE_MOVE_CLOCK_MS", "60000".to_owned()),
     ];
     let mut first = JumpgateProcess::start(&env).await;
-    let (mut host, mut guest, code) = pair(&first, RuleSet::Space, 1).await;
+    let (mut host, mut guest, code) = lobby_pair(&first, RuleSet::Space, 1).await;
     let mut seen = vec![game(&host).space.unwrap().wormholes];
     for i in 0..7 {
         // Mix boosts in while they last, so charges are part of the check.
@@ -162,7 +136,7 @@ async fn space_game_recovered_from_redis_has_the_same_wormholes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orbit_series_is_scored_by_points() {
     let server = TestServer::start(|_| {}).await;
-    let (mut host, mut guest, _) = pair(&server, RuleSet::Orbit, 1).await;
+    let (mut host, mut guest, _) = lobby_pair(&server, RuleSet::Orbit, 1).await;
     let g = game(&host);
     let board = g.board.as_ref().expect("the orbit board's geometry");
     assert_eq!(board.squares.len(), 25);
@@ -233,7 +207,7 @@ async fn both_space_rule_sets_have_their_own_leaderboard() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_orbit_resignation_scores_three_points_for_the_winner() {
     let server = TestServer::start(|_| {}).await;
-    let (mut host, mut guest, _) = pair(&server, RuleSet::Orbit, 3).await;
+    let (mut host, mut guest, _) = lobby_pair(&server, RuleSet::Orbit, 3).await;
     play_one(&mut host, &mut guest, |_| 0).await;
     let seq = guest.send(|seq| ClientMessage::Resign { seq }).await;
     guest.expect_ack(seq).await;
@@ -244,16 +218,6 @@ async fn an_orbit_resignation_scores_three_points_for_the_winner() {
     assert_eq!((points.dark, points.light), (3, 0));
     assert_eq!(s.series.points, Some(vec![3, 0]));
     assert_eq!(s.series.result.unwrap().winner, Some(0));
-}
-
-async fn solo_until(p: &mut Player, pred: impl Fn(&SoloState) -> bool) -> SoloState {
-    loop {
-        if let ServerMessage::SoloState(s) = p.recv().await
-            && pred(&s)
-        {
-            return s;
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -272,7 +236,7 @@ async fn the_computer_plays_both_space_rule_sets() {
                 })
                 .await;
             p.expect_ack(seq).await;
-            let s = solo_until(&mut p, |s| !s.game.legal_moves.is_empty()).await;
+            let s = p.solo_until(|s| !s.game.legal_moves.is_empty()).await;
             assert_eq!(s.rule_set, rule_set);
             assert_eq!(s.game.space.is_some(), rule_set == RuleSet::Space);
             assert_eq!(s.game.board.is_some(), rule_set == RuleSet::Orbit);
@@ -293,12 +257,13 @@ async fn the_computer_plays_both_space_rule_sets() {
                     })
                     .await;
                 p.expect_ack(seq).await;
-                s = solo_until(&mut p, |s| {
-                    s.game.ply > ply
-                        && !s.thinking
-                        && (!s.game.legal_moves.is_empty() || s.game.result.is_some())
-                })
-                .await;
+                s = p
+                    .solo_until(|s| {
+                        s.game.ply > ply
+                            && !s.thinking
+                            && (!s.game.legal_moves.is_empty() || s.game.result.is_some())
+                    })
+                    .await;
                 history.push((s.game.fen.clone(), s.game.space.clone()));
             }
             assert!(
@@ -311,7 +276,7 @@ async fn the_computer_plays_both_space_rule_sets() {
                 // Space Mode the wormholes and charges, are as they were.
                 let seq = p.send(|seq| ClientMessage::Undo { seq }).await;
                 p.expect_ack(seq).await;
-                let undone = solo_until(&mut p, |s| !s.thinking).await;
+                let undone = p.solo_until(|s| !s.thinking).await;
                 let earlier = &history[history.len() - 2];
                 assert_eq!(
                     (&undone.game.fen, &undone.game.space),

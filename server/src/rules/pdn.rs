@@ -35,7 +35,7 @@ pub fn result_token(rule_set: RuleSet, winner: Option<Color>) -> &'static str {
     }
 }
 
-fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
@@ -83,18 +83,34 @@ pub fn write(game: &Game, tags: &PdnTags) -> String {
     out.push('\n');
     // Replay to write each move with the notation of its own position.
     let mut replay = Game::from_position(rs, *start);
-    let mut line = String::new();
     let first_is_light = start.turn() == Color::Light;
-    for (i, m) in game.moves().iter().enumerate() {
+    let tokens = game.moves().iter().enumerate().map(|(i, m)| {
         let ply = i + usize::from(first_is_light);
-        if ply % 2 == 0 {
-            let _ = write!(line, "{}. ", ply / 2 + 1);
-        } else if i == 0 {
-            let _ = write!(line, "{}... ", ply / 2 + 1);
-        }
         let text = replay.move_text(m);
         replay.play(m).expect("a recorded move replays");
-        line.push_str(&text);
+        if ply % 2 == 0 {
+            format!("{}. {text}", ply / 2 + 1)
+        } else if i == 0 {
+            format!("{}... {text}", ply / 2 + 1)
+        } else {
+            text
+        }
+    });
+    push_movetext(&mut out, tokens, result);
+    out
+}
+
+/// Appends movetext: the tokens (a move, with its number when it has one)
+/// separated by spaces, a line break once a line passes 72 characters,
+/// then the result and a newline.
+pub(crate) fn push_movetext(
+    out: &mut String,
+    tokens: impl IntoIterator<Item = String>,
+    result: &str,
+) {
+    let mut line = String::new();
+    for token in tokens {
+        line.push_str(&token);
         line.push(' ');
         if line.len() > 72 {
             out.push_str(line.trim_end());
@@ -105,7 +121,6 @@ pub fn write(game: &Game, tags: &PdnTags) -> String {
     line.push_str(result);
     out.push_str(&line);
     out.push('\n');
-    out
 }
 
 /// Why PDN could not be read.

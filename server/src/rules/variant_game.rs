@@ -675,7 +675,7 @@ fn write_plain_pdn(
         Some(Some(Color::Dark)) => "1-0",
         Some(Some(Color::Light)) => "0-1",
     };
-    let esc = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+    let esc = pdn::escape;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -707,7 +707,7 @@ fn write_plain_pdn(
     // Replayed to know who made each move: on the orbit board a side that
     // cannot move passes, written `--` in its place.
     let mut replay = VariantGame::new(game.variant(), game.seed());
-    let mut words: Vec<String> = Vec::new();
+    let mut tokens: Vec<String> = Vec::new();
     let mut next = Color::Dark;
     let mut number = 1;
     for text in notations {
@@ -715,34 +715,22 @@ fn write_plain_pdn(
         if replay.play_text(text).is_err() {
             break;
         }
-        let sides = if mover == next {
+        let words = if mover == next {
             vec![text.clone()]
         } else {
             vec!["--".to_owned(), text.clone()]
         };
-        for word in sides {
+        for word in words {
             if next == Color::Dark {
-                words.push(format!("{number}."));
+                tokens.push(format!("{number}. {word}"));
             } else {
+                tokens.push(word);
                 number += 1;
             }
-            words.push(word);
             next = next.opposite();
         }
     }
-    let mut line = String::new();
-    for word in words {
-        line.push_str(&word);
-        line.push(' ');
-        if line.len() > 72 {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line.clear();
-        }
-    }
-    line.push_str(result);
-    out.push_str(&line);
-    out.push('\n');
+    pdn::push_movetext(&mut out, tokens, result);
     out
 }
 
