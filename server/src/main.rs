@@ -3,13 +3,12 @@
 //! plays the computer opponents against each other.
 
 use std::process::ExitCode;
-use std::str::FromStr;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use jumpgate_server::rules::orbit::OrbitGame;
 use jumpgate_server::rules::space::{SpaceGame, SpaceMove};
-use jumpgate_server::rules::{Position, RuleSet, fen, perft};
+use jumpgate_server::rules::{Position, Variant, VariantGame, fen, perft};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -32,53 +31,12 @@ enum Command {
     Ladder(LadderArgs),
 }
 
-/// What `perft` and `ladder` can play: a draughts rule set, Space Mode or
-/// the orbit game.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum GameKind {
-    Draughts(RuleSet),
-    Space,
-    Orbit,
-}
-
-impl GameKind {
-    fn name(self) -> &'static str {
-        match self {
-            GameKind::Draughts(rs) => rs.name(),
-            GameKind::Space => "space",
-            GameKind::Orbit => "orbit",
-        }
-    }
-
-    fn all() -> Vec<GameKind> {
-        RuleSet::ALL
-            .into_iter()
-            .map(GameKind::Draughts)
-            .chain([GameKind::Space, GameKind::Orbit])
-            .collect()
-    }
-}
-
-impl FromStr for GameKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<GameKind, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "space" => Ok(GameKind::Space),
-            "orbit" => Ok(GameKind::Orbit),
-            _ => s
-                .parse::<RuleSet>()
-                .map(GameKind::Draughts)
-                .map_err(|e| format!("{e}, or space, orbit")),
-        }
-    }
-}
-
 #[derive(Debug, clap::Args)]
 struct PerftArgs {
     /// Rule set: american, brazilian, russian, spanish, italian, thai,
     /// space (Space Mode) or orbit (the orbit game).
     #[arg(long, default_value = "american")]
-    variant: GameKind,
+    variant: Variant,
     /// Plies to search.
     #[arg(long)]
     depth: u32,
@@ -99,8 +57,8 @@ struct PerftArgs {
 
 fn run_perft(args: &PerftArgs) -> Result<(), String> {
     let rs = match args.variant {
-        GameKind::Draughts(rs) => rs,
-        kind @ (GameKind::Space | GameKind::Orbit) => {
+        Variant::Draughts(rs) => rs,
+        kind @ (Variant::Space | Variant::Orbit) => {
             if args.fen.is_some() || args.unique {
                 return Err(format!(
                     "--fen and --unique are for the draughts rule sets, not {}",
@@ -138,12 +96,12 @@ fn run_perft(args: &PerftArgs) -> Result<(), String> {
 }
 
 /// Perft for Space Mode and the orbit game, by their engines' own counts.
-fn run_game_perft(kind: GameKind, args: &PerftArgs) -> Result<(), String> {
+fn run_game_perft(kind: Variant, args: &PerftArgs) -> Result<(), String> {
     let started;
     let leaves;
     let what;
     match kind {
-        GameKind::Space => {
+        Variant::Space => {
             let game = SpaceGame::new(args.seed);
             if args.divide && args.depth > 0 {
                 for m in game.legal_moves() {
@@ -156,7 +114,7 @@ fn run_game_perft(kind: GameKind, args: &PerftArgs) -> Result<(), String> {
             leaves = game.perft(args.depth);
             what = format!("results, seed {}", args.seed);
         }
-        GameKind::Orbit => {
+        Variant::Orbit => {
             let game = OrbitGame::new();
             if args.divide && args.depth > 0 {
                 for m in game.legal_moves() {
@@ -169,7 +127,7 @@ fn run_game_perft(kind: GameKind, args: &PerftArgs) -> Result<(), String> {
             leaves = game.perft(args.depth);
             what = "moves".to_owned();
         }
-        GameKind::Draughts(_) => unreachable!("draughts perft is run_perft's"),
+        Variant::Draughts(_) => unreachable!("draughts perft is run_perft's"),
     }
     let secs = started.elapsed().as_secs_f64();
     let rate = if secs > 0.0 {
@@ -276,7 +234,7 @@ struct LadderArgs {
     /// Only these rule sets, comma-separated: the six draughts rule sets,
     /// space (Space Mode), orbit (the orbit game). Default: all eight.
     #[arg(long, value_delimiter = ',')]
-    rule_set: Vec<GameKind>,
+    rule_set: Vec<Variant>,
     /// The Executive's time per move in the ladder, in milliseconds (the
     /// server default is 1000; smaller keeps the ladder short).
     #[arg(long, default_value_t = 100)]
@@ -300,8 +258,8 @@ fn run_ladder(args: &LadderArgs) -> Result<(), String> {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    let rule_sets: Vec<GameKind> = if args.rule_set.is_empty() {
-        GameKind::all()
+    let rule_sets: Vec<Variant> = if args.rule_set.is_empty() {
+        Variant::ALL.to_vec()
     } else {
         args.rule_set.clone()
     };
@@ -363,22 +321,34 @@ fn run_ladder(args: &LadderArgs) -> Result<(), String> {
                         (config(lower, 0), config(upper, 1))
                     };
                     let end = match kind {
-                        GameKind::Draughts(rs) => {
+                        Variant::Draughts(rs) => {
                             let game = arena::random_opening(rs, opening_seed, opening_plies);
                             arena::play_out(game, &dark, &light, args.ply_cap).1
                         }
-                        GameKind::Space => {
+                        Variant::Space => {
                             // Both colours of an opening share its wormholes.
                             let game = arena::random_space_opening(
                                 mix(&[r as u64, opening, 1]),
                                 opening_seed,
                                 opening_plies,
                             );
-                            arena::play_out_space(game, &dark, &light, args.ply_cap).1
+                            arena::play_out_variant(
+                                VariantGame::Space(game),
+                                &dark,
+                                &light,
+                                args.ply_cap,
+                            )
+                            .1
                         }
-                        GameKind::Orbit => {
+                        Variant::Orbit => {
                             let game = arena::random_orbit_opening(opening_seed, opening_plies);
-                            arena::play_out_orbit(game, &dark, &light, args.ply_cap).1
+                            arena::play_out_variant(
+                                VariantGame::Orbit(game),
+                                &dark,
+                                &light,
+                                args.ply_cap,
+                            )
+                            .1
                         }
                     };
                     let column = match end.winner() {

@@ -15,7 +15,7 @@ use crate::config::Settings;
 use crate::identity::Identity;
 use crate::leaderboard::{Leaderboards, RankedOutcome};
 use crate::room::{ConnId, Outbound, Refusal};
-use crate::rules::{Color, MoveInfo, Variant, VariantGame, variant_game};
+use crate::rules::{Color, MoveInfo, Variant, VariantGame};
 use crate::store::{RoomWrite, Store};
 use crate::wire_view;
 
@@ -45,27 +45,12 @@ impl BotPool {
             .bot_think_seconds
             .with_label_values(&[level.name()])
             .start_timer();
-        let chosen = tokio::task::spawn_blocking(move || choose(&game, &config))
+        let chosen = tokio::task::spawn_blocking(move || bots::choose_stored(&game, &config))
             .await
             .ok()
             .flatten();
         timer.observe_duration();
         chosen
-    }
-}
-
-/// The bot's move in any rule set, in its stored form.
-fn choose(game: &VariantGame, config: &BotConfig) -> Option<String> {
-    match game {
-        VariantGame::Draughts(g) => {
-            bots::choose_move(g, config).map(|m| variant_game::stored_draughts(&m))
-        }
-        VariantGame::Space(g) => {
-            bots::space::choose_space_move(g, config).map(|m| variant_game::stored_space(&m))
-        }
-        VariantGame::Orbit(g) => {
-            bots::orbit::choose_orbit_move(g, config).map(|m| variant_game::stored_orbit(&m))
-        }
     }
 }
 

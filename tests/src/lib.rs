@@ -223,14 +223,43 @@ pub async fn closed(client: &mut Client) -> Option<u16> {
     }
 }
 
-/// A host and a guest seated in a fresh lobby, the series started.
+/// A host and a guest seated in a fresh lobby, the series started, both
+/// speaking `encoding`.
 pub async fn seated_pair(
     server: &TestServer,
     encoding: Encoding,
     rule_set: jumpgate_protocol::RuleSet,
     series_length: u8,
 ) -> (Player, Player, String) {
-    let mut host = Player::connect(server, encoding).await;
+    seated_pair_on(server, [encoding; 2], rule_set, series_length).await
+}
+
+/// A host (MessagePack) and a guest (JSON) seated in a new public lobby on
+/// any endpoint, the series started; returns them and the lobby's code.
+pub async fn lobby_pair(
+    endpoint: &impl Endpoint,
+    rule_set: jumpgate_protocol::RuleSet,
+    series_length: u8,
+) -> (Player, Player, String) {
+    seated_pair_on(
+        endpoint,
+        [Encoding::MsgPack, Encoding::Json],
+        rule_set,
+        series_length,
+    )
+    .await
+}
+
+/// A host and a guest (speaking `encodings[0]` and `[1]`) seated in a new
+/// public lobby on any endpoint, the guest joining by the code in lower
+/// case; the series started.
+pub async fn seated_pair_on(
+    endpoint: &impl Endpoint,
+    encodings: [Encoding; 2],
+    rule_set: jumpgate_protocol::RuleSet,
+    series_length: u8,
+) -> (Player, Player, String) {
+    let mut host = Player::connect_to(endpoint, encodings[0], None).await;
     let seq = host
         .send(|seq| ClientMessage::CreateLobby {
             seq,
@@ -242,7 +271,7 @@ pub async fn seated_pair(
         .await;
     host.expect_ack(seq).await;
     let code = host.state_until(|_| true).await.code;
-    let mut guest = Player::connect(server, encoding).await;
+    let mut guest = Player::connect_to(endpoint, encodings[1], None).await;
     let c = code.to_lowercase();
     let seq = guest
         .send(|seq| ClientMessage::JoinLobby {
@@ -526,32 +555,6 @@ pub async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     (status, response)
-}
-
-/// A host (MessagePack) and a guest (JSON) seated in a new public lobby on
-/// any endpoint, the series started; returns them and the lobby's code.
-pub async fn lobby_pair(
-    endpoint: &impl Endpoint,
-    rule_set: jumpgate_protocol::RuleSet,
-    series_length: u8,
-) -> (Player, Player, String) {
-    let mut host = Player::connect_to(endpoint, Encoding::MsgPack, None).await;
-    let seq = host
-        .send(|seq| ClientMessage::CreateLobby {
-            seq,
-            rule_set,
-            series_length,
-            invite_only: false,
-            stake: None,
-        })
-        .await;
-    host.expect_ack(seq).await;
-    let code = host.state_until(|_| true).await.code;
-    let mut guest = Player::connect_to(endpoint, Encoding::Json, None).await;
-    guest.join(&code).await;
-    guest.phase(Phase::Playing).await;
-    host.phase(Phase::Playing).await;
-    (host, guest, code)
 }
 
 impl Player {

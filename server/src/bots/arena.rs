@@ -1,13 +1,14 @@
 //! Whole games between two bots, for the strength ladder: a seeded random
 //! opening, then the bots alternate until the engine's own rules end the
-//! game or a ply cap calls it a draw. The draughts rule sets, Space Mode and
-//! the orbit game each have their own pair of functions.
+//! game or a ply cap calls it a draw. Each engine has its own opening
+//! function; the draughts games play out on [`Game`], the others on
+//! [`VariantGame`].
 
 use super::rng::SplitMix64;
-use super::{BotConfig, choose_move, choose_orbit_move, choose_space_move};
-use crate::rules::orbit::{OrbitColor, OrbitGame};
+use super::{BotConfig, choose_move, choose_stored};
+use crate::rules::orbit::OrbitGame;
 use crate::rules::space::SpaceGame;
-use crate::rules::{Color, Game, RuleSet};
+use crate::rules::{Color, Game, RuleSet, VariantGame};
 
 /// How a bot game ended, from the rules or by the ply cap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,15 +31,31 @@ impl GameEnd {
 /// A game started with `plies` uniformly random legal moves chosen from
 /// `seed` (fewer if the game ends first).
 pub fn random_opening(rule_set: RuleSet, seed: u64, plies: usize) -> Game {
+    random_moves(
+        Game::new(rule_set),
+        seed,
+        plies,
+        |g| g.legal_moves().to_vec(),
+        |g, m| g.play(m).expect("a listed move plays"),
+    )
+}
+
+/// `game` after `plies` uniformly random legal moves chosen from `seed`
+/// (fewer if the game ends first).
+fn random_moves<G, M>(
+    mut game: G,
+    seed: u64,
+    plies: usize,
+    legal_moves: impl Fn(&G) -> Vec<M>,
+    play: impl Fn(&mut G, &M),
+) -> G {
     let mut rng = SplitMix64::new(seed);
-    let mut game = Game::new(rule_set);
     for _ in 0..plies {
-        let legal = game.legal_moves();
+        let legal = legal_moves(&game);
         if legal.is_empty() {
             break;
         }
-        let m = legal[rng.below(legal.len() as u64) as usize];
-        game.play(&m).expect("a listed move plays");
+        play(&mut game, &legal[rng.below(legal.len() as u64) as usize]);
     }
     game
 }
@@ -74,75 +91,39 @@ pub fn play_out(
 /// A Space Mode game with wormholes from `game_seed`, started with `plies`
 /// uniformly random legal moves chosen from `opening_seed`.
 pub fn random_space_opening(game_seed: u64, opening_seed: u64, plies: usize) -> SpaceGame {
-    let mut rng = SplitMix64::new(opening_seed);
-    let mut game = SpaceGame::new(game_seed);
-    for _ in 0..plies {
-        let legal = game.legal_moves();
-        if legal.is_empty() {
-            break;
-        }
-        let m = &legal[rng.below(legal.len() as u64) as usize];
-        game.play(m).expect("a listed move plays");
-    }
-    game
-}
-
-/// Plays a Space Mode game to its end, as [`play_out`] does.
-pub fn play_out_space(
-    mut game: SpaceGame,
-    dark: &BotConfig,
-    light: &BotConfig,
-    ply_cap: usize,
-) -> (SpaceGame, GameEnd) {
-    loop {
-        if let Some(outcome) = game.outcome() {
-            let end = match outcome.winner() {
-                Some(c) => GameEnd::Won(c),
-                None => GameEnd::Drawn,
-            };
-            return (game, end);
-        }
-        if game.moves().len() >= ply_cap {
-            return (game, GameEnd::Capped);
-        }
-        let config = match game.turn() {
-            Color::Dark => dark,
-            Color::Light => light,
-        };
-        let m = choose_space_move(&game, config).expect("an unfinished game has a move");
-        game.play(&m).expect("bots play legal moves");
-    }
+    random_moves(
+        SpaceGame::new(game_seed),
+        opening_seed,
+        plies,
+        SpaceGame::legal_moves,
+        |g, m| g.play(m).expect("a listed move plays"),
+    )
 }
 
 /// An orbit game started with `plies` uniformly random legal moves chosen
 /// from `seed` (fewer if the game ends first).
 pub fn random_orbit_opening(seed: u64, plies: usize) -> OrbitGame {
-    let mut rng = SplitMix64::new(seed);
-    let mut game = OrbitGame::new();
-    for _ in 0..plies {
-        let legal = game.legal_moves();
-        if legal.is_empty() {
-            break;
-        }
-        let m = &legal[rng.below(legal.len() as u64) as usize];
-        game.play(m).expect("a listed move plays");
-    }
-    game
+    random_moves(
+        OrbitGame::new(),
+        seed,
+        plies,
+        OrbitGame::legal_moves,
+        |g, m| g.play(m).expect("a listed move plays"),
+    )
 }
 
-/// Plays an orbit game to its end (the engine has its own ply cap), as
-/// [`play_out`] does; Dark is the orbit game's first player.
-pub fn play_out_orbit(
-    mut game: OrbitGame,
+/// Plays a game of any rule set to its end, as [`play_out`] does (the
+/// orbit game also ends at its own ply cap).
+pub fn play_out_variant(
+    mut game: VariantGame,
     dark: &BotConfig,
     light: &BotConfig,
     ply_cap: usize,
-) -> (OrbitGame, GameEnd) {
+) -> (VariantGame, GameEnd) {
     loop {
         if let Some(outcome) = game.outcome() {
             let end = match outcome.winner {
-                Some(OrbitColor::Dark) => GameEnd::Won(Color::Dark),
-                Some(OrbitColor::Light) => GameEnd::Won(Color::Light),
+                Some(c) => GameEnd::Won(c),
                 None => GameEnd::Drawn,
             };
             return (game, end);
@@ -151,10 +132,10 @@ pub fn play_out_orbit(
             return (game, GameEnd::Capped);
         }
         let config = match game.turn() {
-            OrbitColor::Dark => dark,
-            OrbitColor::Light => light,
+            Color::Dark => dark,
+            Color::Light => light,
         };
-        let m = choose_orbit_move(&game, config).expect("an unfinished game has a move");
-        game.play(&m).expect("bots play legal moves");
+        let m = choose_stored(&game, config).expect("an unfinished game has a move");
+        game.play_stored(&m).expect("bots play legal moves");
     }
 }

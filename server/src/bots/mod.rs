@@ -29,8 +29,9 @@ mod table;
 
 use std::time::{Duration, Instant};
 
-use crate::rules::{Game, Move, Position, Rules};
+use crate::rules::{Game, Move, Position, Rules, VariantGame, variant_game};
 use crate::with_rules;
+use level::Profile;
 pub use level::{Level, UnknownLevel};
 pub use orbit::choose_orbit_move;
 use rng::SplitMix64;
@@ -137,23 +138,107 @@ fn reversible_history(game: &Game) -> Vec<u64> {
     all.split_off(all.len().saturating_sub(keep))
 }
 
+/// The bot's move in a game of any rule set, in its stored form
+/// ([`crate::rules::MoveInfo::stored`]); `None` when the game is over.
+pub fn choose_stored(game: &VariantGame, config: &BotConfig) -> Option<String> {
+    match game {
+        VariantGame::Draughts(g) => {
+            choose_move(g, config).map(|m| variant_game::stored_draughts(&m))
+        }
+        VariantGame::Space(g) => {
+            space::choose_space_move(g, config).map(|m| variant_game::stored_space(&m))
+        }
+        VariantGame::Orbit(g) => {
+            orbit::choose_orbit_move(g, config).map(|m| variant_game::stored_orbit(&m))
+        }
+    }
+}
+
+/// How far one search may go: its node budget and its two clocks.
+pub(crate) struct Budget {
+    pub max_nodes: u64,
+    /// The search stops here.
+    pub deadline: Instant,
+    /// No new iteration starts after this.
+    pub soft_deadline: Instant,
+}
+
+impl Budget {
+    pub(crate) fn new(profile: &Profile, config: &BotConfig, started: Instant) -> Budget {
+        let deadline = started + config.time_budget;
+        let soft_deadline = if profile.timed {
+            // An iteration takes several times the previous one: starting
+            // one after half the budget rarely finishes.
+            started + config.time_budget.mul_f64(0.5)
+        } else {
+            deadline
+        };
+        Budget {
+            max_nodes: config
+                .node_limit
+                .map_or(profile.max_nodes, |n| n.min(profile.max_nodes)),
+            deadline,
+            soft_deadline,
+        }
+    }
+}
+
+/// The root move to play, by index, from the scores of every root move
+/// (fewer when not even one ply finished): a random one on a deliberate
+/// `stray` or without complete scores, else the best after `noise`, which
+/// never hides a forced win or loss.
+pub(crate) fn pick_root(
+    scores: &[i32],
+    moves: usize,
+    stray: bool,
+    noise: i32,
+    rng: &mut SplitMix64,
+) -> usize {
+    if stray || scores.len() != moves {
+        return rng.below(moves as u64) as usize;
+    }
+    let mut best = 0;
+    let mut best_noisy = i32::MIN;
+    for (i, &s) in scores.iter().enumerate() {
+        let noisy = if s.abs() > MATE - 1_000 {
+            s
+        } else {
+            s + rng.spread(noise)
+        };
+        if noisy > best_noisy {
+            best_noisy = noisy;
+            best = i;
+        }
+    }
+    best
+}
+
+/// The move `search` picks among `legal` (by index, given at least two),
+/// timed; none without legal moves, the only one without a search.
+pub(crate) fn choose_among<M>(
+    mut legal: Vec<M>,
+    search: impl FnOnce(&[M], Instant) -> (usize, SearchInfo),
+) -> Option<(M, SearchInfo)> {
+    let started = Instant::now();
+    match legal.len() {
+        0 => None,
+        1 => legal.pop().map(|m| (m, SearchInfo::default())),
+        _ => {
+            let (index, mut info) = search(&legal, started);
+            info.elapsed = started.elapsed();
+            Some((legal.swap_remove(index), info))
+        }
+    }
+}
+
 fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Move, SearchInfo) {
     let profile = config.level.profile();
-    let deadline = started + config.time_budget;
-    let soft_deadline = if profile.timed {
-        // An iteration takes several times the previous one: starting one
-        // after half the budget rarely finishes.
-        started + config.time_budget.mul_f64(0.5)
-    } else {
-        deadline
-    };
+    let budget = Budget::new(&profile, config, started);
     let limits = Limits {
         max_depth: profile.max_depth,
-        max_nodes: config
-            .node_limit
-            .map_or(profile.max_nodes, |n| n.min(profile.max_nodes)),
-        deadline: Some(deadline),
-        soft_deadline: Some(soft_deadline),
+        max_nodes: budget.max_nodes,
+        deadline: Some(budget.deadline),
+        soft_deadline: Some(budget.soft_deadline),
     };
     let pos: Position = *game.position();
     let quiet_plies = game.plies_without_progress();
@@ -188,30 +273,7 @@ fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Mo
         score: 0,
         elapsed: Duration::ZERO,
     };
-    if scores.len() != legal.len() {
-        // Not even one ply finished (a tiny time budget): any legal move.
-        let i = rng.below(legal.len() as u64) as usize;
-        return (legal[i], info);
-    }
-    let index = if stray {
-        rng.below(legal.len() as u64) as usize
-    } else {
-        let mut best = 0;
-        let mut best_noisy = i32::MIN;
-        for (i, &s) in scores.iter().enumerate() {
-            // Noise never hides a forced win or loss.
-            let noisy = if s.abs() > MATE - 1_000 {
-                s
-            } else {
-                s + rng.spread(profile.noise)
-            };
-            if noisy > best_noisy {
-                best_noisy = noisy;
-                best = i;
-            }
-        }
-        best
-    };
-    info.score = scores[index];
+    let index = pick_root(&scores, legal.len(), stray, profile.noise, &mut rng);
+    info.score = scores.get(index).copied().unwrap_or(0);
     (legal[index], info)
 }

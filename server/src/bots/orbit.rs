@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use super::level::{Level, Profile};
 use super::rng::SplitMix64;
-use super::space::{Table, pick_noisy};
-use super::{BotConfig, MATE, SearchInfo};
+use super::space::Table;
+use super::{BotConfig, Budget, MATE, SearchInfo, pick_root};
 use crate::rules::orbit::{OrbitColor, OrbitGame, OrbitMove, OrbitMoveKind, OrbitSquare, score};
 
 const INFINITY: i32 = 32_000;
@@ -67,17 +67,9 @@ pub fn choose_orbit_move(game: &OrbitGame, config: &BotConfig) -> Option<OrbitMo
 
 /// Like [`choose_orbit_move`], with what the search saw.
 pub(crate) fn think(game: &OrbitGame, config: &BotConfig) -> Option<(OrbitMove, SearchInfo)> {
-    let started = Instant::now();
-    let mut legal = game.legal_moves();
-    match legal.len() {
-        0 => None,
-        1 => legal.pop().map(|m| (m, SearchInfo::default())),
-        _ => {
-            let (index, mut info) = think_about(game, config, &legal, started);
-            info.elapsed = started.elapsed();
-            Some((legal.swap_remove(index), info))
-        }
-    }
+    super::choose_among(game.legal_moves(), |legal, started| {
+        think_about(game, config, legal, started)
+    })
 }
 
 fn think_about(
@@ -87,19 +79,12 @@ fn think_about(
     started: Instant,
 ) -> (usize, SearchInfo) {
     let profile = profile(config.level);
-    let deadline = started + config.time_budget;
-    let soft_deadline = if profile.timed {
-        started + config.time_budget.mul_f64(0.5)
-    } else {
-        deadline
-    };
+    let budget = Budget::new(&profile, config, started);
     let mut search = Search {
         max_depth: profile.max_depth.min(MAX_PLY as u32 - 4),
-        max_nodes: config
-            .node_limit
-            .map_or(profile.max_nodes, |n| n.min(profile.max_nodes)),
-        deadline,
-        soft_deadline,
+        max_nodes: budget.max_nodes,
+        deadline: budget.deadline,
+        soft_deadline: budget.soft_deadline,
         killers: [[None; 2]; MAX_PLY],
         table: Table::new(profile.table_bits),
         root: game.turn(),
@@ -128,11 +113,7 @@ fn think_about(
         score: 0,
         elapsed: Duration::ZERO,
     };
-    let index = if stray || scores.len() != legal.len() {
-        rng.below(legal.len() as u64) as usize
-    } else {
-        pick_noisy(&scores, profile.noise, &mut rng)
-    };
+    let index = pick_root(&scores, legal.len(), stray, profile.noise, &mut rng);
     info.score = scores.get(index).copied().unwrap_or(0);
     (index, info)
 }

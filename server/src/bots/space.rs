@@ -18,7 +18,7 @@ use super::eval::{Weights, evaluate};
 use super::level::{Level, Profile};
 use super::rng::SplitMix64;
 use super::table::Bound;
-use super::{BotConfig, MATE, SearchInfo};
+use super::{BotConfig, Budget, MATE, SearchInfo, pick_root};
 use crate::rules::space::{NO_PROGRESS_DRAW_PLIES, SpaceGame, SpaceMove, State};
 use crate::rules::variant::American;
 use crate::rules::{Color, Position, RuleSet, Square};
@@ -73,17 +73,9 @@ pub fn choose_space_move(game: &SpaceGame, config: &BotConfig) -> Option<SpaceMo
 
 /// Like [`choose_space_move`], with what the search saw.
 pub(crate) fn think(game: &SpaceGame, config: &BotConfig) -> Option<(SpaceMove, SearchInfo)> {
-    let started = Instant::now();
-    let mut legal = game.legal_moves();
-    match legal.len() {
-        0 => None,
-        1 => legal.pop().map(|m| (m, SearchInfo::default())),
-        _ => {
-            let (index, mut info) = think_about(game, config, &legal, started);
-            info.elapsed = started.elapsed();
-            Some((legal.swap_remove(index), info))
-        }
-    }
+    super::choose_among(game.legal_moves(), |legal, started| {
+        think_about(game, config, legal, started)
+    })
 }
 
 /// Picks among `legal` (at least two moves); returns the chosen index.
@@ -94,22 +86,13 @@ fn think_about(
     started: Instant,
 ) -> (usize, SearchInfo) {
     let profile = profile(config.level);
-    let deadline = started + config.time_budget;
-    let soft_deadline = if profile.timed {
-        // An iteration takes several times the previous one: starting one
-        // after half the budget rarely finishes.
-        started + config.time_budget.mul_f64(0.5)
-    } else {
-        deadline
-    };
+    let budget = Budget::new(&profile, config, started);
     let state = game.state();
     let mut search = Search {
         max_depth: profile.max_depth.min(MAX_PLY as u32 - 8),
-        max_nodes: config
-            .node_limit
-            .map_or(profile.max_nodes, |n| n.min(profile.max_nodes)),
-        deadline,
-        soft_deadline,
+        max_nodes: budget.max_nodes,
+        deadline: budget.deadline,
+        soft_deadline: budget.soft_deadline,
         keys: game
             .reversible_states()
             .map(State::repetition_key)
@@ -146,33 +129,9 @@ fn think_about(
         score: 0,
         elapsed: Duration::ZERO,
     };
-    let index = if stray || scores.len() != legal.len() {
-        // A deliberate stray, or not even one ply finished: any legal move.
-        rng.below(legal.len() as u64) as usize
-    } else {
-        pick_noisy(&scores, profile.noise, &mut rng)
-    };
+    let index = pick_root(&scores, legal.len(), stray, profile.noise, &mut rng);
     info.score = scores.get(index).copied().unwrap_or(0);
     (index, info)
-}
-
-/// The index of the best score after shifting each by up to `noise`; a
-/// forced win or loss is never hidden by noise.
-pub(crate) fn pick_noisy(scores: &[i32], noise: i32, rng: &mut SplitMix64) -> usize {
-    let mut best = 0;
-    let mut best_noisy = i32::MIN;
-    for (i, &s) in scores.iter().enumerate() {
-        let noisy = if s.abs() > MATE_BOUND {
-            s
-        } else {
-            s + rng.spread(noise)
-        };
-        if noisy > best_noisy {
-            best_noisy = noisy;
-            best = i;
-        }
-    }
-    best
 }
 
 fn state_hash(state: &State) -> u64 {

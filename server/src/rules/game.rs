@@ -20,6 +20,39 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome for the side `to_move`, from what the draw rules look
+    /// at: a side without pieces or, to move, without moves loses; the
+    /// third repetition or the no-progress limit draws; else play goes on.
+    pub(crate) fn judge(
+        to_move: Color,
+        has_pieces: bool,
+        has_moves: bool,
+        repetitions: usize,
+        no_progress: bool,
+    ) -> Option<Outcome> {
+        if !has_pieces {
+            Some(Outcome::Win {
+                winner: to_move.opposite(),
+                reason: WinReason::NoPieces,
+            })
+        } else if !has_moves {
+            Some(Outcome::Win {
+                winner: to_move.opposite(),
+                reason: WinReason::NoMoves,
+            })
+        } else if repetitions >= 3 {
+            Some(Outcome::Draw {
+                reason: DrawReason::Repetition,
+            })
+        } else if no_progress {
+            Some(Outcome::Draw {
+                reason: DrawReason::NoProgress,
+            })
+        } else {
+            None
+        }
+    }
+
     pub fn winner(&self) -> Option<Color> {
         match self {
             Outcome::Win { winner, .. } => Some(*winner),
@@ -295,28 +328,13 @@ impl Game {
     fn refresh_for<R: Rules>(&mut self) {
         legal_moves::<R>(&self.position, &mut self.legal);
         dedup_results(&mut self.legal);
-        let loser = self.position.turn();
-        self.outcome = if self.position.pieces(loser).is_empty() {
-            Some(Outcome::Win {
-                winner: loser.opposite(),
-                reason: WinReason::NoPieces,
-            })
-        } else if self.legal.is_empty() {
-            Some(Outcome::Win {
-                winner: loser.opposite(),
-                reason: WinReason::NoMoves,
-            })
-        } else if self.repetitions() >= 3 {
-            Some(Outcome::Draw {
-                reason: DrawReason::Repetition,
-            })
-        } else if self.plies_without_progress() >= R::NO_PROGRESS_DRAW_PLIES {
-            Some(Outcome::Draw {
-                reason: DrawReason::NoProgress,
-            })
-        } else {
-            None
-        };
+        self.outcome = Outcome::judge(
+            self.position.turn(),
+            !self.position.pieces(self.position.turn()).is_empty(),
+            !self.legal.is_empty(),
+            self.repetitions(),
+            self.plies_without_progress() >= R::NO_PROGRESS_DRAW_PLIES,
+        );
     }
 
     /// How many times the current position (with the same side to move) has

@@ -32,7 +32,7 @@
 use std::collections::HashSet;
 
 use super::bitboard::{Bitboard, Direction, Square};
-use super::game::{DrawReason, Outcome, WinReason};
+use super::game::Outcome;
 use super::position::{Color, Position, Role, Setup, SetupError};
 use super::variant::RuleSet;
 
@@ -713,27 +713,12 @@ impl SpaceGame {
         let state = node.state;
         let quiet_plies = node.quiet_plies;
         self.legal = state.legal_moves();
-        let loser = state.position.turn();
-        self.outcome = if state.position.pieces(loser).is_empty() {
-            Some(Outcome::Win {
-                winner: loser.opposite(),
-                reason: WinReason::NoPieces,
-            })
-        } else if self.legal.is_empty() {
-            Some(Outcome::Win {
-                winner: loser.opposite(),
-                reason: WinReason::NoMoves,
-            })
-        } else if self.repetitions() >= 3 {
-            Some(Outcome::Draw {
-                reason: DrawReason::Repetition,
-            })
-        } else if quiet_plies >= NO_PROGRESS_DRAW_PLIES {
-            Some(Outcome::Draw {
-                reason: DrawReason::NoProgress,
-            })
-        } else {
-            None
-        };
+        self.outcome = Outcome::judge(
+            state.position.turn(),
+            !state.position.pieces(state.position.turn()).is_empty(),
+            !self.legal.is_empty(),
+            self.repetitions(),
+            quiet_plies >= NO_PROGRESS_DRAW_PLIES,
+        );
     }
 }
