@@ -15,13 +15,17 @@
 //! Open loop (the latency phase): every game follows a fixed schedule of intended send
 //! times, and a round trip is measured from the *intended* time, so a slow answer that
 //! delays later moves is charged to those moves too (no coordinated omission). After a
-//! lobby restart the schedule is moved up to the present instead, since setting up a
-//! lobby is not a move. Closed loop (the saturation phase): send as soon as the previous
-//! answer is in.
+//! lobby restart the schedule starts again from the moment both connections may send
+//! (see below), since setting up a lobby is not a move. Closed loop (the saturation
+//! phase): send as soon as the previous answer is in.
 //!
-//! Every connection keeps at least [`MIN_SEND_GAP`] between its messages, which holds
-//! it under the server's rate limit (40 messages a second per connection, closing at
-//! 120); load is spread over many games instead.
+//! Every Jumpgate connection keeps at least [`MIN_SEND_GAP`] between its messages,
+//! which holds it under the server's rate limit (40 messages a second per connection,
+//! closing at 120); load is spread over many games instead. That self-imposed wait is
+//! never counted as latency: a closed-loop round trip starts when the message really
+//! leaves, and an open-loop schedule never asks for a send the pacing would hold back.
+//! Echo connections are not paced (the echo server has no limit), so the saturated
+//! echo figure is what the stack itself can carry, not what the pacing lets through.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -183,26 +187,21 @@ impl Conn {
         })
     }
 
+    /// When this connection may send again ([`MIN_SEND_GAP`] after its last message).
+    fn ready_at(&self) -> Instant {
+        self.last_send
+            .map_or_else(Instant::now, |last| last + MIN_SEND_GAP)
+    }
+
     /// Waits until this connection may send again.
     async fn pace(&mut self) {
-        if let Some(last) = self.last_send {
-            sleep_until(last + MIN_SEND_GAP).await;
-        }
+        sleep_until(self.ready_at()).await;
     }
 
     async fn send(&mut self, message: &ClientMessage) -> Result<(), String> {
         self.pace().await;
         self.last_send = Some(Instant::now());
         self.client.send(message).await.map_err(|e| e.to_string())
-    }
-
-    async fn send_frame(&mut self, bytes: Vec<u8>) -> Result<(), String> {
-        self.pace().await;
-        self.last_send = Some(Instant::now());
-        self.client
-            .send_raw_binary(bytes)
-            .await
-            .map_err(|e| e.to_string())
     }
 
     /// The next message, skipping unknown types; `Ok(None)` once `limit` passes.
@@ -493,9 +492,10 @@ impl Schedule {
         Some(intended)
     }
 
-    /// After a pause that is not part of the load (a new lobby), start from now.
-    fn rebase(&mut self) {
-        self.next = self.next.max(Instant::now());
+    /// After a pause that is not part of the load (a new lobby), start again from
+    /// `not_before` (no earlier than now).
+    fn rebase(&mut self, not_before: Instant) {
+        self.next = self.next.max(not_before).max(Instant::now());
     }
 }
 
@@ -535,7 +535,10 @@ async fn play_game(
                     }
                     outcome.lobbies += 1;
                     progress.lobbies.fetch_add(1, Ordering::Relaxed);
-                    schedule.rebase();
+                    // Setting up the lobby was this game's last message on both
+                    // connections: the next move is due once the pacing lets either
+                    // send, not before, or its wait would count as latency.
+                    schedule.rebase(game.host.conn.ready_at().max(game.guest.conn.ready_at()));
                     continue;
                 }
                 Turn::Play { host, notation } => (host, notation),
@@ -549,6 +552,9 @@ async fn play_game(
             } else {
                 (&mut game.guest, &mut game.host)
             };
+            // Keep to the pacing before the clock starts (closed loop measures from
+            // the real send).
+            mover.conn.pace().await;
             let sent = Instant::now();
             let Some(acked) = mover
                 .request(
@@ -658,7 +664,11 @@ impl Conn {
         hard: Instant,
     ) -> Result<Option<Instant>, String> {
         let seq = self.client.next_seq();
-        self.send_frame(frames.frame(seq)).await?;
+        // Not paced: the echo server has no rate limit to stay under.
+        self.client
+            .send_raw_binary(frames.frame(seq))
+            .await
+            .map_err(|e| e.to_string())?;
         let limit = wait_limit(hard);
         loop {
             match self.recv(limit).await? {

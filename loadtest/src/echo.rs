@@ -2,8 +2,8 @@
 //!
 //! It accepts the Jumpgate subprotocols (echoing the first one offered), so the same
 //! [`jumpgate_protocol::client::Client`] connects to it, and it uses the same frame
-//! limits and write buffers as the Jumpgate server, so the two differ only in the work
-//! done per message.
+//! limits and read and write buffers as the Jumpgate server, so the two differ only in
+//! the work done per message.
 
 use std::future::Future;
 
@@ -38,7 +38,8 @@ async fn echo_connection(stream: TcpStream) {
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME_BYTES))
         .max_frame_size(Some(MAX_FRAME_BYTES))
-        .write_buffer_size(16 * 1024)
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(4 * 1024)
         .max_write_buffer_size(256 * 1024);
     let Ok(mut socket) =
         tokio_tungstenite::accept_hdr_async_with_config(stream, choose_subprotocol, Some(config))

@@ -21,8 +21,8 @@ pub struct RunConfig {
     pub rule_set: String,
     /// Bytes of a `move` frame, and so of every echo frame.
     pub move_frame_bytes: usize,
-    /// The highest rate the saturation phase can reach with the per-connection pacing,
-    /// operations a second.
+    /// The highest rate Jumpgate's saturation phase can reach with the per-connection
+    /// pacing, moves a second (echo pairs are not paced).
     pub saturation_cap: f64,
 }
 
@@ -309,8 +309,8 @@ impl Report {
         let c = &self.config;
         out.push_str(&format!(
             "frames: {} bytes (a MessagePack move); phases of {} s; latency: {} games at \
-             {} moves/s open loop; saturation: {} games closed loop, capped at {:.0}/s by \
-             the per-connection pacing\n",
+             {} moves/s open loop; saturation: {} games closed loop (jumpgate capped at \
+             {:.0}/s by the per-connection pacing; echo not paced)\n",
             c.move_frame_bytes, c.duration_s, c.games, c.rate, c.sat_games, c.saturation_cap
         ));
         let sides = [

@@ -12,7 +12,7 @@ use tokio_tungstenite::tungstenite::{
     client::IntoClientRequest,
     error::ProtocolError,
     http::{HeaderValue, header::SEC_WEBSOCKET_PROTOCOL},
-    protocol::{CloseFrame, frame::coding::CloseCode},
+    protocol::{CloseFrame, WebSocketConfig, frame::coding::CloseCode},
 };
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
@@ -80,6 +80,9 @@ impl From<tungstenite::Error> for ClientError {
     }
 }
 
+/// The client's WebSocket read buffer.
+const READ_BUFFER_BYTES: usize = 8 * 1024;
+
 /// One connection to a Jumpgate server.
 #[derive(Debug)]
 pub struct Client {
@@ -99,9 +102,14 @@ impl Client {
         request
             .headers_mut()
             .insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(expected));
+        // tungstenite zeroes its whole read buffer (128 KiB by default) before
+        // every read; messages are at most 16 KiB, so a small buffer saves that
+        // work on every message and costs a second read only for large ones.
+        let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER_BYTES);
         // Messages are small and latency-bound: send them at once (no Nagle),
         // as browsers do for WebSockets.
-        let connected = tokio_tungstenite::connect_async_with_config(request, None, true).await;
+        let connected =
+            tokio_tungstenite::connect_async_with_config(request, Some(config), true).await;
         let (socket, response) = match connected {
             Ok(connected) => connected,
             // tungstenite checks the answer itself; report its refusal in our terms.

@@ -211,7 +211,46 @@ pub fn decode_client(encoding: Encoding, payload: &[u8]) -> Result<ClientMessage
 
 /// Decodes the payload of a frame from the server, assuming it was of the right kind.
 pub fn decode_server(encoding: Encoding, payload: &[u8]) -> Result<ServerMessage, DecodeError> {
+    // serde decodes an internally tagged enum by first copying the whole message into
+    // a tree of its own, then reading the variant from that tree. States are most of
+    // a client's traffic and its largest messages, so a MessagePack `state` or
+    // `solo_state` whose `type` comes first (as every encoder here writes it) is
+    // decoded straight into its struct, which skips the `type` field like any field
+    // it does not know. Anything else, or a failure, takes the general path.
+    if encoding == Encoding::MsgPack && payload.len() <= MAX_MESSAGE_BYTES {
+        match msgpack_leading_type(payload) {
+            Some(b"state") => {
+                if let Ok(state) = parse(encoding, payload) {
+                    return Ok(ServerMessage::State(state));
+                }
+            }
+            Some(b"solo_state") => {
+                if let Ok(state) = parse(encoding, payload) {
+                    return Ok(ServerMessage::SoloState(state));
+                }
+            }
+            _ => {}
+        }
+    }
     decode_message(encoding, payload, ServerMessage::TYPES)
+}
+
+/// The value of a MessagePack map's first entry when its key is `type` and both are
+/// short strings (fixstr); `None` for anything else.
+fn msgpack_leading_type(payload: &[u8]) -> Option<&[u8]> {
+    const FIXSTR: u8 = 0xa0;
+    let rest = match payload.first()? {
+        0x80..=0x8f => &payload[1..],
+        0xde => payload.get(3..)?,
+        0xdf => payload.get(5..)?,
+        _ => return None,
+    };
+    let rest = rest.strip_prefix(&[FIXSTR | 4, b't', b'y', b'p', b'e'])?;
+    let (&head, rest) = rest.split_first()?;
+    if head & 0xe0 != FIXSTR {
+        return None;
+    }
+    rest.get(..usize::from(head & 0x1f))
 }
 
 /// Decodes a frame from a client, first checking it is the kind `encoding` uses.

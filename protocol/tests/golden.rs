@@ -886,3 +886,29 @@ fn every_example_fits_the_size_limit() {
         }
     }
 }
+
+/// States decode straight into their struct when `type` comes first (see
+/// `codec::decode_server`); the same message with its keys in another order takes the
+/// general path, and both must give the same message.
+#[test]
+fn states_decode_the_same_whatever_the_key_order() {
+    for (name, message) in server_examples() {
+        let codec::Frame::Binary(bytes) = codec::encode_server(Encoding::MsgPack, &message) else {
+            panic!("{name}: MessagePack is binary");
+        };
+        assert_eq!(
+            codec::decode_server(Encoding::MsgPack, &bytes).as_ref(),
+            Ok(&message),
+            "{name}, type first"
+        );
+        // serde_json's map sorts its keys, which moves `type` away from the front.
+        let value: serde_json::Value = rmp_serde::from_slice(&bytes).unwrap();
+        let reordered = rmp_serde::to_vec_named(&value).unwrap();
+        assert_ne!(reordered[..6], bytes[..6], "{name}: `type` moved");
+        assert_eq!(
+            codec::decode_server(Encoding::MsgPack, &reordered).as_ref(),
+            Ok(&message),
+            "{name}, keys reordered"
+        );
+    }
+}

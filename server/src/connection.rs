@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use futures_util::SinkExt;
 use jumpgate_protocol as wire;
 use jumpgate_protocol::{ClientMessage, Encoding, ErrorCode, ServerMessage};
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -21,6 +22,8 @@ use crate::wire_view;
 const CLOSE_GOING_AWAY: u16 = 1001;
 const CLOSE_PROTOCOL_ERROR: u16 = 1002;
 const CLOSE_POLICY: u16 = 1008;
+/// The most queued messages written before one flush.
+const MAX_WRITE_BATCH: usize = 16;
 
 static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
 
@@ -85,25 +88,23 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
                 }
             }
             Some(outbound) = out_rx.recv() => {
-                let frame = match outbound {
-                    Outbound::Shared(shared) => to_ws(shared.get(encoding).clone()),
-                    Outbound::Direct(message) => {
-                        // The room confirms a leave with its `ack` (then
-                        // `left`): only then is this connection out of it, so
-                        // a message sent right after the ack meets no lobby.
-                        let confirms_leave = match &*message {
-                            ServerMessage::Left { .. } => true,
-                            ServerMessage::Ack { seq } => conn.leaving == Some(*seq),
-                            _ => false,
-                        };
-                        if confirms_leave {
-                            conn.room = None;
-                            conn.leaving = None;
-                        }
-                        to_ws(wire::codec::encode_server(encoding, &message))
+                // Write everything already queued, then flush once: a move's `ack`
+                // and the `state` after it leave in one write, not two packets.
+                let mut next = Some(outbound);
+                let mut written = 0;
+                let mut ok = true;
+                while let Some(outbound) = next.take() {
+                    let frame = conn.frame_for(outbound);
+                    if socket.feed(frame).await.is_err() {
+                        ok = false;
+                        break;
                     }
-                };
-                if socket.send(frame).await.is_err() {
+                    written += 1;
+                    if written < MAX_WRITE_BATCH {
+                        next = out_rx.try_recv().ok();
+                    }
+                }
+                if !ok || socket.flush().await.is_err() {
                     break None;
                 }
             }
@@ -152,7 +153,8 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
     }
 }
 
-fn to_ws(frame: wire::Frame) -> Message {
+/// A WebSocket frame carrying an encoded message, without copying it.
+pub(crate) fn to_ws(frame: wire::Frame) -> Message {
     match frame {
         wire::Frame::Text(text) => Message::Text(text.into()),
         wire::Frame::Binary(bytes) => Message::Binary(bytes.into()),
@@ -160,6 +162,28 @@ fn to_ws(frame: wire::Frame) -> Message {
 }
 
 impl Connection {
+    /// The frame for one queued message, noting a confirmed `leave` on the way.
+    fn frame_for(&mut self, outbound: Outbound) -> Message {
+        match outbound {
+            Outbound::Shared(shared) => shared.get(self.encoding).clone(),
+            Outbound::Direct(message) => {
+                // The room confirms a leave with its `ack` (then `left`): only
+                // then is this connection out of it, so a message sent right
+                // after the ack meets no lobby.
+                let confirms_leave = match &*message {
+                    ServerMessage::Left { .. } => true,
+                    ServerMessage::Ack { seq } => self.leaving == Some(*seq),
+                    _ => false,
+                };
+                if confirms_leave {
+                    self.room = None;
+                    self.leaving = None;
+                }
+                to_ws(wire::codec::encode_server(self.encoding, &message))
+            }
+        }
+    }
+
     async fn send(&self, socket: &mut WebSocket, message: &ServerMessage) {
         let _ = socket
             .send(to_ws(wire::codec::encode_server(self.encoding, message)))

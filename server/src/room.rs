@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use axum::extract::ws::Message;
 use jumpgate_protocol as wire;
 use jumpgate_protocol::{ErrorCode, Phase, ServerMessage};
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -26,8 +27,8 @@ pub type ConnId = u64;
 #[derive(Debug)]
 pub struct SharedFrame {
     message: ServerMessage,
-    msgpack: std::sync::OnceLock<wire::Frame>,
-    json: std::sync::OnceLock<wire::Frame>,
+    msgpack: std::sync::OnceLock<Message>,
+    json: std::sync::OnceLock<Message>,
 }
 
 impl SharedFrame {
@@ -39,15 +40,17 @@ impl SharedFrame {
         }
     }
 
-    /// The message in one encoding, encoded by the first connection that
-    /// needs it and shared by the rest (a room whose members all speak
-    /// MessagePack never pays for JSON).
-    pub fn get(&self, encoding: wire::Encoding) -> &wire::Frame {
+    /// The message as a WebSocket frame in one encoding, encoded by the first
+    /// connection that needs it and shared by the rest (a room whose members all
+    /// speak MessagePack never pays for JSON). Cloning the frame shares its bytes.
+    pub fn get(&self, encoding: wire::Encoding) -> &Message {
         let cell = match encoding {
             wire::Encoding::MsgPack => &self.msgpack,
             wire::Encoding::Json => &self.json,
         };
-        cell.get_or_init(|| wire::codec::encode_server(encoding, &self.message))
+        cell.get_or_init(|| {
+            crate::connection::to_ws(wire::codec::encode_server(encoding, &self.message))
+        })
     }
 }
 
@@ -1706,7 +1709,7 @@ mod tests {
         match outbound {
             Outbound::Shared(frame) => wire::codec::decode_server(
                 wire::Encoding::Json,
-                frame.get(wire::Encoding::Json).as_bytes(),
+                &frame.get(wire::Encoding::Json).clone().into_data(),
             )
             .unwrap(),
             Outbound::Direct(message) => *message,
