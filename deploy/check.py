@@ -115,6 +115,7 @@ if check(isinstance(compose, dict), "compose.yaml: missing or empty"):
               f"haproxy.cfg: servers {servers} do not match compose services {sorted(jumpgates)}")
         check("url_param(room)" in cfg, "haproxy.cfg: does not route /ws by ?room=")
         check("path_beg /r/" in cfg and "field(3,/)" in cfg, "haproxy.cfg: does not route /r/{CODE} by code")
+        check("regsub(^S,)" in cfg, "haproxy.cfg: does not route solo ids (S + code) by their code")
         check(f"crc32,mod({len(servers)})" in cfg,
               f"haproxy.cfg: shard must be crc32 mod {len(servers)} (number of servers)")
         check(re.search(r"^\s*balance\s+roundrobin", cfg, re.M), "haproxy.cfg: no round-robin fallback")

@@ -21,11 +21,30 @@ impl RoomCode {
         RoomCode(nanoid::nanoid!(LENGTH, &ALPHABET))
     }
 
+    /// A fresh random code that the load balancer sends to this instance's
+    /// `shard` (any code without one).
+    pub fn generate_in_shard(shard: Option<(u32, u32)>) -> RoomCode {
+        loop {
+            let code = RoomCode::generate();
+            if code.in_shard(shard) {
+                return code;
+            }
+        }
+    }
+
     /// Reads a code typed by a person: surrounding space ignored, any case.
     pub fn parse(text: &str) -> Option<RoomCode> {
         let upper = text.trim().to_ascii_uppercase();
         let ok = upper.chars().count() == LENGTH && upper.chars().all(|c| ALPHABET.contains(&c));
         ok.then_some(RoomCode(upper))
+    }
+
+    /// The code that routes a lobby code or a solo game's id (`S` + a code).
+    pub fn routing(id: &str) -> Option<RoomCode> {
+        match id.strip_prefix('S') {
+            Some(code) if code.len() == LENGTH => RoomCode::parse(code),
+            _ => RoomCode::parse(id),
+        }
     }
 
     pub fn as_str(&self) -> &str {
@@ -59,6 +78,18 @@ mod tests {
             assert_eq!(code.as_str().len(), 8);
             assert_eq!(RoomCode::parse(&code.as_str().to_lowercase()), Some(code));
         }
+    }
+
+    #[test]
+    fn solo_ids_route_by_their_code_and_lobby_codes_as_they_are() {
+        let code = RoomCode::parse("SABCDEFG").unwrap();
+        assert_eq!(RoomCode::routing("SABCDEFG"), Some(code.clone()));
+        assert_eq!(RoomCode::routing("SSABCDEFG"), Some(code));
+        assert_eq!(RoomCode::routing("S23456789"), RoomCode::parse("23456789"));
+        // Eight characters starting with S are a lobby code, not a solo id.
+        assert_eq!(RoomCode::routing("S2345678"), RoomCode::parse("S2345678"));
+        assert_eq!(RoomCode::routing("S234567"), None);
+        assert_eq!(RoomCode::routing(""), None);
     }
 
     #[test]

@@ -588,6 +588,7 @@ impl Connection {
             }
         }
         let record = match crate::solo::new_record(
+            self.state.settings.shard,
             &identity,
             wire_view::rule_set_from_wire(rule_set),
             mode,

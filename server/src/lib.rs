@@ -177,8 +177,8 @@ impl AppState {
             let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
             rooms.retain(|_, h| !h.commands.is_closed());
             loop {
-                let code = RoomCode::generate();
-                if !rooms.contains_key(&code) && code.in_shard(self.settings.shard) {
+                let code = RoomCode::generate_in_shard(self.settings.shard);
+                if !rooms.contains_key(&code) {
                     break code;
                 }
             }
@@ -259,8 +259,7 @@ pub async fn resume_rooms(state: &Arc<AppState>) -> std::io::Result<usize> {
     for room in stored {
         // With several instances on one Redis, each resumes only its own
         // shard's lobbies and games (solo ids are `S` + a room code).
-        let code = room.code.trim_start_matches('S');
-        if let Some(code) = RoomCode::parse(code)
+        if let Some(code) = RoomCode::routing(&room.code)
             && !code.in_shard(state.settings.shard)
         {
             continue;

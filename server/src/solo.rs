@@ -182,8 +182,10 @@ fn wire_level(level: Level) -> wire::BotLevel {
     }
 }
 
-/// Checks a `start_solo` request and builds the record of the new game.
+/// Checks a `start_solo` request and builds the record of the new game, whose
+/// id (`S` + a room code) the load balancer sends to this instance's `shard`.
 pub fn new_record(
+    shard: Option<(u32, u32)>,
     identity: &Identity,
     rule_set: Variant,
     mode: wire::SoloMode,
@@ -208,7 +210,7 @@ pub fn new_record(
     }
     Ok(SoloRecord {
         kind: "solo".into(),
-        id: format!("S{}", crate::code::RoomCode::generate()),
+        id: format!("S{}", crate::code::RoomCode::generate_in_shard(shard)),
         owner: identity.id.clone(),
         owner_name: identity.name.clone(),
         rule_set,

@@ -5,6 +5,7 @@
 import { SUBPROTOCOL, hello, joinLobby, resumeSolo, watch } from './protocol.js';
 
 const TOKEN_KEY = 'jumpgate.token';
+const SOLO_KEY = 'jumpgate.solo';
 const SEQ_KEY = 'jumpgate.seq';
 const MAX_SEQ = 0xffff_ff00;
 
@@ -57,6 +58,8 @@ export class Connection extends EventTarget {
     this.version = 0;
     /** The id of the solo game this page shows, re-attached after reconnecting. */
     this.solo = null;
+    /** The solo game shown before this page was loaded: routes the first connection. */
+    this.lastSolo = storage.getItem(SOLO_KEY);
     this.soloVersion = 0;
     this.reconnectTimer = undefined;
   }
@@ -77,7 +80,7 @@ export class Connection extends EventTarget {
   signOut() {
     this.storage.removeItem(TOKEN_KEY);
     this.forgetRoom();
-    this.solo = null;
+    this.enterSolo(null);
     this.hint = null;
     this.reconnect();
   }
@@ -167,12 +170,12 @@ export class Connection extends EventTarget {
   }
 
   /**
-   * Names the room in the address (`/ws?room=CODE`) so that a proxy in
-   * front of several servers can send us to the one holding it (see
+   * Names the room or solo game in the address (`/ws?room=CODE`) so that a
+   * proxy in front of several servers can send us to the one holding it (see
    * deploy/README.md); a single server ignores it.
    */
   socketUrl() {
-    const code = this.room?.code ?? this.hint;
+    const code = this.room?.code ?? this.hint ?? this.solo ?? this.lastSolo;
     return code ? `${this.url}?room=${encodeURIComponent(code)}` : this.url;
   }
 
@@ -234,6 +237,9 @@ export class Connection extends EventTarget {
   enterSolo(id, version = 0) {
     this.solo = id;
     this.soloVersion = version;
+    this.lastSolo = id;
+    if (id) this.storage.setItem(SOLO_KEY, id);
+    else this.storage.removeItem(SOLO_KEY);
   }
 
   handle(message) {

@@ -312,9 +312,14 @@ try {
   check(await soloMoves() === 0, 'undo took back both moves');
   await solo.screenshot({ path: join(artifacts, 'solo.png') });
 
-  step('solo: a same-device game, one move, Light resigns; the device record counts it');
-  await solo.click('#solo-home');
+  step('solo: after a reload the page connects naming the game it showed (for a load balancer)');
+  const reconnected = solo.waitForEvent('websocket');
+  await solo.reload();
+  const socketUrl = (await reconnected).url();
+  check(/\/ws\?room=S[2-9A-HJ-NP-Z]{8}$/.test(socketUrl), `the socket names the solo game: ${socketUrl}`);
   await solo.locator('#home').waitFor();
+
+  step('solo: a same-device game, one move, Light resigns; the device record counts it');
   await solo.click('#same-device-start');
   await waitSoloStatus(/^Dark to move/);
   await soloSquare('c3').click();
