@@ -94,7 +94,7 @@ pub struct ServeConfig {
     #[arg(long, env = "JUMPGATE_EXECUTIVE_MS", default_value_t = 1_000)]
     pub executive_ms: u64,
     /// Set TCP_NODELAY on accepted sockets (`false` lets the kernel batch
-    /// small writes; see the README's load-test notes for the trade-off).
+    /// small writes, at the cost of latency when it waits to).
     #[arg(long, env = "JUMPGATE_TCP_NODELAY", default_value_t = true, action = clap::ArgAction::Set)]
     pub tcp_nodelay: bool,
     /// Log as JSON lines instead of text.

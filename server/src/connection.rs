@@ -62,6 +62,7 @@ pub async fn serve(socket: WebSocket, encoding: Encoding, state: Arc<AppState>) 
 async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppState>, id: ConnId) {
     let metrics = &crate::metrics::METRICS;
     metrics.connections_open.inc();
+    tracing::debug!("connection opened");
     let (out_tx, mut out_rx) = mpsc::channel(state.settings.outbound_queue);
     let mut conn = Connection {
         id,
@@ -120,6 +121,7 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
         }
     };
     metrics.connections_open.dec();
+    tracing::debug!(close = ?close.map(|(code, _)| code), "connection closed");
     if let Some(solo) = conn.solo.take() {
         let _ = solo
             .commands
@@ -274,6 +276,8 @@ impl Connection {
                 Some(token) => match ids.verify(token) {
                     Ok(identity) => (identity, token.clone()),
                     Err(e) => {
+                        // The reason only: never the token.
+                        tracing::info!(reason = %e, "hello refused: invalid token");
                         self.refuse(socket, Some(seq), ErrorCode::InvalidToken, &e.to_string())
                             .await;
                         return Flow::Continue;
@@ -291,6 +295,7 @@ impl Connection {
                 },
                 token,
             };
+            tracing::debug!(identity = %identity.id, guest = identity.guest, "greeted");
             self.identity = Some(identity);
             self.send(socket, &welcome).await;
             return Flow::Continue;

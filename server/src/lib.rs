@@ -183,6 +183,7 @@ impl AppState {
                 }
             }
         };
+        tracing::info!(room = %code, rule_set = ?options.rule_set, "lobby created");
         let room = Room::new(
             code,
             options,

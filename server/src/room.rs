@@ -1186,6 +1186,7 @@ impl Room {
         self.phase = Phase::Playing;
         self.break_until = None;
         self.next_round = [false; 2];
+        tracing::debug!(room = %self.code, game = self.games_started, "game started");
     }
 
     fn save_game(&mut self) {
@@ -1258,6 +1259,7 @@ impl Room {
         });
         round.draw_offer = None;
         let dark_seat = round.dark_seat;
+        tracing::debug!(room = %self.code, game = round.game_no, ?winner, ?reason, "game ended");
         self.save_game();
         match winner {
             Some(Color::Dark) => self.series.wins[dark_seat] += 1,

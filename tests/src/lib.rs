@@ -416,12 +416,34 @@ pub const TEST_SECRET: &str = "jumpgate-test-secret-0123456789";
 
 impl JumpgateProcess {
     pub async fn start(env: &[(&str, String)]) -> JumpgateProcess {
+        JumpgateProcess::spawn(
+            env,
+            std::process::Stdio::null(),
+            std::process::Stdio::inherit(),
+        )
+        .await
+    }
+
+    /// Like [`JumpgateProcess::start`], with everything the process prints
+    /// (its logs) written to the file `log`.
+    pub async fn start_logging(env: &[(&str, String)], log: &std::path::Path) -> JumpgateProcess {
+        let file = std::fs::File::create(log).unwrap();
+        let err = file.try_clone().unwrap();
+        JumpgateProcess::spawn(env, file.into(), err.into()).await
+    }
+
+    async fn spawn(
+        env: &[(&str, String)],
+        stdout: std::process::Stdio,
+        stderr: std::process::Stdio,
+    ) -> JumpgateProcess {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let mut cmd = std::process::Command::new(jumpgate_binary());
         cmd.args(["serve", "--listen", &addr.to_string()])
             .env("JUMPGATE_TOKEN_SECRET", TEST_SECRET)
             .env("RUST_LOG", "warn")
-            .stdout(std::process::Stdio::null());
+            .stdout(stdout)
+            .stderr(stderr);
         for (k, v) in env {
             cmd.env(k, v);
         }

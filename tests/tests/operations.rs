@@ -1,9 +1,11 @@
 //! Operations: health, readiness, metrics (main and separate address) and
-//! graceful shutdown, against a real server.
+//! graceful shutdown, and what the logs leave out, against a real server.
 
 use std::time::Duration;
 
-use jumpgate_e2e::{Player, RedisServer, TestServer, free_port, http_get, seated_pair};
+use jumpgate_e2e::{
+    JumpgateProcess, Player, RedisServer, TEST_SECRET, TestServer, free_port, http_get, seated_pair,
+};
 use jumpgate_protocol::{ClientMessage, Encoding, RuleSet, ServerMessage};
 
 /// The value of one sample line, e.g. `jumpgate_moves_accepted_total{rule_set="thai"}`.
@@ -136,5 +138,161 @@ async fn shutdown_tells_clients_and_closes_with_1001() {
     while tokio::net::TcpStream::connect(addr).await.is_ok() {
         assert!(tokio::time::Instant::now() < deadline, "still accepting");
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// An account token for `sub` with a private email claim, signed as the issuer
+/// configured by [`logs_never_carry_tokens_secrets_or_emails`].
+fn account_token(sub: &str) -> String {
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+    header.kid = Some("k1".into());
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
+    let claims = serde_json::json!({
+        "sub": sub, "name": format!("Name {sub}"), "email": format!("{sub}@private.example"),
+        "iss": "https://id.test", "aud": "jumpgate", "exp": exp,
+    });
+    let key = jsonwebtoken::EncodingKey::from_secret(LOG_TEST_ISSUER_SECRET).unwrap();
+    jsonwebtoken::encode(&header, &claims, &key).unwrap()
+}
+
+const LOG_TEST_ISSUER_SECRET: &[u8] = b"issuer-secret-for-the-log-test";
+
+/// Debug-level JSON logs of a whole session (accounts, a refused token, a
+/// lobby, moves, the operator API, shutdown) hold no token, secret or email.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_never_carry_tokens_secrets_or_emails() {
+    let dir = std::env::temp_dir().join(format!(
+        "jumpgate-logs-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("jumpgate.log");
+    let admin_token = "admin-token-never-logged-4711";
+    let mut server = JumpgateProcess::start_logging(
+        &[
+            ("RUST_LOG", "debug".into()),
+            ("JUMPGATE_LOG_JSON", "true".into()),
+            ("JUMPGATE_JWT_ISSUER", "https://id.test".into()),
+            (
+                "JUMPGATE_JWT_HS256",
+                format!(
+                    "k1={}",
+                    std::str::from_utf8(LOG_TEST_ISSUER_SECRET).unwrap()
+                ),
+            ),
+            ("JUMPGATE_ADMIN_TOKEN", admin_token.into()),
+        ],
+        &log,
+    )
+    .await;
+
+    let ann_token = account_token("ann");
+    let bob_token = account_token("bob");
+    let mut ann = Player::connect_to(&server, Encoding::Json, Some(ann_token.clone())).await;
+    let mut bob = Player::connect_to(&server, Encoding::MsgPack, Some(bob_token.clone())).await;
+    let guest = Player::connect_to(&server, Encoding::Json, None).await;
+    let guest_token = guest.token.clone();
+    assert_ne!(ann.id, bob.id);
+
+    // A token signed with the wrong key is refused (and its reason logged).
+    let mut forged = account_token("eve");
+    forged.replace_range(forged.len() - 4.., "AAAA");
+    let mut raw = jumpgate_protocol::client::Client::connect(&server.ws_url(), Encoding::Json)
+        .await
+        .unwrap();
+    raw.send(&ClientMessage::Hello {
+        seq: 1,
+        protocol: 1,
+        token: Some(forged.clone()),
+        client: "log-test".into(),
+    })
+    .await
+    .unwrap();
+    let refused = jumpgate_e2e::recv(&mut raw).await;
+    assert!(
+        matches!(refused, ServerMessage::Error { .. }),
+        "forged token refused: {refused:?}"
+    );
+
+    // A lobby between the two accounts, and a move.
+    let code = {
+        let seq = ann
+            .send(|seq| ClientMessage::CreateLobby {
+                seq,
+                rule_set: RuleSet::American,
+                series_length: 1,
+                invite_only: false,
+                stake: None,
+            })
+            .await;
+        ann.expect_ack(seq).await;
+        ann.state_until(|_| true).await.code
+    };
+    bob.join(&code).await;
+    let state = ann.state_until(|s| s.game.is_some()).await;
+    let game = state.game.as_ref().unwrap();
+    let dark_is_ann = state.players[usize::from(game.dark_seat)]
+        .as_ref()
+        .is_some_and(|p| p.id == ann.id);
+    if dark_is_ann {
+        ann.play_first_legal().await;
+    } else {
+        bob.play_first_legal().await;
+    }
+
+    // The operator API, with its bearer token.
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let request = format!(
+            "GET /api/admin/wallets/{} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {admin_token}\r\nConnection: close\r\n\r\n",
+            ann.id
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    }
+
+    let status = server.terminate();
+    assert!(status.success(), "{status}");
+    drop((ann, bob, guest, raw));
+    let logs = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // The logs are there and say what happened, at debug level...
+    assert!(logs.lines().count() >= 5, "{logs}");
+    assert!(logs.contains(&code), "the lobby's code is logged: {logs}");
+    assert!(
+        logs.contains("\"level\":\"DEBUG\""),
+        "debug lines are logged: {logs}"
+    );
+    // ... and none of these appears, whole or as its JWT payload.
+    let secrets = [
+        ("an email", "private.example".to_owned()),
+        ("ann's token", ann_token.clone()),
+        ("bob's token", bob_token.clone()),
+        ("the forged token", forged.clone()),
+        ("a guest token", guest_token.clone()),
+        (
+            "a JWT payload",
+            ann_token.split('.').nth(1).unwrap().to_owned(),
+        ),
+        ("the admin token", admin_token.to_owned()),
+        (
+            "the issuer's key",
+            std::str::from_utf8(LOG_TEST_ISSUER_SECRET)
+                .unwrap()
+                .to_owned(),
+        ),
+        ("the guest-token secret", TEST_SECRET.to_owned()),
+    ];
+    for (what, secret) in secrets {
+        assert!(!logs.contains(&secret), "{what} is in the logs");
     }
 }
