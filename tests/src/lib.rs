@@ -594,3 +594,42 @@ impl Player {
         }
     }
 }
+
+/// An HS256 account token (key id `k1`) for `sub`, valid for an hour, from the
+/// issuer `https://id.test` for the audience `jumpgate`, signed with `secret`. It
+/// carries an `email` claim (`{sub}@private.example`) that the server must never
+/// show or log.
+pub fn account_token(secret: &[u8], sub: &str, name: &str) -> String {
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
+    header.kid = Some("k1".into());
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
+    let claims = serde_json::json!({
+        "sub": sub, "name": name, "email": format!("{sub}@private.example"),
+        "iss": "https://id.test", "aud": "jumpgate", "exp": exp,
+    });
+    let key = jsonwebtoken::EncodingKey::from_secret(secret).unwrap();
+    jsonwebtoken::encode(&header, &claims, &key).unwrap()
+}
+
+impl Player {
+    /// Sends a request and waits for its `ack`, or the code of its refusal.
+    pub async fn request(
+        &mut self,
+        build: impl FnOnce(u32) -> ClientMessage,
+    ) -> Result<(), ErrorCode> {
+        let seq = self.send(build).await;
+        loop {
+            match self.recv().await {
+                ServerMessage::Ack { seq: s } if s == seq => return Ok(()),
+                ServerMessage::Error {
+                    seq: Some(s), code, ..
+                } if s == seq => return Err(code),
+                _ => {}
+            }
+        }
+    }
+}

@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use jumpgate_e2e::{Endpoint, PATIENCE, Player, TestServer, free_port, http_get};
-use jumpgate_protocol::{
-    BotLevel, ClientMessage, Encoding, ErrorCode, RuleSet, ServerMessage, SoloMode,
-};
+use jumpgate_protocol::{BotLevel, ClientMessage, Encoding, RuleSet, SoloMode};
 use jumpgate_server::code::RoomCode;
 
 /// Rounds per check. Each round's first connection is spread round robin, so
@@ -159,23 +157,6 @@ fn owner(code: &str) -> usize {
     usize::from(!code.in_shard(Some((0, 2))))
 }
 
-/// Sends a request and waits for its ack (or the refusal's code).
-async fn request(
-    p: &mut Player,
-    build: impl FnOnce(u32) -> ClientMessage,
-) -> Result<(), ErrorCode> {
-    let seq = p.send(build).await;
-    loop {
-        match p.recv().await {
-            ServerMessage::Ack { seq: s } if s == seq => return Ok(()),
-            ServerMessage::Error {
-                seq: Some(s), code, ..
-            } if s == seq => return Err(code),
-            _ => {}
-        }
-    }
-}
-
 #[tokio::test]
 async fn a_lobby_is_reached_through_the_balancer_by_its_code() {
     let servers = [instance(0).await, instance(1).await];
@@ -183,7 +164,7 @@ async fn a_lobby_is_reached_through_the_balancer_by_its_code() {
     let mut created_on = [0; 2];
     for _ in 0..ROUNDS {
         let mut host = Player::connect_to(&balancer.ws(None), Encoding::MsgPack, None).await;
-        request(&mut host, |seq| ClientMessage::CreateLobby {
+        host.request(|seq| ClientMessage::CreateLobby {
             seq,
             rule_set: RuleSet::American,
             series_length: 1,
@@ -231,15 +212,16 @@ async fn a_solo_game_is_resumed_through_the_balancer_by_its_id() {
     let mut created_on = [0; 2];
     for _ in 0..ROUNDS {
         let mut player = Player::connect_to(&balancer.ws(None), Encoding::MsgPack, None).await;
-        request(&mut player, |seq| ClientMessage::StartSolo {
-            seq,
-            rule_set: RuleSet::American,
-            mode: SoloMode::Computer,
-            level: Some(BotLevel::Tamer),
-            ranked: false,
-        })
-        .await
-        .unwrap();
+        player
+            .request(|seq| ClientMessage::StartSolo {
+                seq,
+                rule_set: RuleSet::American,
+                mode: SoloMode::Computer,
+                level: Some(BotLevel::Tamer),
+                ranked: false,
+            })
+            .await
+            .unwrap();
         let id = player.solo_until(|_| true).await.id;
         let code = id.strip_prefix('S').expect("solo ids are S + a code");
         created_on[owner(code)] += 1;
@@ -249,7 +231,7 @@ async fn a_solo_game_is_resumed_through_the_balancer_by_its_id() {
         // A new connection, as after a reload or a dropped network.
         let mut back =
             Player::connect_to(&balancer.ws(Some(&id)), Encoding::MsgPack, Some(token)).await;
-        request(&mut back, |seq| ClientMessage::ResumeSolo { seq })
+        back.request(|seq| ClientMessage::ResumeSolo { seq })
             .await
             .unwrap_or_else(|code| panic!("{id}: resume_solo refused: {code:?}"));
         let resumed = back.solo_until(|_| true).await;

@@ -141,22 +141,8 @@ async fn shutdown_tells_clients_and_closes_with_1001() {
     }
 }
 
-/// An account token for `sub` with a private email claim, signed as the issuer
-/// configured by [`logs_never_carry_tokens_secrets_or_emails`].
 fn account_token(sub: &str) -> String {
-    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
-    header.kid = Some("k1".into());
-    let exp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 3600;
-    let claims = serde_json::json!({
-        "sub": sub, "name": format!("Name {sub}"), "email": format!("{sub}@private.example"),
-        "iss": "https://id.test", "aud": "jumpgate", "exp": exp,
-    });
-    let key = jsonwebtoken::EncodingKey::from_secret(LOG_TEST_ISSUER_SECRET).unwrap();
-    jsonwebtoken::encode(&header, &claims, &key).unwrap()
+    jumpgate_e2e::account_token(LOG_TEST_ISSUER_SECRET, sub, &format!("Name {sub}"))
 }
 
 const LOG_TEST_ISSUER_SECRET: &[u8] = b"issuer-secret-for-the-log-test";

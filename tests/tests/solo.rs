@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use jumpgate_e2e::{Player, RedisServer, TestServer};
+use jumpgate_e2e::{Player, RedisServer, TestServer, account_token};
 use jumpgate_protocol::{
     BotLevel, ClientMessage, Encoding, ErrorCode, GameEndReason, RuleSet, ServerMessage, SoloMode,
     SoloState,
@@ -13,18 +13,7 @@ use jumpgate_server::identity::AccountSettings;
 const SECRET: &[u8] = b"issuer-secret-for-solo-tests";
 
 fn token(sub: &str, name: &str) -> String {
-    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
-    header.kid = Some("k1".into());
-    let exp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 3600;
-    let claims = serde_json::json!({
-        "sub": sub, "name": name, "iss": "https://id.test", "aud": "jumpgate", "exp": exp,
-    });
-    let key = jsonwebtoken::EncodingKey::from_secret(SECRET).unwrap();
-    jsonwebtoken::encode(&header, &claims, &key).unwrap()
+    account_token(SECRET, sub, name)
 }
 
 async fn server(redis: Option<&RedisServer>, ply_cap: usize) -> TestServer {
@@ -93,19 +82,6 @@ async fn play_first(p: &mut Player, s: &SoloState) -> Result<(), ErrorCode> {
     }
 }
 
-async fn simple(p: &mut Player, build: impl FnOnce(u32) -> ClientMessage) -> Result<(), ErrorCode> {
-    let seq = p.send(build).await;
-    loop {
-        match p.recv().await {
-            ServerMessage::Ack { seq: a } if a == seq => return Ok(()),
-            ServerMessage::Error {
-                seq: Some(a), code, ..
-            } if a == seq => return Err(code),
-            _ => {}
-        }
-    }
-}
-
 async fn board(server: &TestServer) -> serde_json::Value {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
@@ -134,9 +110,7 @@ async fn practice_against_the_computer_with_undo() {
     let s = p.solo_until(|s| s.game.ply == 2 && !s.thinking).await;
     assert_eq!(s.game.moves.len(), 2, "the computer replied");
     assert!(!s.game.legal_moves.is_empty());
-    simple(&mut p, |seq| ClientMessage::Undo { seq })
-        .await
-        .unwrap();
+    p.request(|seq| ClientMessage::Undo { seq }).await.unwrap();
     let s = p.solo_until(|s| s.game.ply == 0).await;
     assert!(
         s.game.moves.is_empty(),
@@ -164,9 +138,7 @@ async fn same_device_games_play_both_sides_and_undo_one_move() {
     play_first(&mut p, &s).await.unwrap();
     let s = p.solo_until(|s| s.game.ply == 2).await;
     assert!(!s.thinking);
-    simple(&mut p, |seq| ClientMessage::Undo { seq })
-        .await
-        .unwrap();
+    p.request(|seq| ClientMessage::Undo { seq }).await.unwrap();
     p.solo_until(|s| s.game.ply == 1).await;
 }
 
@@ -200,7 +172,7 @@ async fn ranked_games_score_undo_makes_practice_and_results_stay() {
         "drawn at the ply cap"
     );
     assert_eq!(
-        simple(&mut ann, |seq| ClientMessage::Undo { seq })
+        ann.request(|seq| ClientMessage::Undo { seq })
             .await
             .unwrap_err(),
         ErrorCode::NotNow,
@@ -218,12 +190,12 @@ async fn ranked_games_score_undo_makes_practice_and_results_stay() {
         .unwrap();
     play_first(&mut ann, &s).await.unwrap();
     ann.solo_until(|x| x.game.ply == 2 && !x.thinking).await;
-    simple(&mut ann, |seq| ClientMessage::Undo { seq })
+    ann.request(|seq| ClientMessage::Undo { seq })
         .await
         .unwrap();
     let s = ann.solo_until(|x| x.game.ply == 0).await;
     assert!(!s.ranked, "now practice");
-    simple(&mut ann, |seq| ClientMessage::Resign { seq })
+    ann.request(|seq| ClientMessage::Resign { seq })
         .await
         .unwrap();
     let b = board(&server).await;
@@ -237,7 +209,7 @@ async fn ranked_games_score_undo_makes_practice_and_results_stay() {
         .await
         .unwrap();
     assert!(s.ranked);
-    simple(&mut ann, |seq| ClientMessage::Resign { seq })
+    ann.request(|seq| ClientMessage::Resign { seq })
         .await
         .unwrap();
     let b = board(&server).await;
@@ -263,7 +235,7 @@ async fn a_ranked_game_resumes_after_a_restart() {
 
     let second = server(Some(&redis), 500).await;
     let mut bea = Player::connect_with(&second, Encoding::Json, Some(tok)).await;
-    simple(&mut bea, |seq| ClientMessage::ResumeSolo { seq })
+    bea.request(|seq| ClientMessage::ResumeSolo { seq })
         .await
         .unwrap();
     let after = bea.solo_until(|_| true).await;

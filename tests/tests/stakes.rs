@@ -253,19 +253,7 @@ mod played {
     const SECRET: &[u8] = b"issuer-secret-for-stake-tests";
 
     fn token(sub: &str, name: &str) -> String {
-        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
-        header.kid = Some("k1".into());
-        let exp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-            + 3600;
-        let claims = serde_json::json!({
-            "sub": sub, "name": name, "email": format!("{sub}@private.example"),
-            "iss": "https://id.test", "aud": "jumpgate", "exp": exp,
-        });
-        let key = jsonwebtoken::EncodingKey::from_secret(SECRET).unwrap();
-        jsonwebtoken::encode(&header, &claims, &key).unwrap()
+        jumpgate_e2e::account_token(SECRET, sub, name)
     }
 
     async fn server(redis: &RedisServer) -> TestServer {
