@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::game::{GameView, RuleSet};
+use crate::game::{BoardGeometry, GameView, RuleSet};
 
 /// A full snapshot of one lobby, sent after every change to everyone in it.
 ///
@@ -51,6 +51,11 @@ pub struct RoomState {
     /// The current round's game; during a break or after a series, the last one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub game: Option<GameView>,
+    /// The board's geometry while there is no `game` yet, so the empty board can be
+    /// drawn (`orbit` only; once a game exists, `game.board` carries it). Absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub board: Option<BoardGeometry>,
     /// Unix time in milliseconds at which the break ends; only during a break.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub break_ends_at: Option<u64>,

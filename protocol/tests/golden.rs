@@ -218,6 +218,7 @@ fn state_playing() -> RoomState {
             space: None,
             points: None,
         }),
+        board: None,
         break_ends_at: None,
         next_round: vec![false, false],
         rematch: vec![false, false],
@@ -250,6 +251,7 @@ fn state_waiting() -> RoomState {
             result: None,
         },
         game: None,
+        board: None,
         break_ends_at: None,
         next_round: vec![false, false],
         rematch: vec![false, false],
@@ -321,6 +323,7 @@ fn state_finished() -> RoomState {
             space: None,
             points: None,
         }),
+        board: None,
         break_ends_at: None,
         next_round: vec![false, false],
         rematch: vec![false, true],
@@ -390,6 +393,7 @@ fn state_break() -> RoomState {
             space: None,
             points: None,
         }),
+        board: None,
         break_ends_at: Some(1_767_226_108_000),
         next_round: vec![false, true],
         rematch: vec![false, false],
@@ -573,6 +577,22 @@ fn state_space() -> RoomState {
 }
 
 /// A finished best-of-1 on the orbit board: Dark (seat 1) scored 3 points to Light's 2.
+/// An orbit lobby waiting for its second player: no game yet, so the board's
+/// geometry comes with the room.
+fn state_orbit_waiting() -> RoomState {
+    let mut state = state_waiting();
+    state.code = "RB7T5QXA".into();
+    state.rule_set = RuleSet::Orbit;
+    state.invite_only = false;
+    state.invite = None;
+    state.invite_link = Some("https://jumpgate.example/r/RB7T5QXA".into());
+    state.series_length = 1;
+    state.series.max_rounds = 1;
+    state.series.points = Some(vec![0, 0]);
+    state.board = Some(orbit_board());
+    state
+}
+
 fn state_orbit() -> RoomState {
     let mut board = vec![
         PieceView {
@@ -678,6 +698,10 @@ fn server_examples() -> Vec<(&'static str, ServerMessage)> {
         ),
         ("server_state_space", ServerMessage::State(state_space())),
         ("server_state_orbit", ServerMessage::State(state_orbit())),
+        (
+            "server_state_orbit_waiting",
+            ServerMessage::State(state_orbit_waiting()),
+        ),
         (
             "server_left",
             ServerMessage::Left {

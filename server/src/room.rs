@@ -1492,6 +1492,11 @@ impl Room {
                     r.result,
                 )
             }),
+            board: self
+                .round
+                .is_none()
+                .then(|| wire_view::board(self.options.rule_set))
+                .flatten(),
             break_ends_at: self.break_until.map(wire_view::unix_ms),
             next_round: self.next_round.to_vec(),
             rematch: self.rematch.to_vec(),

@@ -85,6 +85,12 @@ pub fn points(p: [u32; 2]) -> wire::Points {
     }
 }
 
+/// The drawing of a rule set's board, for rule sets whose board is not the
+/// 8×8 grid every client knows (orbit).
+pub fn board(rule_set: Variant) -> Option<wire::BoardGeometry> {
+    (rule_set == Variant::Orbit).then(orbit_board)
+}
+
 /// The orbit board's drawing, built once.
 fn orbit_board() -> wire::BoardGeometry {
     static BOARD: std::sync::OnceLock<wire::BoardGeometry> = std::sync::OnceLock::new();
@@ -161,7 +167,7 @@ pub fn game_view(
         },
         draw_offer: draw_offer.map(color),
         result,
-        board: (game.variant() == Variant::Orbit).then(orbit_board),
+        board: board(game.variant()),
         space,
         points: game.points().map(points),
     }

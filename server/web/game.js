@@ -118,11 +118,14 @@ class BoardSlot {
     this.orbit.element.remove();
   }
 
-  /** Draws a game (or, with none, an empty board) with the given highlights. */
-  render({ ruleSet, flipped, game, marks, choices }) {
+  /**
+   * Draws a game (or, with none, an empty board) with the given highlights;
+   * `board` is the room's geometry for an orbit lobby that has no game yet.
+   */
+  render({ ruleSet, flipped, game, board, marks, choices }) {
     const view = this.attach(ruleSet);
     if (view === this.orbit) {
-      view.render({ board: game?.board, flipped, pieces: game?.pieces ?? [], marks, choices });
+      view.render({ board: game?.board ?? board, flipped, pieces: game?.pieces ?? [], marks, choices });
     } else {
       view.render({ ruleSet, flipped, pieces: game?.pieces ?? [], marks, space: game?.space ?? null });
     }
@@ -363,7 +366,7 @@ export class GameScreen {
     $('head-to-head').textContent = h2h;
 
     const flipped = this.myColor === 'light';
-    this.board.render({ ruleSet: s.rule_set, flipped, game, marks: this.marks(), choices: this.choices });
+    this.board.render({ ruleSet: s.rule_set, flipped, game, board: s.board, marks: this.marks(), choices: this.choices });
     $('board-holder').classList.toggle('idle', !game);
 
     const bottomColor = flipped ? 'light' : 'dark';

@@ -168,7 +168,7 @@ try {
   check((await guest.$$eval('.square:has(.wormhole)', (c) => c.length)) === 2, 'still two wormholes after they moved');
   await host.screenshot({ path: join(artifacts, 'space.png') });
 
-  step('orbit: both leave; the host creates an orbit lobby, the guest joins');
+  step('orbit: both leave; the host creates an orbit lobby (the empty board shows), the guest joins');
   await host.click('#leave');
   await host.locator('#home').waitFor();
   await guest.click('#leave');
@@ -176,6 +176,9 @@ try {
   await host.selectOption('#rule-set', 'orbit');
   await host.click('#create-button');
   await host.locator('#invite-panel').waitFor();
+  await host.locator('.orbit-square').first().waitFor();
+  check(await host.locator('.orbit-square').count() === 25, 'the host sees the empty orbit board while waiting');
+  check(await host.locator('.orbit-square.dark, .orbit-square.light').count() === 0, 'with no pieces on it yet');
   const orbitLink = new URL(await host.inputValue('#invite-link'));
   await guest.goto(orbitLink.pathname + orbitLink.search);
   await waitStatus(host, 'status', /^Your turn/);

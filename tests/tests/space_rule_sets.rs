@@ -287,3 +287,32 @@ async fn the_computer_plays_both_space_rule_sets() {
         }
     }
 }
+
+#[tokio::test]
+async fn an_orbit_lobby_shows_its_board_before_the_first_game() {
+    let server = TestServer::start(|_| {}).await;
+    for rule_set in [RuleSet::Orbit, RuleSet::American] {
+        let mut host = Player::connect_to(&server, Encoding::MsgPack, None).await;
+        host.request(|seq| ClientMessage::CreateLobby {
+            seq,
+            rule_set,
+            series_length: 1,
+            invite_only: false,
+            stake: None,
+        })
+        .await
+        .unwrap();
+        let waiting = host.state_until(|_| true).await;
+        assert!(waiting.game.is_none());
+        let board = waiting.board.as_ref().map(|b| b.squares.len());
+        let expected = (rule_set == RuleSet::Orbit).then_some(25);
+        assert_eq!(board, expected, "{rule_set:?} while waiting");
+
+        let mut guest = Player::connect_to(&server, Encoding::Json, None).await;
+        guest.join(&waiting.code).await;
+        let playing = host.state_until(|s| s.game.is_some()).await;
+        assert!(playing.board.is_none(), "the game carries it now");
+        let in_game = playing.game.as_ref().unwrap().board.as_ref();
+        assert_eq!(in_game.map(|b| b.squares.len()), expected);
+    }
+}
