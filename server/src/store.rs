@@ -274,19 +274,33 @@ impl Store for RedisStore {
                 invocation.arg(n).arg(pdn);
             }
             invocation.arg(write.expire_after.map_or(0, |d| d.as_secs().max(1)));
-            let _: i64 = invocation
-                .invoke_async(&mut conn)
-                .await
-                .map_err(redis_error)?;
-            // The index lives outside the room's slot; adding and removing
-            // are idempotent, so a retry after a failure here is harmless.
-            let cmd = if write.open { "SADD" } else { "SREM" };
-            let _: i64 = redis::cmd(cmd)
+            // The script and the index update go out together, in one round
+            // trip. The index lives outside the room's slot, so it cannot be
+            // in the script. Adding and removing are idempotent, and an index
+            // entry whose record is missing is dropped at start
+            // (`load_open`), so the update may land even when the script fails.
+            let mut pipe = redis::pipe();
+            pipe.invoke_script(&invocation)
+                .ignore()
+                .cmd(if write.open { "SADD" } else { "SREM" })
                 .arg(OPEN_SET)
                 .arg(&write.code)
-                .query_async(&mut conn)
-                .await
-                .map_err(redis_error)?;
+                .ignore();
+            match pipe.query_async::<()>(&mut conn).await {
+                // A restarted Redis has forgotten the script: load it, once.
+                Err(e)
+                    if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                {
+                    invocation
+                        .load_async(&mut conn)
+                        .await
+                        .map_err(redis_error)?;
+                    pipe.query_async::<()>(&mut conn)
+                        .await
+                        .map_err(redis_error)?;
+                }
+                result => result.map_err(redis_error)?,
+            }
             Ok(())
         }))
     }

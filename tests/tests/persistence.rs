@@ -287,3 +287,59 @@ impl Endpoint for Url {
         self.0.clone()
     }
 }
+
+/// A room write is one pipeline (the room's script and the lobby index). A Redis
+/// that lost its scripts (a restart, `SCRIPT FLUSH`) gets the script again and the
+/// write goes through; closing a room takes it out of the index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn room_writes_survive_a_script_flush_and_keep_the_index() {
+    use jumpgate_server::store::{RoomWrite, StoredMove};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let redis = RedisServer::start().await;
+    let store = RedisStore::open(&redis.url(), Duration::from_secs(2)).unwrap();
+    let mv = |ply: u32, text: &str| StoredMove {
+        game_no: 1,
+        ply,
+        path: format!("{ply}"),
+        text: text.into(),
+        seat: 0,
+        seq: ply,
+    };
+    let write = |moves: Vec<StoredMove>, open: bool| RoomWrite {
+        code: "K7M2QX9P".into(),
+        record: format!("{{\"moves\":{}}}", moves.len()),
+        moves,
+        finished_games: Vec::new(),
+        open,
+        expire_after: None,
+    };
+    store
+        .write(write(vec![mv(1, "11-15")], true))
+        .await
+        .unwrap();
+
+    let mut raw = tokio::net::TcpStream::connect(("127.0.0.1", redis.port))
+        .await
+        .unwrap();
+    raw.write_all(b"SCRIPT FLUSH\r\n").await.unwrap();
+    let mut reply = [0u8; 16];
+    let n = raw.read(&mut reply).await.unwrap();
+    assert!(reply[..n].starts_with(b"+OK"), "SCRIPT FLUSH answered");
+
+    store
+        .write(write(vec![mv(2, "22-18")], true))
+        .await
+        .unwrap();
+    let rooms = store.load_open().await.unwrap();
+    assert_eq!(rooms.len(), 1);
+    let texts: Vec<&str> = rooms[0].moves.iter().map(|m| m.text.as_str()).collect();
+    assert_eq!(texts, ["11-15", "22-18"]);
+    assert_eq!(rooms[0].record, "{\"moves\":1}");
+
+    store.write(write(Vec::new(), false)).await.unwrap();
+    assert!(
+        store.load_open().await.unwrap().is_empty(),
+        "closed: out of the index"
+    );
+}
