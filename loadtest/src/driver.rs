@@ -53,6 +53,8 @@ pub const MIN_SEND_GAP: Duration = Duration::from_micros(27_800);
 pub const MAX_RATE_PER_GAME: f64 = 60.0;
 /// Connections or games being set up at once.
 const SETUP_CONCURRENCY: usize = 128;
+/// Spreads the games' send times over a millisecond evenly whatever their number.
+const GOLDEN_RATIO_FRACTION: f64 = 0.618_033_988_749_895;
 /// How long answers due before the end of a phase may still arrive after it.
 const GRACE: Duration = Duration::from_secs(2);
 /// The largest latency the histograms hold, in microseconds (a minute).
@@ -463,8 +465,14 @@ impl Schedule {
         match pace {
             Pace::Open { rate } => {
                 let gap = Duration::from_secs_f64(games as f64 / rate);
-                // Spread the games' first sends evenly over one gap.
-                let offset = gap.mul_f64(index as f64 / games as f64);
+                // Spread the games' first sends evenly over one gap, and their
+                // phase within a millisecond too. tokio's timer fires on whole
+                // milliseconds, so sends sharing one phase would all wake late
+                // by the same amount, set by chance anew in every phase, and a
+                // phase's percentiles would move with it.
+                let within_ms = (index as f64 * GOLDEN_RATIO_FRACTION).fract();
+                let offset = gap.mul_f64(index as f64 / games as f64)
+                    + Duration::from_secs_f64(within_ms / 1000.0);
                 Schedule {
                     next: start + offset,
                     gap: Some(gap),
