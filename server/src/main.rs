@@ -86,11 +86,7 @@ fn run_perft(args: &PerftArgs) -> Result<(), String> {
     let started = Instant::now();
     let leaves = perft::perft(rs, &pos, args.depth, args.unique);
     let secs = started.elapsed().as_secs_f64();
-    let rate = if secs > 0.0 {
-        leaves as f64 / secs
-    } else {
-        0.0
-    };
+    let rate = per_second(leaves, secs);
     println!(
         "perft {rs} depth {} {}: {leaves} leaves in {secs:.3} s ({:.1} M leaves/s)",
         args.depth,
@@ -135,11 +131,7 @@ fn run_game_perft(kind: Variant, args: &PerftArgs) -> Result<(), String> {
         Variant::Draughts(_) => unreachable!("draughts perft is run_perft's"),
     }
     let secs = started.elapsed().as_secs_f64();
-    let rate = if secs > 0.0 {
-        leaves as f64 / secs
-    } else {
-        0.0
-    };
+    let rate = per_second(leaves, secs);
     println!(
         "perft {} depth {} {what}: {leaves} leaves in {secs:.3} s ({:.1} M leaves/s)",
         kind.name(),
@@ -404,6 +396,11 @@ fn run_ladder(args: &LadderArgs) -> Result<(), String> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// `count` over `secs` seconds, as a rate (0 for no time at all).
+fn per_second(count: u64, secs: f64) -> f64 {
+    if secs > 0.0 { count as f64 / secs } else { 0.0 }
 }
 
 fn main() -> ExitCode {

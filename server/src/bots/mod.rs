@@ -200,7 +200,7 @@ pub(crate) fn pick_root(
     let mut best = 0;
     let mut best_noisy = i32::MIN;
     for (i, &s) in scores.iter().enumerate() {
-        let noisy = if s.abs() > MATE - 1_000 {
+        let noisy = if s.abs() > search::MATE_BOUND {
             s
         } else {
             s + rng.spread(noise)

@@ -15,13 +15,11 @@ use std::time::{Duration, Instant};
 
 use super::level::{Level, Profile};
 use super::rng::SplitMix64;
+use super::search::{INFINITY, MATE_BOUND};
 use super::space::Table;
 use super::{BotConfig, Budget, MATE, SearchInfo, pick_root};
 use crate::rules::orbit::{OrbitColor, OrbitGame, OrbitMove, OrbitMoveKind, OrbitSquare, score};
 
-const INFINITY: i32 = 32_000;
-/// Scores beyond this are forced wins or losses, not evaluations.
-const MATE_BOUND: i32 = MATE - 1_000;
 const MAX_PLY: usize = 64;
 /// How often (in nodes) the clock is read.
 const CLOCK_EVERY: u64 = 256;
@@ -328,21 +326,8 @@ impl Search {
         if let Some(s) = Table::cutoff(entry, depth, alpha, beta, ply) {
             return s;
         }
-        let table_move = entry.map(|e| usize::from(e.best));
         let moves = game.legal_moves();
-        let mut order: Vec<(i32, usize)> = moves
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                let rank = if Some(i) == table_move {
-                    1_000_000
-                } else {
-                    self.rank(m, ply)
-                };
-                (-rank, i)
-            })
-            .collect();
-        order.sort_unstable();
+        let order = Table::order(entry, moves.len(), |i| self.rank(&moves[i], ply));
         let child_depth = if moves.len() == 1 { depth } else { depth - 1 };
         let alpha_in = alpha;
         let mut best = -INFINITY;

@@ -17,9 +17,10 @@ use crate::rules::{Move, Position, Rules};
 
 /// A won position: the side to move wins in `MATE - score` plies.
 pub const MATE: i32 = 30_000;
-const INFINITY: i32 = 32_000;
+/// Above every score a search can return.
+pub(super) const INFINITY: i32 = 32_000;
 /// Scores beyond this are wins or losses, not evaluations.
-const MATE_BOUND: i32 = MATE - 1_000;
+pub(super) const MATE_BOUND: i32 = MATE - 1_000;
 const MAX_PLY: usize = 128;
 /// How often (in nodes) the clock is read.
 const CLOCK_EVERY: u64 = 1_024;
@@ -66,7 +67,9 @@ pub(crate) struct Searcher<R: Rules> {
     _rules: PhantomData<R>,
 }
 
-fn score_to_table(score: i32, ply: usize) -> i32 {
+/// Win and loss scores count plies from the root; the table stores them
+/// counted from the node.
+pub(super) fn score_to_table(score: i32, ply: usize) -> i32 {
     if score > MATE_BOUND {
         score + ply as i32
     } else if score < -MATE_BOUND {
@@ -76,7 +79,7 @@ fn score_to_table(score: i32, ply: usize) -> i32 {
     }
 }
 
-fn score_from_table(score: i32, ply: usize) -> i32 {
+pub(super) fn score_from_table(score: i32, ply: usize) -> i32 {
     if score > MATE_BOUND {
         score - ply as i32
     } else if score < -MATE_BOUND {

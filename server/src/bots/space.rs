@@ -17,15 +17,13 @@ use std::time::{Duration, Instant};
 use super::eval::{Weights, evaluate};
 use super::level::{Level, Profile};
 use super::rng::SplitMix64;
+use super::search::{INFINITY, MATE_BOUND, score_from_table, score_to_table};
 use super::table::Bound;
 use super::{BotConfig, Budget, MATE, SearchInfo, pick_root};
 use crate::rules::space::{NO_PROGRESS_DRAW_PLIES, SpaceGame, SpaceMove, State};
 use crate::rules::variant::American;
 use crate::rules::{Color, Position, RuleSet, Square};
 
-const INFINITY: i32 = 32_000;
-/// Scores beyond this are forced wins or losses, not evaluations.
-const MATE_BOUND: i32 = MATE - 1_000;
 const MAX_PLY: usize = 96;
 /// How often (in nodes) the clock is read.
 const CLOCK_EVERY: u64 = 256;
@@ -190,6 +188,28 @@ impl Table {
         }
     }
 
+    /// The order to search `count` moves in: the table's best move first,
+    /// then by `rank`, highest first; as `(-rank, index)` pairs.
+    pub(crate) fn order(
+        entry: Option<Slot>,
+        count: usize,
+        rank: impl Fn(usize) -> i32,
+    ) -> Vec<(i32, usize)> {
+        let table_move = entry.map(|e| usize::from(e.best));
+        let mut order: Vec<(i32, usize)> = (0..count)
+            .map(|i| {
+                let rank = if Some(i) == table_move {
+                    1_000_000
+                } else {
+                    rank(i)
+                };
+                (-rank, i)
+            })
+            .collect();
+        order.sort_unstable();
+        order
+    }
+
     /// A usable score for this window at this depth, if the table has one.
     pub(crate) fn cutoff(
         entry: Option<Slot>,
@@ -233,28 +253,6 @@ impl Table {
             bound,
             best: u8::try_from(best).unwrap_or(u8::MAX),
         });
-    }
-}
-
-/// Win and loss scores count plies from the root; the table stores them
-/// counted from the node.
-fn score_to_table(score: i32, ply: usize) -> i32 {
-    if score > MATE_BOUND {
-        score + ply as i32
-    } else if score < -MATE_BOUND {
-        score - ply as i32
-    } else {
-        score
-    }
-}
-
-fn score_from_table(score: i32, ply: usize) -> i32 {
-    if score > MATE_BOUND {
-        score - ply as i32
-    } else if score < -MATE_BOUND {
-        score + ply as i32
-    } else {
-        score
     }
 }
 
@@ -474,20 +472,7 @@ impl Search {
         if let Some(s) = Table::cutoff(entry, depth, alpha, beta, ply) {
             return s;
         }
-        let table_move = entry.map(|e| usize::from(e.best));
-        let mut order: Vec<(i32, usize)> = moves
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                let rank = if Some(i) == table_move {
-                    1_000_000
-                } else {
-                    self.rank(m, ply)
-                };
-                (-rank, i)
-            })
-            .collect();
-        order.sort_unstable();
+        let order = Table::order(entry, moves.len(), |i| self.rank(&moves[i], ply));
         // A forced reply costs no depth, and below the horizon only the
         // mandatory captures are followed.
         let child_depth = if moves.len() == 1 || depth <= 0 {
