@@ -1,5 +1,6 @@
-//! The operator API: read a wallet and its ledger, grant points. Guarded by
-//! a bearer token from configuration; off when none is set.
+//! The operator API: read a wallet and its ledger, grant points, list the
+//! stored lobbies that could not be resumed and settle their stakes. Guarded
+//! by a bearer token from configuration; off when none is set.
 
 use std::sync::Arc;
 
@@ -16,6 +17,8 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/api/admin/wallets/{account}", get(wallet))
         .route("/api/admin/wallets/{account}/grant", post(grant))
+        .route("/api/admin/rooms/unresumable", get(unresumable))
+        .route("/api/admin/rooms/{code}/settle", post(settle_unresumable))
         .with_state(state)
 }
 
@@ -108,6 +111,67 @@ async fn grant(
     }
     match state.wallets.wallet(&account).await {
         Ok(view) => Json(view).into_response(),
+        Err(e) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage_unavailable",
+            &e.to_string(),
+        ),
+    }
+}
+
+async fn unresumable(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if let Err(r) = authorised(&state, &headers) {
+        return *r;
+    }
+    let list = state
+        .unresumable
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    Json(serde_json::json!({ "rooms": list })).into_response()
+}
+
+/// Releases the stakes an unresumable lobby holds, as its record says
+/// (idempotent: settling twice moves nothing the second time).
+async fn settle_unresumable(
+    State(state): State<Arc<AppState>>,
+    Path(code): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = authorised(&state, &headers) {
+        return *r;
+    }
+    let stakes = state
+        .unresumable
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|u| u.code == code)
+        .map(|u| u.stakes.clone());
+    let Some(stakes) = stakes else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "unknown_lobby",
+            "no unresumable lobby has that code",
+        );
+    };
+    let Some(stakes) = stakes else {
+        return Json(serde_json::json!({"series": null, "paid": 0, "refunded": 0})).into_response();
+    };
+    match state
+        .wallets
+        .settle(&stakes.series, &stakes.settlement, crate::wallet::utc_day())
+        .await
+    {
+        Ok(settled) => {
+            tracing::info!(room = %code, series = %stakes.series, paid = settled.paid, refunded = settled.refunded, "operator settled an unresumable lobby");
+            Json(serde_json::json!({
+                "series": stakes.series,
+                "paid": settled.paid,
+                "refunded": settled.refunded,
+            }))
+            .into_response()
+        }
         Err(e) => error(
             StatusCode::SERVICE_UNAVAILABLE,
             "storage_unavailable",

@@ -462,7 +462,11 @@ impl Connection {
                     self.leaving = Some(seq);
                     let _ = room
                         .commands
-                        .send(RoomCommand::Leave { conn: self.id, seq })
+                        .send(RoomCommand::Leave {
+                            conn: self.id,
+                            seq,
+                            out: self.out_tx.clone(),
+                        })
                         .await;
                 }
                 None => {

@@ -46,6 +46,9 @@ pub struct AppState {
     pub bot_pool: Arc<solo::BotPool>,
     /// Solo games by owner.
     solos: Mutex<HashMap<String, solo::SoloHandle>>,
+    /// Stored lobbies and games that could not be resumed at start: kept in
+    /// the store untouched and listed for the operator.
+    pub unresumable: Mutex<Vec<Unresumable>>,
     rooms: Mutex<HashMap<RoomCode, RoomHandle>>,
     /// Flips to true when the server starts shutting down.
     pub shutdown: watch::Sender<bool>,
@@ -84,6 +87,7 @@ impl AppState {
             leaderboards,
             bot_pool,
             solos: Mutex::new(HashMap::new()),
+            unresumable: Mutex::new(Vec::new()),
             rooms: Mutex::new(HashMap::new()),
             shutdown: watch::channel(false).0,
             live_connections: watch::channel(0).0,
@@ -176,9 +180,10 @@ impl AppState {
         let code = {
             let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
             rooms.retain(|_, h| !h.commands.is_closed());
+            let kept = self.unresumable.lock().unwrap_or_else(|e| e.into_inner());
             loop {
                 let code = RoomCode::generate_in_shard(self.settings.shard);
-                if !rooms.contains_key(&code) {
+                if !rooms.contains_key(&code) && !kept.iter().any(|u| u.code == code.as_str()) {
                     break code;
                 }
             }
@@ -196,6 +201,16 @@ impl AppState {
         let invite = room.invite().map(str::to_owned);
         (self.spawn(room), invite)
     }
+}
+
+/// A stored lobby or solo game that could not be resumed.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Unresumable {
+    pub code: String,
+    pub reason: String,
+    /// Stakes it may still hold in escrow, and how to release them
+    /// (`POST /api/admin/rooms/{code}/settle`).
+    pub stakes: Option<room::StrandedStakes>,
 }
 
 /// The store the settings ask for: Redis when a URL is set, else memory.
@@ -265,22 +280,32 @@ pub async fn resume_rooms(state: &Arc<AppState>) -> std::io::Result<usize> {
         {
             continue;
         }
-        if let Some(record) = solo::solo_record(&room.record) {
-            match state.spawn_solo(record) {
-                Ok(h) => {
-                    tracing::info!(game = %h.id, "solo game resumed");
-                    resumed += 1;
-                }
-                Err(e) => tracing::error!(error = %e, "could not resume a solo game"),
-            }
-            continue;
-        }
-        match state.resume_room(room) {
-            Ok(code) => {
+        let code = room.code.clone();
+        let stakes = room::stranded_stakes(&room.record);
+        let result = match solo::solo_record(&room.record) {
+            Some(record) => state.spawn_solo(record).map(|_| ()),
+            None => state.resume_room(room).map(|_| ()),
+        };
+        match result {
+            Ok(()) => {
                 tracing::info!(room = %code, "resumed");
                 resumed += 1;
             }
-            Err(e) => tracing::error!(error = %e, "could not resume a lobby"),
+            Err(reason) => {
+                // Never dropped silently: the operator sees it, the store
+                // keeps it, and any stakes it holds can still be settled.
+                tracing::error!(room = %code, %reason, "could not resume; kept in the store and listed at /api/admin/rooms/unresumable");
+                crate::metrics::METRICS.rooms_unresumable.inc();
+                state
+                    .unresumable
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(Unresumable {
+                        code,
+                        reason,
+                        stakes,
+                    });
+            }
         }
     }
     Ok(resumed)
@@ -300,7 +325,18 @@ pub async fn run(
     let state = AppState::try_new(settings, store, wallets, records, boards)
         .map_err(std::io::Error::other)?;
     if state.store.is_durable() {
-        let resumed = resume_rooms(&state).await?;
+        // A Redis that is slow or away at start is waited for: serving
+        // before the stored lobbies are back would answer `unknown_lobby`
+        // for games that exist.
+        let resumed = loop {
+            match resume_rooms(&state).await {
+                Ok(resumed) => break resumed,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the stored lobbies yet; retrying");
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+            }
+        };
         tracing::info!(resumed, "lobbies resumed from the store");
     }
     let notify = state.clone();

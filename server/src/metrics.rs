@@ -26,6 +26,9 @@ pub struct Metrics {
     pub bot_think_seconds: HistogramVec,
     pub move_handling_seconds: Histogram,
     pub slow_consumers_dropped: IntCounter,
+    pub store_conflicts: IntCounter,
+    pub writes_unconfirmed: IntCounter,
+    pub rooms_unresumable: IntGauge,
 }
 
 fn opts(name: &str, help: &str) -> Opts {
@@ -123,10 +126,25 @@ impl Metrics {
                 "Connections dropped for falling behind",
             ))
             .expect("valid metric"),
+            store_conflicts: IntCounter::with_opts(opts(
+                "store_conflicts_total",
+                "Room writes refused because the stored room had moved on",
+            ))
+            .expect("valid metric"),
+            writes_unconfirmed: IntCounter::with_opts(opts(
+                "writes_unconfirmed_total",
+                "Room writes whose outcome was unknown (timeout, lost connection) and had to be resolved",
+            ))
+            .expect("valid metric"),
+            rooms_unresumable: IntGauge::with_opts(opts(
+                "rooms_unresumable",
+                "Stored lobbies that could not be resumed at start (listed by the operator API)",
+            ))
+            .expect("valid metric"),
             registry,
         };
         let r = &m.registry;
-        let all: [Box<dyn prometheus::core::Collector>; 14] = [
+        let all: [Box<dyn prometheus::core::Collector>; 17] = [
             Box::new(m.connections_open.clone()),
             Box::new(m.lobbies_live.clone()),
             Box::new(m.games_live.clone()),
@@ -141,6 +159,9 @@ impl Metrics {
             Box::new(m.bot_think_seconds.clone()),
             Box::new(m.move_handling_seconds.clone()),
             Box::new(m.slow_consumers_dropped.clone()),
+            Box::new(m.store_conflicts.clone()),
+            Box::new(m.writes_unconfirmed.clone()),
+            Box::new(m.rooms_unresumable.clone()),
         ];
         for c in all {
             r.register(c).expect("metric names are unique");

@@ -2,6 +2,11 @@
 //! task owns each room and is the only writer of its state; connections
 //! talk to it by message, and it fans out every change as a versioned
 //! `state`, encoded once per encoding.
+//!
+//! Why this file is long: it still holds the series rules, the write path
+//! (conditional writes, unknown outcomes, escrow intents) and the actor
+//! loop together. Splitting it into a pure lobby state machine and the task
+//! that performs its effects is the structure issue's work, next.
 
 use std::sync::Arc;
 
@@ -17,8 +22,8 @@ use crate::identity::Identity;
 use crate::records::{Records, SeriesRecord};
 use crate::rules::variant_game::EndReason;
 use crate::rules::{Color, MoveInfo, Variant, VariantGame};
-use crate::store::{RoomWrite, Store, StoreError, StoredMove, StoredRoom};
-use crate::wallet::{Settlement, Wallets};
+use crate::store::{RoomWrite, Store, StoredMove, StoredRoom, WriteError};
+use crate::wallet::{Escrow, Settlement, Wallets};
 use crate::wire_view;
 
 pub type ConnId = u64;
@@ -122,9 +127,12 @@ pub enum RoomCommand {
         seq: u32,
         action: Action,
     },
+    /// Leave the lobby (giving up the seat). `out` answers even a leave
+    /// re-sent after the first one's outcome was unknown.
     Leave {
         conn: ConnId,
         seq: u32,
+        out: mpsc::Sender<Outbound>,
     },
     Disconnect {
         conn: ConnId,
@@ -153,9 +161,34 @@ struct Seat {
     name: String,
     #[serde(default)]
     guest: bool,
-    /// The last move this player had applied: its seq and content, so a
-    /// move re-sent after a reconnect is applied once.
-    last_move: Option<(u32, Action)>,
+    /// The last action this player had applied: its seq and content, so an
+    /// action re-sent (after a reconnect, or after `storage_unavailable`)
+    /// is applied once and acknowledged again.
+    #[serde(alias = "last_move")]
+    last_action: Option<(u32, Action)>,
+}
+
+/// A staked series about to start: written to the room's record before the
+/// stakes are taken, so a crash or an unanswered wallet call in between is
+/// undone (the series refunded, the seating that asked for it reversed)
+/// rather than left half-done.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct EscrowIntent {
+    /// The series id, `CODE:N`; never used for another series.
+    series: String,
+    /// The two accounts and what each stakes.
+    stakes: [(String, u64); 2],
+    /// What asked for the series, to reverse it if the stakes are not taken.
+    undo: SeriesStartUndo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum SeriesStartUndo {
+    /// A join filled the lobby: the joiner leaves this seat again.
+    Unseat(usize),
+    /// Both asked for a rematch: the seats swap back, nobody has asked.
+    Unswap,
 }
 
 #[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
@@ -201,16 +234,30 @@ pub struct Room {
     rematch: [bool; 2],
     version: u64,
     games_started: u64,
-    /// Moves and finished games not yet written to the store.
+    /// Moves and finished games not yet known to be in the store.
     pending_moves: Vec<StoredMove>,
     pending_games: Vec<(u64, String)>,
-    /// A write failed for a change nobody was waiting on; retry soon.
-    dirty: bool,
+    /// The version the store is known to hold.
+    stored_version: u64,
+    /// The last write sent, kept so that resending it sends the same bytes
+    /// (the record holds clock deadlines that would differ if rebuilt).
+    last_attempt: Option<(u64, String)>,
+    /// Since when memory has been ahead of the store: a write failed or its
+    /// outcome is unknown. Nothing is shown, acknowledged or timed until the
+    /// store has caught up; the clocks then get this time back.
+    unsaved_since: Option<Instant>,
+    /// The store refused a write as not following from what it holds: the
+    /// room reloads itself from the store before doing anything else.
+    stale: bool,
+    /// The stored room is gone or does not replay: this task stops.
+    halted: bool,
     wallets: Arc<dyn Wallets>,
     /// Numbers the series of this lobby; with the code it names the escrow.
     series_no: u64,
     /// A finished staked series whose pot is not yet paid out or refunded.
     pending_settlement: Option<(String, Settlement)>,
+    /// A staked series whose stakes are being taken (see [`EscrowIntent`]).
+    escrow_intent: Option<EscrowIntent>,
     records: Arc<dyn Records>,
     /// A finished series between two accounts not yet in the records.
     pending_record: Option<SeriesRecord>,
@@ -221,26 +268,6 @@ pub struct Room {
     idle_since: Option<Instant>,
     /// Closed for having been idle too long.
     expired: bool,
-}
-
-/// The durable part of a room, restored when a write fails.
-#[derive(Debug, Clone)]
-struct Snapshot {
-    host: String,
-    seats: [Option<Seat>; 2],
-    phase: Phase,
-    series: Series,
-    round: Option<Round>,
-    break_until: Option<Instant>,
-    next_round: [bool; 2],
-    rematch: [bool; 2],
-    version: u64,
-    games_started: u64,
-    pending_moves: Vec<StoredMove>,
-    pending_games: Vec<(u64, String)>,
-    series_no: u64,
-    pending_settlement: Option<(String, Settlement)>,
-    pending_record: Option<SeriesRecord>,
 }
 
 /// A room as written to the store (JSON). The game itself is rebuilt from
@@ -269,6 +296,8 @@ struct RoomRecord {
     pending_settlement: Option<(String, Settlement)>,
     #[serde(default)]
     pending_record: Option<SeriesRecord>,
+    #[serde(default)]
+    escrow_intent: Option<EscrowIntent>,
 }
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -315,10 +344,15 @@ impl Room {
             games_started: 0,
             pending_moves: Vec::new(),
             pending_games: Vec::new(),
-            dirty: false,
+            stored_version: 0,
+            last_attempt: None,
+            unsaved_since: None,
+            stale: false,
+            halted: false,
             wallets,
             series_no: 0,
             pending_settlement: None,
+            escrow_intent: None,
             records,
             pending_record: None,
             record_views: [None, None],
@@ -398,10 +432,15 @@ impl Room {
             games_started: record.games_started,
             pending_moves: Vec::new(),
             pending_games: Vec::new(),
-            dirty: false,
+            stored_version: record.version,
+            last_attempt: None,
+            unsaved_since: None,
+            stale: false,
+            halted: false,
             wallets,
             series_no: record.series_no,
             pending_settlement: record.pending_settlement,
+            escrow_intent: record.escrow_intent,
             records,
             pending_record: record.pending_record,
             record_views: [None, None],
@@ -409,44 +448,6 @@ impl Room {
             idle_since: None,
             expired: false,
         })
-    }
-
-    fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            host: self.host.clone(),
-            seats: self.seats.clone(),
-            phase: self.phase,
-            series: self.series.clone(),
-            round: self.round.clone(),
-            break_until: self.break_until,
-            next_round: self.next_round,
-            rematch: self.rematch,
-            version: self.version,
-            games_started: self.games_started,
-            pending_moves: self.pending_moves.clone(),
-            pending_games: self.pending_games.clone(),
-            series_no: self.series_no,
-            pending_settlement: self.pending_settlement.clone(),
-            pending_record: self.pending_record.clone(),
-        }
-    }
-
-    fn restore(&mut self, s: Snapshot) {
-        self.host = s.host;
-        self.seats = s.seats;
-        self.phase = s.phase;
-        self.series = s.series;
-        self.round = s.round;
-        self.break_until = s.break_until;
-        self.next_round = s.next_round;
-        self.rematch = s.rematch;
-        self.version = s.version;
-        self.games_started = s.games_started;
-        self.pending_moves = s.pending_moves;
-        self.pending_games = s.pending_games;
-        self.series_no = s.series_no;
-        self.pending_settlement = s.pending_settlement;
-        self.pending_record = s.pending_record;
     }
 
     fn record(&self) -> RoomRecord {
@@ -477,6 +478,7 @@ impl Room {
             series_no: self.series_no,
             pending_settlement: self.pending_settlement.clone(),
             pending_record: self.pending_record.clone(),
+            escrow_intent: self.escrow_intent.clone(),
         }
     }
 
@@ -484,57 +486,334 @@ impl Room {
         self.members.is_empty() && self.seats.iter().all(Option::is_none)
     }
 
-    /// Writes the room and everything pending to the store.
-    async fn persist(&mut self) -> Result<(), StoreError> {
-        let closed = self.is_empty() || self.expired;
+    /// Whether the lobby can close: nobody is left (or nobody came back),
+    /// and no money or record is still to be moved — a lobby with those
+    /// stays listed in the store, so a restart finishes them.
+    fn can_close(&self) -> bool {
+        (self.is_empty() || self.expired)
+            && self.escrow_intent.is_none()
+            && self.pending_settlement.is_none()
+            && self.pending_record.is_none()
+    }
+
+    /// Whether memory is ahead of the store.
+    fn unsaved(&self) -> bool {
+        self.unsaved_since.is_some()
+    }
+
+    /// Sends the room and everything pending to the store, conditional on
+    /// the version last known stored. Every change bumps `version` first;
+    /// resending an unchanged version sends the very same record. On an
+    /// unknown outcome the change stays in memory, unshown, until a later
+    /// write (the same one, or one that includes it) is confirmed.
+    async fn persist(&mut self) -> Result<(), WriteError> {
+        let closed = self.can_close();
         let finished = matches!(self.phase, Phase::Finished | Phase::Ended);
-        let record = serde_json::to_string(&self.record())
-            .map_err(|e| StoreError(format!("cannot encode room: {e}")))?;
+        let record = match &self.last_attempt {
+            Some((version, record)) if *version == self.version => record.clone(),
+            _ => serde_json::to_string(&self.record()).expect("a room record always encodes"),
+        };
+        self.last_attempt = Some((self.version, record.clone()));
         let write = RoomWrite {
             code: self.code.to_string(),
+            expected_version: self.stored_version,
+            version: self.version,
             record,
             moves: self.pending_moves.clone(),
             finished_games: self.pending_games.clone(),
             open: !closed,
             expire_after: (closed || finished).then_some(self.settings.finished_ttl),
         };
-        self.store.write(write).await?;
-        self.pending_moves.clear();
-        self.pending_games.clear();
-        self.dirty = false;
+        match self.store.write(write).await {
+            Ok(()) => {
+                self.stored_version = self.version;
+                self.pending_moves.clear();
+                self.pending_games.clear();
+                if let Some(since) = self.unsaved_since.take() {
+                    tracing::info!(room = %self.code, "store caught up");
+                    self.give_back_time(since);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                match &e {
+                    WriteError::Conflict(why) => {
+                        tracing::error!(room = %self.code, %why, "write refused by the store; reloading the room");
+                        self.stale = true;
+                    }
+                    WriteError::Unavailable(_) => {
+                        crate::metrics::METRICS.writes_unconfirmed.inc();
+                        tracing::warn!(room = %self.code, error = %e, "write not confirmed; holding the change until the store answers");
+                    }
+                }
+                self.unsaved_since.get_or_insert_with(Instant::now);
+                Err(e)
+            }
+        }
+    }
+
+    /// The clocks stood still while the store could not confirm the room:
+    /// the side to move (or the break) gets that time back. Written with
+    /// the next change.
+    fn give_back_time(&mut self, since: Instant) {
+        let lost = since.elapsed();
+        if let Some(round) = self.round.as_mut().filter(|r| r.result.is_none()) {
+            round.deadline += lost;
+        }
+        if let Some(until) = self.break_until.as_mut() {
+            *until += lost;
+        }
+    }
+
+    /// A change someone asked for: bump, store it, and in a staked lobby
+    /// take the stakes it needs. `Ok` once everything is stored; the caller
+    /// then acknowledges and broadcasts.
+    async fn save_requested(&mut self) -> Result<(), Refusal> {
+        self.version += 1;
+        if self.persist().await.is_err() {
+            return Err(storage_unavailable());
+        }
+        if self.escrow_intent.is_some() {
+            self.take_stakes().await?;
+        }
         Ok(())
     }
 
-    /// A change someone is waiting on: bump the version and persist. On
-    /// failure the caller restores its snapshot and refuses.
-    async fn commit(&mut self) -> Result<(), StoreError> {
+    /// A change that happens anyway (a clock, a disconnect): bump and try
+    /// to store it; if that fails, the loop retries.
+    async fn commit_or_retry(&mut self) {
         self.version += 1;
-        let result = self.persist().await;
-        if let Err(e) = &result {
-            tracing::warn!(room = %self.code, error = %e, "write refused; change undone");
+        // A stale room reloads before it writes anything again.
+        if !self.stale {
+            let _ = self.persist().await;
         }
-        result
     }
 
-    /// Writes a finished series into the records (idempotent; retried).
+    /// Before a new request is taken: the store must hold everything this
+    /// room has done, and no stakes may be in doubt. Tries to get there
+    /// now; `false` when it cannot yet (the request is then refused with
+    /// the retryable `storage_unavailable`).
+    async fn settle_doubts(&mut self) -> bool {
+        if self.stale && !self.reload().await {
+            return false;
+        }
+        if self.unsaved() {
+            if self.persist().await.is_err() {
+                return false;
+            }
+            // What was held back can be shown now.
+            self.broadcast();
+        }
+        if self.escrow_intent.is_some() && !self.release_stakes().await {
+            return false;
+        }
+        // A finished series is paid before anything else happens (a new
+        // series must not start over an unpaid one).
+        self.settle_pending().await;
+        self.pending_settlement.is_none()
+    }
+
+    /// Rebuilds the room from what the store holds, after the store refused
+    /// a write as not following from it. Connections stay; the stored room
+    /// wins (it holds everything that was acknowledged).
+    async fn reload(&mut self) -> bool {
+        let stored = match self.store.load(self.code.as_str()).await {
+            Ok(Some(stored)) => stored,
+            Ok(None) if !self.game_in_play() => {
+                // The keys expired or were lost. With no game in play,
+                // memory holds everything needed: write it afresh.
+                tracing::warn!(room = %self.code, "the stored room is gone; writing it again");
+                self.stored_version = 0;
+                self.last_attempt = None;
+                self.stale = false;
+                self.version += 1;
+                return self.persist().await.is_ok();
+            }
+            Ok(None) => {
+                tracing::error!(room = %self.code, "the stored room is gone mid-game; closing");
+                self.halt();
+                return false;
+            }
+            Err(e) => {
+                tracing::warn!(room = %self.code, error = %e, "could not reload; will retry");
+                return false;
+            }
+        };
+        match Room::resume(
+            stored,
+            self.settings.clone(),
+            self.store.clone(),
+            self.wallets.clone(),
+            self.records.clone(),
+        ) {
+            Ok(mut fresh) => {
+                fresh.members = std::mem::take(&mut self.members);
+                fresh.record_views = std::mem::take(&mut self.record_views);
+                fresh.head_to_head = self.head_to_head.take();
+                *self = fresh;
+                tracing::info!(room = %self.code, version = self.version, "reloaded from the store");
+                self.broadcast();
+                true
+            }
+            Err(e) => {
+                tracing::error!(room = %self.code, error = %e, "the stored room does not replay; closing");
+                crate::metrics::METRICS.rooms_unresumable.inc();
+                self.halt();
+                false
+            }
+        }
+    }
+
+    /// Stops the room for good: its members are told they are out of it.
+    fn halt(&mut self) {
+        self.halted = true;
+        let left = ServerMessage::Left {
+            code: self.code.to_string(),
+        };
+        for m in self.members.drain(..) {
+            let _ = m.out.try_send(Outbound::Direct(Box::new(left.clone())));
+        }
+    }
+
+    /// Takes the stakes of the series in [`escrow_intent`](Self::escrow_intent),
+    /// whose intent is stored, while the player who asked waits.
+    async fn take_stakes(&mut self) -> Result<(), Refusal> {
+        let Some(intent) = self.escrow_intent.clone() else {
+            return Ok(());
+        };
+        let [(a, sa), (b, sb)] = &intent.stakes;
+        let taken = self
+            .wallets
+            .escrow(&intent.series, [(a, *sa), (b, *sb)])
+            .await;
+        match taken {
+            Ok(Escrow::Taken) => {
+                crate::metrics::METRICS
+                    .stake_points
+                    .with_label_values(&["escrowed"])
+                    .inc_by(sa + sb);
+                self.escrow_intent = None;
+                self.begin_series();
+                self.version += 1;
+                match self.persist().await {
+                    Ok(()) => Ok(()),
+                    Err(_) => Err(storage_unavailable()),
+                }
+            }
+            Ok(Escrow::Short(short)) => {
+                let name = self
+                    .seats
+                    .iter()
+                    .flatten()
+                    .find(|s| s.id == short)
+                    .map_or("a player".to_owned(), |s| s.name.clone());
+                self.undo_series_start(intent.undo);
+                self.version += 1;
+                let _ = self.persist().await;
+                Err(Refusal::new(
+                    ErrorCode::InsufficientFunds,
+                    format!(
+                        "{name} cannot cover the stake of {} Bold Points; nothing was taken",
+                        self.options.stake
+                    ),
+                ))
+            }
+            Ok(Escrow::Closed) => {
+                tracing::error!(room = %self.code, series = %intent.series, "series id already settled or bound to other stakes");
+                self.undo_series_start(intent.undo);
+                self.version += 1;
+                let _ = self.persist().await;
+                Err(storage_unavailable())
+            }
+            Err(e) => {
+                // Unknown: the stakes may or may not be held. Undo by
+                // refunding, which also closes the series id against a late
+                // escrow; retried by the loop if the wallets stay away.
+                tracing::warn!(room = %self.code, error = %e, "taking the stakes went unanswered; undoing");
+                self.release_stakes().await;
+                Err(storage_unavailable())
+            }
+        }
+    }
+
+    /// Undoes a series start whose stakes are in doubt (nobody is waiting
+    /// for it any more: after a failure, on resume): refunds the series —
+    /// whatever was taken comes back, and the id can take nothing later —
+    /// then reverses the seating that asked for it. `true` when done.
+    async fn release_stakes(&mut self) -> bool {
+        let Some(intent) = self.escrow_intent.clone() else {
+            return true;
+        };
+        let refund = Settlement::Refund {
+            players: intent.stakes.clone().map(|(id, _)| id),
+        };
+        match self
+            .wallets
+            .settle(&intent.series, &refund, crate::wallet::utc_day())
+            .await
+        {
+            Ok(settled) => {
+                crate::metrics::METRICS
+                    .stake_points
+                    .with_label_values(&["refunded"])
+                    .inc_by(settled.refunded);
+                tracing::info!(room = %self.code, series = %intent.series, refunded = settled.refunded, "series start undone");
+                self.escrow_intent = None;
+                self.undo_series_start(intent.undo);
+                self.version += 1;
+                let _ = self.persist().await;
+                self.broadcast();
+                true
+            }
+            Err(e) => {
+                tracing::warn!(room = %self.code, error = %e, "refunding an unstarted series failed; will retry");
+                false
+            }
+        }
+    }
+
+    fn undo_series_start(&mut self, undo: SeriesStartUndo) {
+        self.escrow_intent = None;
+        // The action that asked for the series did not happen after all: a
+        // retry of it must be applied afresh, not acknowledged as done.
+        for seat in self.seats.iter_mut().flatten() {
+            seat.last_action = None;
+        }
+        match undo {
+            SeriesStartUndo::Unseat(seat) => {
+                if let Some(gone) = self.seats[seat].take() {
+                    self.members.retain(|m| m.identity.id != gone.id);
+                }
+            }
+            SeriesStartUndo::Unswap => {
+                self.seats.swap(0, 1);
+                self.record_views.swap(0, 1);
+                if let Some(h2h) = &mut self.head_to_head {
+                    h2h.wins.reverse();
+                }
+                self.rematch = [false; 2];
+            }
+        }
+    }
+
+    /// Writes a finished series into the records (idempotent; retried),
+    /// once the record saying it is due is stored.
     async fn record_pending(&mut self) {
+        if self.unsaved() || self.stale {
+            return;
+        }
         let Some(job) = self.pending_record.clone() else {
             return;
         };
         match self.records.record(&job).await {
             Ok(()) => {
                 self.pending_record = None;
-                if self.persist().await.is_err() {
-                    self.dirty = true;
-                }
-                if self.refresh_records().await {
-                    self.version += 1;
-                    self.broadcast();
-                }
+                self.refresh_records().await;
+                self.commit_or_retry().await;
+                self.broadcast();
             }
             Err(e) => {
                 tracing::warn!(room = %self.code, error = %e, "recording failed; will retry");
-                self.dirty = true;
             }
         }
     }
@@ -574,9 +853,13 @@ impl Room {
         changed
     }
 
-    /// Pays out or refunds a finished staked series. Idempotent, so it is
-    /// simply retried (with the store) until it goes through.
+    /// Pays out or refunds a finished staked series, once the record saying
+    /// it is due is stored (write-ahead). Idempotent, so simply retried
+    /// until it goes through.
     async fn settle_pending(&mut self) {
+        if self.unsaved() || self.stale {
+            return;
+        }
         let Some((series, settlement)) = self.pending_settlement.clone() else {
             return;
         };
@@ -597,25 +880,21 @@ impl Room {
                     .inc_by(settled.refunded);
                 tracing::info!(room = %self.code, %series, paid = settled.paid, refunded = settled.refunded, "stakes settled");
                 self.pending_settlement = None;
-                if self.persist().await.is_err() {
-                    self.dirty = true;
-                }
+                self.commit_or_retry().await;
             }
             Err(e) => {
                 tracing::warn!(room = %self.code, error = %e, "settlement failed; will retry");
-                self.dirty = true;
             }
         }
     }
 
-    /// A change that happens anyway (a clock, a disconnect): bump, try to
-    /// persist, and retry later if the store is down.
-    async fn commit_or_retry(&mut self) {
-        self.version += 1;
-        if let Err(e) = self.persist().await {
-            tracing::warn!(room = %self.code, error = %e, "write failed; will retry");
-            self.dirty = true;
-        }
+    /// Whether something is waiting on the store or the wallets.
+    fn in_doubt(&self) -> bool {
+        self.unsaved()
+            || self.stale
+            || self.escrow_intent.is_some()
+            || self.pending_settlement.is_some()
+            || self.pending_record.is_some()
     }
 
     /// The invite token of an invite-only lobby.
@@ -632,7 +911,9 @@ impl Room {
         if counted_game {
             metrics.games_live.with_label_values(&[rule_set]).inc();
         }
-        // A settlement interrupted by a crash is finished first.
+        // Whatever a crash interrupted is finished (a settlement, a record)
+        // or undone (a series start whose stakes were being taken) first.
+        self.settle_doubts().await;
         self.settle_pending().await;
         self.record_pending().await;
         self.refresh_records().await;
@@ -657,8 +938,11 @@ impl Room {
                 self.idle_since = Some(Instant::now());
             }
             let timer = self.next_timer();
-            let retry = self.dirty.then(|| Instant::now() + STORE_RETRY);
-            let idle_end = self.idle_since.map(|t| t + self.settings.idle_lobby);
+            let retry = self.in_doubt().then(|| Instant::now() + STORE_RETRY);
+            let idle_end = self
+                .idle_since
+                .filter(|_| !self.expired)
+                .map(|t| t + self.settings.idle_lobby);
             tokio::select! {
                 command = commands.recv() => match command {
                     Some(command) => self.handle(command).await,
@@ -666,9 +950,7 @@ impl Room {
                 },
                 () = sleep_or_forever(timer) => self.on_timer().await,
                 () = sleep_or_forever(retry) => {
-                    if self.persist().await.is_ok() {
-                        tracing::info!(room = %self.code, "store caught up");
-                    }
+                    self.settle_doubts().await;
                 }
                 () = sleep_or_forever(idle_end) => {
                     tracing::info!(room = %self.code, "closing a lobby nobody came back to");
@@ -676,13 +958,16 @@ impl Room {
                 }
             }
 
+            if self.halted {
+                break;
+            }
             self.settle_pending().await;
             self.record_pending().await;
-            if self.is_empty() || self.expired {
+            if self.can_close() && !self.stale {
                 // Nobody left, or nobody came back: the lobby closes; its
-                // keys expire.
+                // keys expire. It ends only once the store has that.
                 self.commit_or_retry().await;
-                if !self.dirty {
+                if !self.unsaved() {
                     break;
                 }
             }
@@ -698,7 +983,12 @@ impl Room {
         self.phase == Phase::Playing && self.round.as_ref().is_some_and(|r| r.result.is_none())
     }
 
+    /// The next clock or break deadline. Clocks stand still while the room
+    /// waits on the store (they get that time back when it answers).
     fn next_timer(&self) -> Option<Instant> {
+        if self.unsaved() || self.stale || self.escrow_intent.is_some() {
+            return None;
+        }
         match self.phase {
             Phase::Playing => self
                 .round
@@ -750,57 +1040,54 @@ impl Room {
                 watch,
                 reply,
             } => {
-                let before = self.snapshot();
+                if !self.settle_doubts().await {
+                    let _ = reply.send(Err(storage_unavailable()));
+                    return;
+                }
                 let seated_before = seat_ids(&self.seats);
-                let mut result = self.enter(&member, invite.as_deref(), watch);
-                if result.is_ok()
-                    && self.phase == Phase::Waiting
-                    && self.seats.iter().all(Option::is_some)
-                {
-                    result = self.start_series().await;
+                if let Err(refusal) = self.enter(&member, invite.as_deref(), watch) {
+                    let _ = reply.send(Err(refusal));
+                    return;
                 }
-                if result.is_err() {
-                    self.restore(before.clone());
-                }
-                if result.is_ok() {
-                    self.members.push(member);
-                    if self.commit().await.is_err() {
-                        self.members.pop();
-                        self.restore(before);
-                        result = Err(storage_unavailable());
-                    }
-                }
+                let conn = member.conn;
+                self.members.push(member);
+                let result = self.save_requested().await;
                 if result.is_ok() && seat_ids(&self.seats) != seated_before {
                     self.refresh_records().await;
                 }
                 match result {
                     Ok(()) => {
                         let _ = reply.send(Ok(()));
-                        if let Some(m) = self.members.last() {
-                            let ack = ServerMessage::Ack { seq };
-                            let _ = m.out.try_send(Outbound::Direct(Box::new(ack)));
-                        }
+                        self.send_to(conn, ServerMessage::Ack { seq });
                         self.broadcast();
                     }
                     Err(refusal) => {
+                        // The connection is not attached; a seat taken
+                        // stays taken once stored, and joining again gets it.
+                        self.members.retain(|m| m.conn != conn);
                         let _ = reply.send(Err(refusal));
+                        self.broadcast();
                     }
                 }
             }
             RoomCommand::Act { conn, seq, action } => {
-                let resync = action == Action::Resync;
                 let is_move = matches!(action, Action::Move { .. });
                 let started = std::time::Instant::now();
-                let before = self.snapshot();
-                let mut result = self.act(conn, seq, action).await;
-                if result.is_err() {
-                    self.restore(before);
-                } else if matches!(result, Ok(true)) && self.commit().await.is_err() {
-                    self.restore(before);
-                    result = Err(storage_unavailable());
+                let result = if !self.settle_doubts().await {
+                    Err(storage_unavailable())
                 } else {
-                    self.settle_pending().await;
-                }
+                    match self.act(conn, seq, action) {
+                        Ok(Applied::Changed) => self.save_requested().await.map(|()| true),
+                        Ok(Applied::Unchanged) => Ok(false),
+                        Ok(Applied::Resync) => {
+                            let state = ServerMessage::State(self.state());
+                            self.send_to(conn, ServerMessage::Ack { seq });
+                            self.send_to(conn, state);
+                            return;
+                        }
+                        Err(refusal) => Err(refusal),
+                    }
+                };
                 if is_move {
                     let metrics = &crate::metrics::METRICS;
                     match &result {
@@ -822,48 +1109,65 @@ impl Room {
                         self.send_to(conn, ServerMessage::Ack { seq });
                         if changed {
                             self.broadcast();
-                        } else if resync {
-                            let state = ServerMessage::State(self.state());
-                            self.send_to(conn, state);
                         }
                     }
-                    Err(refusal) => self.send_to(
-                        conn,
-                        ServerMessage::Error {
-                            seq: Some(seq),
-                            code: refusal.code,
-                            message: refusal.message,
-                        },
-                    ),
+                    Err(refusal) => {
+                        let insufficient = refusal.code == ErrorCode::InsufficientFunds;
+                        self.send_to(
+                            conn,
+                            ServerMessage::Error {
+                                seq: Some(seq),
+                                code: refusal.code,
+                                message: refusal.message,
+                            },
+                        );
+                        if insufficient {
+                            // The rematch calls were cleared.
+                            self.broadcast();
+                        }
+                    }
                 }
             }
-            RoomCommand::Leave { conn, seq } => {
-                // Written before it is acknowledged, like every action: if
-                // the store refuses, the player is still in the lobby.
-                let before = self.snapshot();
-                let members_before = self.members.clone();
-                let out = self.member(conn).map(|m| m.out.clone());
-                self.leave(conn);
-                if self.commit().await.is_err() {
-                    self.restore(before);
-                    self.members = members_before;
-                    self.send_to(
-                        conn,
-                        ServerMessage::Error {
-                            seq: Some(seq),
-                            code: ErrorCode::StorageUnavailable,
-                            message: "leaving could not be saved, so you are still in the lobby; try again".into(),
-                        },
-                    );
+            RoomCommand::Leave { conn, seq, out } => {
+                let reply = |messages: Vec<ServerMessage>| {
+                    for message in messages {
+                        let _ = out.try_send(Outbound::Direct(Box::new(message)));
+                    }
+                };
+                if !self.settle_doubts().await {
+                    reply(vec![ServerMessage::Error {
+                        seq: Some(seq),
+                        code: ErrorCode::StorageUnavailable,
+                        message: "the lobby could not be saved just now; send leave again with the same seq".into(),
+                    }]);
                     return;
                 }
-                if let Some(out) = out {
-                    let _ = out.try_send(Outbound::Direct(Box::new(ServerMessage::Ack { seq })));
-                    let _ = out.try_send(Outbound::Direct(Box::new(ServerMessage::Left {
-                        code: self.code.to_string(),
-                    })));
+                if self.member(conn).is_none() {
+                    // Already gone: a leave re-sent after its outcome was
+                    // unknown, and now stored.
+                    reply(vec![
+                        ServerMessage::Ack { seq },
+                        ServerMessage::Left {
+                            code: self.code.to_string(),
+                        },
+                    ]);
+                    return;
                 }
-                self.settle_pending().await;
+                self.leave(conn);
+                let messages = match self.save_requested().await {
+                    Ok(()) => vec![
+                        ServerMessage::Ack { seq },
+                        ServerMessage::Left {
+                            code: self.code.to_string(),
+                        },
+                    ],
+                    Err(refusal) => vec![ServerMessage::Error {
+                        seq: Some(seq),
+                        code: refusal.code,
+                        message: "leaving is not confirmed yet; send leave again with the same seq to learn the outcome".into(),
+                    }],
+                };
+                reply(messages);
                 self.broadcast();
             }
             RoomCommand::Disconnect { conn } => {
@@ -913,8 +1217,11 @@ impl Room {
             id: id.clone(),
             name: member.identity.name.clone(),
             guest: member.identity.guest,
-            last_move: None,
+            last_action: None,
         });
+        if self.phase == Phase::Waiting && self.seats.iter().all(Option::is_some) {
+            self.start_series(SeriesStartUndo::Unseat(free));
+        }
         Ok(())
     }
 
@@ -937,8 +1244,8 @@ impl Room {
         }
     }
 
-    /// Applies an action; `Ok(true)` when the room changed.
-    async fn act(&mut self, conn: ConnId, seq: u32, action: Action) -> Result<bool, Refusal> {
+    /// Applies an action in memory. A refused action changes nothing.
+    fn act(&mut self, conn: ConnId, seq: u32, action: Action) -> Result<Applied, Refusal> {
         let Some(member) = self.member(conn) else {
             return Err(Refusal::new(
                 ErrorCode::NotInLobby,
@@ -946,7 +1253,7 @@ impl Room {
             ));
         };
         if action == Action::Resync {
-            return Ok(false);
+            return Ok(Applied::Resync);
         }
         let id = member.identity.id.clone();
         let Some(seat) = self.seat_of(&id) else {
@@ -955,8 +1262,26 @@ impl Room {
                 "spectators can only watch",
             ));
         };
+        let this = Some((seq, action.clone()));
+        if self.seats[seat]
+            .as_ref()
+            .is_some_and(|s| s.last_action == this)
+        {
+            // The same action re-sent (after a reconnect, or after
+            // `storage_unavailable`): it was applied and is stored.
+            return Ok(Applied::Unchanged);
+        }
+        self.apply(seat, &id, seq, action)?;
+        if let Some(s) = self.seats[seat].as_mut() {
+            s.last_action = this;
+        }
+        Ok(Applied::Changed)
+    }
+
+    /// Applies a seated player's action; a refusal changes nothing.
+    fn apply(&mut self, seat: usize, id: &str, seq: u32, action: Action) -> Result<(), Refusal> {
         match action {
-            Action::Move { .. } => self.play_move(seat, seq, action).await,
+            Action::Move { notation, path } => self.play_move(seat, seq, notation, path),
             Action::OfferDraw => {
                 let round = self.round_in_play()?;
                 let color = seat_color(round, seat);
@@ -970,7 +1295,7 @@ impl Room {
                     ));
                 }
                 self.round_mut().draw_offer = Some(color);
-                Ok(true)
+                Ok(())
             }
             Action::AcceptDraw | Action::DeclineDraw => {
                 let round = self.round_in_play()?;
@@ -986,7 +1311,7 @@ impl Room {
                 } else {
                     self.round_mut().draw_offer = None;
                 }
-                Ok(true)
+                Ok(())
             }
             Action::Resign => {
                 if !matches!(self.phase, Phase::Playing | Phase::Break) {
@@ -997,7 +1322,7 @@ impl Room {
                     wire::GameEndReason::Resigned,
                     wire::SeriesEndReason::Resigned,
                 );
-                Ok(true)
+                Ok(())
             }
             Action::NextRound => {
                 if self.phase != Phase::Break {
@@ -1007,7 +1332,7 @@ impl Room {
                 if self.next_round.iter().all(|r| *r) {
                     self.start_round();
                 }
-                Ok(true)
+                Ok(())
             }
             Action::Rematch => {
                 if !matches!(self.phase, Phase::Finished | Phase::Ended)
@@ -1020,17 +1345,17 @@ impl Room {
                 self.rematch[seat] = true;
                 if self.rematch.iter().all(|r| *r) {
                     self.seats.swap(0, 1);
-                    self.start_series().await?;
                     // The cached records follow their players to the new seats.
                     self.record_views.swap(0, 1);
                     if let Some(h2h) = &mut self.head_to_head {
                         h2h.wins.reverse();
                     }
+                    self.start_series(SeriesStartUndo::Unswap);
                 }
-                Ok(true)
+                Ok(())
             }
             Action::EndMatch => {
-                if id != self.host {
+                if id != self.host.as_str() {
                     return Err(Refusal::new(
                         ErrorCode::NotHost,
                         "only the host can end the match",
@@ -1049,9 +1374,9 @@ impl Room {
                         return Err(not_now("there is no match to end"));
                     }
                 }
-                Ok(true)
+                Ok(())
             }
-            Action::Resync => Ok(false),
+            Action::Resync => Ok(()),
         }
     }
 
@@ -1069,27 +1394,20 @@ impl Room {
         self.round.as_mut().expect("checked by round_in_play")
     }
 
-    async fn play_move(&mut self, seat: usize, seq: u32, action: Action) -> Result<bool, Refusal> {
-        if let Some(Some(s)) = self.seats.get(seat)
-            && s.last_move.as_ref() == Some(&(seq, action.clone()))
-        {
-            // The same move re-sent (e.g. after a reconnect): already applied.
-            return Ok(false);
-        }
+    fn play_move(
+        &mut self,
+        seat: usize,
+        seq: u32,
+        text: Option<String>,
+        path: Option<Vec<String>>,
+    ) -> Result<(), Refusal> {
         let round = self.round_in_play()?;
         let color = seat_color(round, seat);
         if round.game.turn() != color {
             return Err(not_your_turn());
         }
         let move_clock = self.settings.move_clock;
-        let Action::Move {
-            notation: text,
-            path,
-        } = &action
-        else {
-            unreachable!("play_move is called with moves only");
-        };
-        let round = self.round_mut();
+        let round = self.round.as_mut().expect("checked by round_in_play");
         let m = play_submitted(&mut round.game, text.as_deref(), path.as_deref())?;
         round.notations.push(m.notation.clone());
         // An offer by the opponent is declined by moving; one's own offer
@@ -1098,70 +1416,46 @@ impl Room {
             round.draw_offer = None;
         }
         round.deadline = Instant::now() + move_clock;
-        if let Some(Some(s)) = self.seats.get_mut(seat) {
-            s.last_move = Some((seq, action.clone()));
-        }
-        if let Some(round) = &self.round {
-            self.pending_moves.push(StoredMove {
-                game_no: round.game_no,
-                ply: round.game.ply(),
-                path: m.stored.clone(),
-                text: m.notation.clone(),
-                seat: seat as u8,
-                seq,
-            });
-        }
-        self.round_mut().last_move = Some(m);
+        self.pending_moves.push(StoredMove {
+            game_no: round.game_no,
+            ply: round.game.ply(),
+            path: m.stored.clone(),
+            text: m.notation.clone(),
+            seat: seat as u8,
+            seq,
+        });
+        round.last_move = Some(m);
         if let Some(outcome) = self.round.as_ref().and_then(|r| r.game.outcome()) {
             self.end_round_scored(outcome.winner, end_reason(outcome.reason), outcome.points);
         }
-        Ok(true)
+        Ok(())
     }
 
-    /// Starts a new series; in a staked lobby, both stakes go into escrow
-    /// first, or nothing happens.
-    async fn start_series(&mut self) -> Result<(), Refusal> {
+    /// Both seats are filled for a new series. A free lobby starts it at
+    /// once; a staked one records its intent to take both stakes, which the
+    /// room carries out once that intent is stored ([`Room::take_stakes`]).
+    /// The series number only grows, so a series id is never reused.
+    fn start_series(&mut self, undo: SeriesStartUndo) {
         self.series_no += 1;
-        let stake = self.options.stake;
-        if stake > 0 {
-            let ids: Vec<(String, String)> = self
-                .seats
-                .iter()
-                .flatten()
-                .map(|s| (s.id.clone(), s.name.clone()))
-                .collect();
-            let [(a, _), (b, _)] = ids.as_slice() else {
-                return Err(not_now("a series needs two players"));
-            };
-            let series = self.series_id();
-            match self
-                .wallets
-                .escrow(&series, [(a, u64::from(stake)), (b, u64::from(stake))])
-                .await
-            {
-                Ok(Ok(())) => crate::metrics::METRICS
-                    .stake_points
-                    .with_label_values(&["escrowed"])
-                    .inc_by(2 * u64::from(stake)),
-                Ok(Err(short)) => {
-                    let name = ids
-                        .iter()
-                        .find(|(id, _)| *id == short)
-                        .map_or("a player", |(_, n)| n.as_str());
-                    return Err(Refusal::new(
-                        ErrorCode::InsufficientFunds,
-                        format!(
-                            "{name} cannot cover the stake of {stake} Bold Points; nothing was taken"
-                        ),
-                    ));
-                }
-                Err(_) => return Err(storage_unavailable()),
-            }
+        let stake = u64::from(self.options.stake);
+        if stake == 0 {
+            self.begin_series();
+            return;
         }
+        let [Some(a), Some(b)] = &self.seats else {
+            return;
+        };
+        self.escrow_intent = Some(EscrowIntent {
+            series: self.series_id(),
+            stakes: [(a.id.clone(), stake), (b.id.clone(), stake)],
+            undo,
+        });
+    }
+
+    fn begin_series(&mut self) {
         self.series = Series::default();
         self.rematch = [false; 2];
         self.start_round();
-        Ok(())
     }
 
     fn series_id(&self) -> String {
@@ -1503,9 +1797,13 @@ impl Room {
         }
     }
 
-    /// Bumps the version, persists the snapshot and sends it to everyone.
     /// Sends the current state to every member, encoded once per encoding.
+    /// Nothing is shown that the store has not confirmed: while a write is
+    /// unconfirmed this does nothing, and the state goes out once it is.
     fn broadcast(&mut self) {
+        if self.unsaved() || self.stale {
+            return;
+        }
         let state = self.state();
         let frame = Arc::new(SharedFrame::new(ServerMessage::State(state)));
         self.members
@@ -1519,6 +1817,55 @@ impl Room {
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
             });
+    }
+}
+
+/// What an action did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Applied {
+    /// The room changed: store it, then acknowledge and broadcast.
+    Changed,
+    /// Nothing to store (a re-sent action already applied): acknowledge.
+    Unchanged,
+    /// The member asked for the full state.
+    Resync,
+}
+
+/// Bold Points a stored lobby may hold in escrow, and how to release them:
+/// for a lobby that cannot be resumed, so the operator can settle it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StrandedStakes {
+    pub series: String,
+    pub settlement: Settlement,
+}
+
+/// What a stored lobby record says about stakes still held: a settlement
+/// it had decided (paid as decided), a series start in doubt or a series
+/// in play (both refunded). `None` for free lobbies, unreadable records
+/// and series already settled.
+pub fn stranded_stakes(record: &str) -> Option<StrandedStakes> {
+    let record: RoomRecord = serde_json::from_str(record).ok()?;
+    if let Some((series, settlement)) = record.pending_settlement {
+        return Some(StrandedStakes { series, settlement });
+    }
+    if let Some(intent) = record.escrow_intent {
+        return Some(StrandedStakes {
+            series: intent.series,
+            settlement: Settlement::Refund {
+                players: intent.stakes.map(|(id, _)| id),
+            },
+        });
+    }
+    match (&record.seats, record.phase) {
+        ([Some(a), Some(b)], Phase::Playing | Phase::Break) if record.stake > 0 => {
+            Some(StrandedStakes {
+                series: format!("{}:{}", record.code, record.series_no),
+                settlement: Settlement::Refund {
+                    players: [a.id.clone(), b.id.clone()],
+                },
+            })
+        }
+        _ => None,
     }
 }
 

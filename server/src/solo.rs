@@ -162,6 +162,12 @@ pub struct SoloGame {
     thinking: bool,
     notations: Vec<String>,
     last_move: Option<MoveInfo>,
+    /// The version the store is known to hold.
+    stored_version: u64,
+    /// The highest version ever sent. A failed write is undone in memory
+    /// but may still have landed, so the next write takes a new version
+    /// above it, and the store accepts it over the one that landed.
+    highest_attempt: u64,
 }
 
 fn bot_level(level: Option<wire::BotLevel>) -> Level {
@@ -238,6 +244,8 @@ impl SoloGame {
     ) -> Result<SoloGame, String> {
         let (game, notations, last_move) = replay(&record)?;
         Ok(SoloGame {
+            stored_version: record.version,
+            highest_attempt: record.version,
             record,
             game,
             settings,
@@ -347,25 +355,47 @@ impl SoloGame {
             && self.record.result.is_none()
     }
 
-    /// Writes the record; on failure the caller undoes its change.
+    /// Writes the record; on failure the caller undoes its change. The
+    /// record holds every move, so the next write stores the whole game
+    /// as it is then, whatever a failed write left behind.
     async fn persist(&mut self) -> Result<(), Refusal> {
-        self.record.version += 1;
+        self.highest_attempt = self.highest_attempt.max(self.record.version) + 1;
+        self.record.version = self.highest_attempt;
         let finished = self.record.result.is_some();
         let write = RoomWrite {
             code: self.record.id.clone(),
+            expected_version: self.stored_version,
+            version: self.record.version,
             record: serde_json::to_string(&self.record).unwrap_or_default(),
             moves: Vec::new(),
             finished_games: Vec::new(),
             open: !finished || self.record.pending_score,
             expire_after: finished.then_some(self.settings.finished_ttl),
         };
-        self.store.write(write).await.map_err(|e| {
-            tracing::warn!(game = %self.record.id, error = %e, "solo write failed");
-            Refusal::new(
-                ErrorCode::StorageUnavailable,
-                "the game could not be saved, so nothing changed; try again",
-            )
-        })
+        match self.store.write(write).await {
+            Ok(()) => {
+                self.stored_version = self.record.version;
+                Ok(())
+            }
+            Err(e) => {
+                tracing::warn!(game = %self.record.id, error = %e, "solo write failed");
+                if matches!(e, crate::store::WriteError::Conflict(_)) {
+                    // The stored game is not the one this task last wrote
+                    // (its keys expired, or another writer): this task
+                    // holds every acknowledged move, so the next write
+                    // replaces whatever is stored.
+                    self.stored_version = match self.store.load(&self.record.id).await {
+                        Ok(Some(stored)) => solo_record(&stored.record).map_or(0, |r| r.version),
+                        _ => 0,
+                    };
+                    self.highest_attempt = self.highest_attempt.max(self.stored_version);
+                }
+                Err(Refusal::new(
+                    ErrorCode::StorageUnavailable,
+                    "the game could not be saved just now; try again",
+                ))
+            }
+        }
     }
 
     fn rebuild(&mut self) {

@@ -77,13 +77,18 @@ pub struct Totals {
     pub granted: i64,
 }
 
-/// Why escrow was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum EscrowError {
-    #[error("{0} cannot cover the stake")]
-    Insufficient(String),
-    #[error(transparent)]
-    Store(#[from] StoreError),
+/// What taking a series' stakes into escrow did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Escrow {
+    /// Both stakes are held for the series: taken now, or by an earlier call
+    /// with exactly these accounts and amounts (a retry).
+    Taken,
+    /// This account cannot cover its stake; nothing was taken.
+    Short(String),
+    /// The series is settled already (a late or repeated call after its
+    /// refund), or holds other stakes; nothing was taken. A series id is
+    /// used for one escrow and one settlement, never again.
+    Closed,
 }
 
 pub trait Wallets: Send + Sync + std::fmt::Debug {
@@ -93,9 +98,13 @@ pub trait Wallets: Send + Sync + std::fmt::Debug {
         &'a self,
         series: &'a str,
         stakes: [(&'a str, u64); 2],
-    ) -> StoreFuture<'a, Result<(), String>>;
+    ) -> StoreFuture<'a, Escrow>;
     /// Pays out or refunds the escrow of `series`; `day` is the UTC day
-    /// number (days since 1970) that the daily cap counts in.
+    /// number (days since 1970) that the daily cap counts in. Every point
+    /// held goes back to someone: an account held that the settlement does
+    /// not name is refunded. Settling closes the series, even one whose
+    /// escrow was never taken, so a late escrow call can no longer take
+    /// anything: refunding is how an escrow of unknown outcome is undone.
     fn settle<'a>(
         &'a self,
         series: &'a str,
@@ -182,11 +191,21 @@ impl Wallets for MemoryWallets {
         &'a self,
         series: &'a str,
         stakes: [(&'a str, u64); 2],
-    ) -> StoreFuture<'a, Result<(), String>> {
+    ) -> StoreFuture<'a, Escrow> {
         let mut book = self.book();
         let key = format!("{series}:escrow");
-        let result = if book.done.contains(&key) {
-            Ok(())
+        let wanted: HashMap<String, i64> = stakes
+            .iter()
+            .map(|(a, s)| ((*a).to_owned(), *s as i64))
+            .collect();
+        let result = if book.done.contains(&format!("{series}:settle")) {
+            Escrow::Closed
+        } else if book.done.contains(&key) {
+            if book.escrow.get(series) == Some(&wanted) {
+                Escrow::Taken
+            } else {
+                Escrow::Closed
+            }
         } else {
             for (account, _) in stakes {
                 book.ensure(account, self.rules.initial_grant);
@@ -195,18 +214,16 @@ impl Wallets for MemoryWallets {
                 .iter()
                 .find(|(a, stake)| book.balances[*a] < *stake as i64)
             {
-                Some((a, _)) => Err((*a).to_owned()),
+                Some((a, _)) => Escrow::Short((*a).to_owned()),
                 None => {
-                    let mut held = HashMap::new();
                     for (account, stake) in stakes {
                         *book.balances.get_mut(account).expect("ensured") -= stake as i64;
-                        held.insert(account.to_owned(), stake as i64);
                         book.escrow_total += stake as i64;
                         book.entry(account, &key, "escrow", -(stake as i64));
                     }
-                    book.escrow.insert(series.to_owned(), held);
+                    book.escrow.insert(series.to_owned(), wanted);
                     book.done.insert(key);
-                    Ok(())
+                    Escrow::Taken
                 }
             }
         };
@@ -223,9 +240,27 @@ impl Wallets for MemoryWallets {
         let key = format!("{series}:settle");
         let mut settled = Settled::default();
         if !book.done.contains(&key) {
-            let held = book.escrow.remove(series).unwrap_or_default();
+            let mut held = book.escrow.remove(series).unwrap_or_default();
             let total: i64 = held.values().sum();
             book.escrow_total -= total;
+            // Anyone held whom the settlement does not name gets theirs back.
+            let named: Vec<&String> = match settlement {
+                Settlement::Refund { players } => players.iter().collect(),
+                Settlement::Winner { winner, loser } => vec![winner, loser],
+            };
+            let others: Vec<(String, i64)> = held
+                .iter()
+                .filter(|(a, _)| !named.contains(a))
+                .map(|(a, v)| (a.clone(), *v))
+                .collect();
+            for (account, amount) in others {
+                held.remove(&account);
+                if amount > 0 {
+                    *book.balances.entry(account.clone()).or_default() += amount;
+                    book.entry(&account, &key, "refund", amount);
+                    settled.refunded += amount as u64;
+                }
+            }
             match settlement {
                 Settlement::Refund { players } => {
                     for p in players {
@@ -254,7 +289,7 @@ impl Wallets for MemoryWallets {
                         book.entry(loser, &key, "refund", back);
                     }
                     settled.paid = (own + gain) as u64;
-                    settled.refunded = back as u64;
+                    settled.refunded += back as u64;
                 }
             }
             book.done.insert(key);
@@ -334,9 +369,18 @@ end
 "#;
 
 /// KEYS: bal, escrow, done, totals, ledger_a, ledger_b.
-/// ARGV: key, a, stake_a, b, stake_b, grant, at.
+/// ARGV: key, a, stake_a, b, stake_b, grant, at, settle key.
+/// Returns `ok`, `short:ACCOUNT` or `closed`.
 const ESCROW: &str = r#"
-if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 1 then return 'ok' end
+if redis.call('SISMEMBER', KEYS[3], ARGV[8]) == 1 then return 'closed' end
+if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 1 then
+  local held = redis.call('HGETALL', KEYS[2])
+  if #held == 4 and tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '-1') == tonumber(ARGV[3])
+     and tonumber(redis.call('HGET', KEYS[2], ARGV[4]) or '-1') == tonumber(ARGV[5]) then
+    return 'ok'
+  end
+  return 'closed'
+end
 local at = tonumber(ARGV[7])
 local grant = tonumber(ARGV[6])
 ensure(KEYS[1], KEYS[4], KEYS[5], ARGV[2], grant, at)
@@ -356,12 +400,24 @@ return 'ok'
 
 /// KEYS: bal, escrow, done, totals, ledger_a, ledger_b, won.
 /// ARGV: key, mode ('winner' | 'refund'), a (winner), b (loser), cap, at.
+/// An account held that is neither a nor b is refunded (its ledger entry
+/// goes to its own ledger key, built here: the key shares the hash tag).
 const SETTLE: &str = r#"
 if redis.call('SISMEMBER', KEYS[3], ARGV[1]) == 1 then return {0, 0} end
 local at = tonumber(ARGV[6])
 local ea = tonumber(redis.call('HGET', KEYS[2], ARGV[3]) or '0')
 local eb = tonumber(redis.call('HGET', KEYS[2], ARGV[4]) or '0')
 local paid, refunded = 0, 0
+local held = redis.call('HGETALL', KEYS[2])
+local others = 0
+for k = 1, #held, 2 do
+  local account, amount = held[k], tonumber(held[k + 1])
+  if account ~= ARGV[3] and account ~= ARGV[4] and amount > 0 then
+    redis.call('HINCRBY', KEYS[1], account, amount)
+    entry(string.gsub(KEYS[5], ':ledger:.*$', ':ledger:') .. account, ARGV[1], 'refund', amount, at)
+    others = others + amount
+  end
+end
 if ARGV[2] == 'refund' then
   if ea > 0 then redis.call('HINCRBY', KEYS[1], ARGV[3], ea); entry(KEYS[5], ARGV[1], 'refund', ea, at) end
   if eb > 0 then redis.call('HINCRBY', KEYS[1], ARGV[4], eb); entry(KEYS[6], ARGV[1], 'refund', eb, at) end
@@ -383,7 +439,10 @@ else
   end
   paid, refunded = ea + gain, back
 end
-redis.call('HINCRBY', KEYS[4], 'escrow', -(ea + eb))
+refunded = refunded + others
+local released = ea + eb + others
+-- (Lua would write -0 for nothing released, which HINCRBY refuses.)
+if released > 0 then redis.call('HINCRBY', KEYS[4], 'escrow', -released) end
 redis.call('DEL', KEYS[2])
 redis.call('SADD', KEYS[3], ARGV[1])
 return {paid, refunded}
@@ -442,7 +501,7 @@ impl Wallets for RedisWallets {
         &'a self,
         series: &'a str,
         stakes: [(&'a str, u64); 2],
-    ) -> StoreFuture<'a, Result<(), String>> {
+    ) -> StoreFuture<'a, Escrow> {
         Box::pin(async move {
             let mut conn = self.conn.clone();
             let [(a, sa), (b, sb)] = stakes;
@@ -461,12 +520,14 @@ impl Wallets for RedisWallets {
                 .arg(sb)
                 .arg(self.rules.initial_grant)
                 .arg(now_ms())
+                .arg(format!("{series}:settle"))
                 .invoke_async(&mut conn)
                 .await
                 .map_err(err)?;
-            Ok(match reply.strip_prefix("short:") {
-                Some(account) => Err(account.to_owned()),
-                None => Ok(()),
+            Ok(match (reply.as_str(), reply.strip_prefix("short:")) {
+                (_, Some(account)) => Escrow::Short(account.to_owned()),
+                ("closed", _) => Escrow::Closed,
+                _ => Escrow::Taken,
             })
         })
     }

@@ -359,6 +359,32 @@ impl RedisServer {
         }
     }
 
+    /// Stalls every client of this Redis for `ms` milliseconds (`CLIENT
+    /// PAUSE ms ALL`): commands are accepted and queued, and run when the
+    /// pause ends, as after a slow fsync, a fork or a network blip.
+    pub async fn pause(&self, ms: u64) {
+        let reply = self
+            .command(&["CLIENT", "PAUSE", &ms.to_string(), "ALL"])
+            .await;
+        assert!(reply.starts_with("+OK"), "CLIENT PAUSE answered {reply:?}");
+    }
+
+    /// Sends one command on a fresh connection and returns the raw reply.
+    pub async fn command(&self, args: &[&str]) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+            .await
+            .unwrap();
+        let mut request = format!("*{}\r\n", args.len());
+        for a in args {
+            request.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        s.write_all(request.as_bytes()).await.unwrap();
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = s.read(&mut buf).await.unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+
     /// Kills Redis with SIGKILL.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
@@ -432,12 +458,33 @@ impl JumpgateProcess {
         JumpgateProcess::spawn(env, file.into(), err.into()).await
     }
 
+    /// Starts on a given address, e.g. the one a killed process had, so
+    /// that its clients reconnect to the same place.
+    pub async fn start_at(addr: SocketAddr, env: &[(&str, String)]) -> JumpgateProcess {
+        JumpgateProcess::spawn_at(
+            addr,
+            env,
+            std::process::Stdio::null(),
+            std::process::Stdio::inherit(),
+        )
+        .await
+    }
+
     async fn spawn(
         env: &[(&str, String)],
         stdout: std::process::Stdio,
         stderr: std::process::Stdio,
     ) -> JumpgateProcess {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        JumpgateProcess::spawn_at(addr, env, stdout, stderr).await
+    }
+
+    async fn spawn_at(
+        addr: SocketAddr,
+        env: &[(&str, String)],
+        stdout: std::process::Stdio,
+        stderr: std::process::Stdio,
+    ) -> JumpgateProcess {
         let mut cmd = std::process::Command::new(jumpgate_binary());
         cmd.args(["serve", "--listen", &addr.to_string()])
             .env("JUMPGATE_TOKEN_SECRET", TEST_SECRET)
@@ -558,15 +605,42 @@ impl Player {
         self.expect_ack(seq).await;
         self.state_until(|s| s.code == code).await
     }
+
+    /// Watches a lobby by code and waits for its state.
+    pub async fn watch(&mut self, code: &str) -> RoomState {
+        let c = code.to_owned();
+        let seq = self
+            .send(|seq| ClientMessage::Watch {
+                seq,
+                code: c,
+                invite: None,
+            })
+            .await;
+        self.expect_ack(seq).await;
+        self.state_until(|s| s.code == code).await
+    }
 }
 
 /// A plain HTTP/1.1 GET over loopback (asking for JSON where a page offers
 /// both): the status code and the whole response, headers included.
 pub async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    http_get_with(addr, path, &[]).await
+}
+
+/// [`http_get`] with extra request headers.
+pub async fn http_get_with(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n{extra}Connection: close\r\n\r\n"
     );
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = String::new();

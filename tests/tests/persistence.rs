@@ -1,5 +1,8 @@
 //! Persistence in Redis: a real `redis-server` started by the test, real
-//! `jumpgate` processes killed with SIGKILL or SIGTERM, real clients.
+//! `jumpgate` processes killed with SIGKILL or SIGTERM, real clients. The
+//! `faults` module stalls Redis and kills the server in the middle of writes.
+
+mod faults;
 
 use std::time::Duration;
 
@@ -147,14 +150,18 @@ async fn redis_outage_refuses_moves_then_recovers_without_restart() {
     let code_seen = mover.expect_error(Some(seq)).await;
     assert_eq!(code_seen, ErrorCode::StorageUnavailable);
     assert!(code_seen.is_retryable());
+    // Until the room knows whether that write landed, it takes nothing
+    // else, not even a resync (it would show a state not yet stored).
+    let move_seq = seq;
     let seq = mover
         .send(|seq| ClientMessage::Resync { seq, since: 0 })
         .await;
-    mover.expect_ack(seq).await;
-    let s = mover.state_until(|_| true).await;
-    assert_eq!(s.game.unwrap().ply, 3, "the refused move changed nothing");
+    assert_eq!(
+        mover.expect_error(Some(seq)).await,
+        ErrorCode::StorageUnavailable
+    );
 
-    // Leaving cannot be saved either: the player stays in the lobby.
+    // Leaving is refused too: the player stays in the lobby.
     let other = if host.my_turn() {
         &mut guest
     } else {
@@ -165,29 +172,27 @@ async fn redis_outage_refuses_moves_then_recovers_without_restart() {
         other.expect_error(Some(seq)).await,
         ErrorCode::StorageUnavailable
     );
-    let seq = other
-        .send(|seq| ClientMessage::Resync { seq, since: 0 })
-        .await;
-    other.expect_ack(seq).await;
     let mover = if host.my_turn() {
         &mut host
     } else {
         &mut guest
     };
 
-    // Redis comes back on the same data; the same move goes through.
+    // Redis comes back on the same data; the move, re-sent with its seq,
+    // learns its outcome: stored, so acknowledged.
     redis.restart().await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let text = notation.clone();
-        let seq = mover
-            .send(|seq| ClientMessage::Move {
-                seq,
-                notation: Some(text),
+        mover
+            .client
+            .send(&ClientMessage::Move {
+                seq: move_seq,
+                notation: Some(notation.clone()),
                 path: None,
             })
-            .await;
-        match wait_answer(mover, seq).await {
+            .await
+            .unwrap();
+        match wait_answer(mover, move_seq).await {
             None => break,
             Some(ErrorCode::StorageUnavailable) => {
                 assert!(
@@ -306,8 +311,10 @@ async fn room_writes_survive_a_script_flush_and_keep_the_index() {
         seat: 0,
         seq: ply,
     };
-    let write = |moves: Vec<StoredMove>, open: bool| RoomWrite {
+    let write = |version: u64, moves: Vec<StoredMove>, open: bool| RoomWrite {
         code: "K7M2QX9P".into(),
+        expected_version: version - 1,
+        version,
         record: format!("{{\"moves\":{}}}", moves.len()),
         moves,
         finished_games: Vec::new(),
@@ -315,7 +322,7 @@ async fn room_writes_survive_a_script_flush_and_keep_the_index() {
         expire_after: None,
     };
     store
-        .write(write(vec![mv(1, "11-15")], true))
+        .write(write(1, vec![mv(1, "11-15")], true))
         .await
         .unwrap();
 
@@ -328,7 +335,7 @@ async fn room_writes_survive_a_script_flush_and_keep_the_index() {
     assert!(reply[..n].starts_with(b"+OK"), "SCRIPT FLUSH answered");
 
     store
-        .write(write(vec![mv(2, "22-18")], true))
+        .write(write(2, vec![mv(2, "22-18")], true))
         .await
         .unwrap();
     let rooms = store.load_open().await.unwrap();
@@ -337,9 +344,76 @@ async fn room_writes_survive_a_script_flush_and_keep_the_index() {
     assert_eq!(texts, ["11-15", "22-18"]);
     assert_eq!(rooms[0].record, "{\"moves\":1}");
 
-    store.write(write(Vec::new(), false)).await.unwrap();
+    store.write(write(3, Vec::new(), false)).await.unwrap();
     assert!(
         store.load_open().await.unwrap().is_empty(),
         "closed: out of the index"
     );
+}
+
+/// Room writes are conditional. The same write sent twice (its first answer
+/// lost) is accepted; a catch-up write that follows from an earlier version
+/// is accepted whether or not the writes in between landed; a write that
+/// does not follow from what is stored, or that puts another move at a ply
+/// already stored, is refused whole. The Redis store and the in-memory one
+/// agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn room_writes_are_conditional_on_the_stored_version() {
+    use jumpgate_server::store::{MemoryStore, RoomWrite, StoredMove, WriteError};
+
+    let redis = RedisServer::start().await;
+    let stores: Vec<Box<dyn Store>> = vec![
+        Box::new(RedisStore::open(&redis.url(), Duration::from_secs(2)).unwrap()),
+        Box::new(MemoryStore::default()),
+    ];
+    let mv = |ply: u32, path: &str| StoredMove {
+        game_no: 1,
+        ply,
+        path: path.into(),
+        text: path.into(),
+        seat: (ply % 2) as u8,
+        seq: ply,
+    };
+    let write = |expected: u64, version: u64, moves: Vec<StoredMove>| RoomWrite {
+        code: "CAS2TEST".into(),
+        expected_version: expected,
+        version,
+        record: format!("{{\"version\":{version},\"moves\":{}}}", moves.len()),
+        moves,
+        finished_games: Vec::new(),
+        open: true,
+        expire_after: None,
+    };
+    for store in &stores {
+        store.write(write(0, 1, vec![mv(1, "a")])).await.unwrap();
+        // The same write again: its answer was lost, it landed.
+        store.write(write(0, 1, vec![mv(1, "a")])).await.unwrap();
+        // Version 2 was sent and its outcome is unknown; the catch-up write
+        // (from 1 to 3) repeats its move and adds one.
+        store.write(write(1, 2, vec![mv(2, "b")])).await.unwrap();
+        store
+            .write(write(1, 3, vec![mv(2, "b"), mv(3, "c")]))
+            .await
+            .unwrap();
+        // A writer that never saw version 3 is refused, whole.
+        let stale = store.write(write(1, 2, vec![mv(2, "x")])).await;
+        assert!(matches!(stale, Err(WriteError::Conflict(_))), "{stale:?}");
+        let stale = store.write(write(0, 3, vec![mv(1, "a")])).await;
+        assert!(matches!(stale, Err(WriteError::Conflict(_))), "{stale:?}");
+        // Another move at a stored ply is refused, even from the right
+        // version, and nothing of that write is kept.
+        let other = store.write(write(3, 4, vec![mv(3, "z"), mv(4, "d")])).await;
+        assert!(matches!(other, Err(WriteError::Conflict(_))), "{other:?}");
+        // The same version with another record is refused.
+        let mut twin = write(2, 3, vec![mv(3, "c")]);
+        twin.record.push(' ');
+        assert!(matches!(
+            store.write(twin).await,
+            Err(WriteError::Conflict(_))
+        ));
+        let room = store.load("CAS2TEST").await.unwrap().unwrap();
+        let paths: Vec<&str> = room.moves.iter().map(|m| m.path.as_str()).collect();
+        assert_eq!(paths, ["a", "b", "c"]);
+        assert_eq!(room.record, "{\"version\":3,\"moves\":2}");
+    }
 }

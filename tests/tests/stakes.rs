@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use jumpgate_e2e::RedisServer;
 use jumpgate_server::wallet::{
-    MemoryWallets, RedisWallets, Settled, Settlement, WalletRules, Wallets,
+    Escrow, MemoryWallets, RedisWallets, Settled, Settlement, WalletRules, Wallets,
 };
 
 async fn both() -> (RedisServer, Vec<Arc<dyn Wallets>>) {
@@ -45,10 +45,12 @@ async fn win_draw_and_retries_move_exact_amounts() {
         );
 
         // A win: the winner takes the pot.
-        w.escrow("S1", [("a_ann", 100), ("a_bob", 100)])
-            .await
-            .unwrap()
-            .unwrap();
+        assert_eq!(
+            w.escrow("S1", [("a_ann", 100), ("a_bob", 100)])
+                .await
+                .unwrap(),
+            Escrow::Taken
+        );
         assert_eq!(balance(w, "a_ann").await, 900);
         assert_eq!(balance(w, "a_bob").await, 900);
         conserved(w).await;
@@ -64,20 +66,24 @@ async fn win_draw_and_retries_move_exact_amounts() {
                 refunded: 0
             }
         );
-        // Retried: nothing moves twice.
+        // Retried: nothing moves twice, and a settled series takes nothing.
         assert_eq!(w.settle("S1", &win, 1).await.unwrap(), Settled::default());
-        w.escrow("S1", [("a_ann", 100), ("a_bob", 100)])
-            .await
-            .unwrap()
-            .unwrap();
+        assert_eq!(
+            w.escrow("S1", [("a_ann", 100), ("a_bob", 100)])
+                .await
+                .unwrap(),
+            Escrow::Closed
+        );
         assert_eq!(balance(w, "a_ann").await, 1100);
         assert_eq!(balance(w, "a_bob").await, 900);
 
         // A draw: every stake comes back.
-        w.escrow("S2", [("a_ann", 50), ("a_bob", 50)])
-            .await
-            .unwrap()
-            .unwrap();
+        assert_eq!(
+            w.escrow("S2", [("a_ann", 50), ("a_bob", 50)])
+                .await
+                .unwrap(),
+            Escrow::Taken
+        );
         let draw = Settlement::Refund {
             players: ["a_ann".into(), "a_bob".into()],
         };
@@ -96,7 +102,7 @@ async fn win_draw_and_retries_move_exact_amounts() {
             w.escrow("S3", [("a_ann", 1000), ("a_bob", 1000)])
                 .await
                 .unwrap(),
-            Err("a_bob".to_owned())
+            Escrow::Short("a_bob".to_owned())
         );
         assert_eq!(balance(w, "a_ann").await, 1100);
         assert_eq!(balance(w, "a_bob").await, 900);
@@ -140,10 +146,12 @@ async fn the_daily_cap_sends_the_excess_back_to_the_loser() {
         // Five wins of 1,000 reach the 5,000 cap exactly.
         for i in 0..5 {
             let series = format!("C{i}");
-            w.escrow(&series, [("a_champ", 1000), ("a_rich", 1000)])
-                .await
-                .unwrap()
-                .unwrap();
+            assert_eq!(
+                w.escrow(&series, [("a_champ", 1000), ("a_rich", 1000)])
+                    .await
+                    .unwrap(),
+                Escrow::Taken
+            );
             let s = w.settle(&series, &win, 7).await.unwrap();
             assert_eq!(
                 s,
@@ -154,10 +162,12 @@ async fn the_daily_cap_sends_the_excess_back_to_the_loser() {
             );
         }
         // The sixth the same day: the winner gets only their own stake back.
-        w.escrow("C5", [("a_champ", 1000), ("a_rich", 1000)])
-            .await
-            .unwrap()
-            .unwrap();
+        assert_eq!(
+            w.escrow("C5", [("a_champ", 1000), ("a_rich", 1000)])
+                .await
+                .unwrap(),
+            Escrow::Taken
+        );
         assert_eq!(
             w.settle("C5", &win, 7).await.unwrap(),
             Settled {
@@ -166,10 +176,12 @@ async fn the_daily_cap_sends_the_excess_back_to_the_loser() {
             }
         );
         // A new UTC day resets the cap.
-        w.escrow("C6", [("a_champ", 1000), ("a_rich", 1000)])
-            .await
-            .unwrap()
-            .unwrap();
+        assert_eq!(
+            w.escrow("C6", [("a_champ", 1000), ("a_rich", 1000)])
+                .await
+                .unwrap(),
+            Escrow::Taken
+        );
         assert_eq!(
             w.settle("C6", &win, 8).await.unwrap(),
             Settled {
@@ -196,7 +208,7 @@ async fn many_series_settling_at_once_with_retries_conserve_every_point() {
                 let series = format!("M{i}");
                 let stake = 10 + (i * 37) % 300;
                 let escrowed = w.escrow(&series, [(&a, stake), (&b, stake)]).await.unwrap();
-                if escrowed.is_err() {
+                if escrowed != Escrow::Taken {
                     return;
                 }
                 let settlement = if i % 3 == 0 {
@@ -543,5 +555,64 @@ async fn records_count_streaks_ranks_and_head_to_head_once_per_series() {
         assert_eq!(r.head_to_head("a_x", "a_y").await.unwrap(), (4, 1, 1));
         assert_eq!(r.head_to_head("a_y", "a_x").await.unwrap(), (1, 4, 1));
         assert_eq!(RankThresholds::default().rank(x.series_won), "Contender");
+    }
+}
+
+/// An escrow is tied to the exact accounts and amounts it took: a retry
+/// with the same stakes is recognised, one with other stakes takes nothing,
+/// and once a series is settled (even one whose escrow never ran, which is
+/// how a series start of unknown outcome is undone) a late escrow call
+/// takes nothing. A settlement that does not name everyone held still
+/// gives everyone back their points.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escrow_is_bound_to_its_stakes_and_closed_by_settlement() {
+    let (_redis, wallets) = both().await;
+    for w in wallets {
+        let w = w.as_ref();
+        let stakes = [("a_x", 100), ("a_y", 100)];
+        assert_eq!(w.escrow("B1", stakes).await.unwrap(), Escrow::Taken);
+        assert_eq!(
+            w.escrow("B1", stakes).await.unwrap(),
+            Escrow::Taken,
+            "a retry is recognised"
+        );
+        assert_eq!(balance(w, "a_x").await, 900, "and takes nothing more");
+        assert_eq!(
+            w.escrow("B1", [("a_x", 100), ("a_z", 100)]).await.unwrap(),
+            Escrow::Closed,
+            "the series id holds other stakes"
+        );
+        assert_eq!(balance(w, "a_z").await, 1000);
+        conserved(w).await;
+
+        // Settled naming a different pair: everyone held is still refunded
+        // or paid; nothing disappears with the escrow.
+        let odd = Settlement::Winner {
+            winner: "a_x".into(),
+            loser: "a_z".into(),
+        };
+        let s = w.settle("B1", &odd, 1).await.unwrap();
+        assert_eq!(s.paid + s.refunded, 200);
+        assert_eq!(balance(w, "a_y").await, 1000, "a_y's stake came back");
+        assert_eq!(balance(w, "a_x").await, 1000);
+        conserved(w).await;
+
+        // Undoing a start whose escrow never ran closes the series.
+        let refund = Settlement::Refund {
+            players: ["a_x".into(), "a_y".into()],
+        };
+        assert_eq!(
+            w.settle("B2", &refund, 1).await.unwrap(),
+            Settled::default()
+        );
+        assert_eq!(
+            w.escrow("B2", stakes).await.unwrap(),
+            Escrow::Closed,
+            "a late escrow after the refund takes nothing"
+        );
+        assert_eq!(balance(w, "a_x").await, 1000);
+        assert_eq!(balance(w, "a_y").await, 1000);
+        assert_eq!(w.totals().await.unwrap().escrow, 0);
+        conserved(w).await;
     }
 }
