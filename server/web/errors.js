@@ -27,7 +27,7 @@ const MESSAGES = {
   rate_limited: 'Too many actions at once — slow down a little.',
   account_required: 'Sign in to play for Bold Points',
   insufficient_funds: 'Not enough Bold Points to start this series.',
-  storage_unavailable: 'The server could not save that. Try again in a moment.',
+  storage_unavailable: 'The server could not confirm that yet; it may still go through. The board updates when it knows.',
   internal_error: 'Something went wrong on the server. Try again.',
 };
 

@@ -435,3 +435,145 @@ async fn a_host_who_leaves_after_a_failed_series_start_gets_every_stake_back() {
     }
     ledgers_sound(&redis, &accounts).await;
 }
+
+/// While a room waits for Redis its clocks stand still: a stall longer
+/// than the move clock does not make the side to move lose on time, and
+/// the room gives that time back once Redis answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clocks_stand_still_while_the_store_is_away() {
+    let redis = RedisServer::start().await;
+    let mut env = server_env(&redis);
+    env.push(("JUMPGATE_MOVE_CLOCK_MS", "1500".into()));
+    let server = JumpgateProcess::start(&env).await;
+    let (mut a, mut b, _code) = seated_pair_on(
+        &server,
+        [Encoding::Json, Encoding::Json],
+        RuleSet::American,
+        1,
+    )
+    .await;
+    super::play(&mut a, &mut b, 1).await;
+    // A stall twice the move clock, right after a move is sent.
+    redis.pause(3_000).await;
+    let m = mover(&mut a, &mut b);
+    let notation = m.state.clone().unwrap().game.unwrap().legal_moves[0]
+        .notation
+        .clone();
+    let seq = m.seq();
+    send_move(m, seq, &notation).await;
+    assert_eq!(answer(m, seq).await, Err(ErrorCode::StorageUnavailable));
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    assert_eq!(retry_move(m, seq, &notation).await, Ok(()));
+    // Half a clock later the game is still on: without the time given back
+    // the side to move would have lost on time the moment Redis answered.
+    a.state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == 2))
+        .await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    a.request(|seq| ClientMessage::Resync { seq, since: 0 })
+        .await
+        .unwrap();
+    let state = loop {
+        if let ServerMessage::State(state) = a.recv().await {
+            break state;
+        }
+    };
+    let game = state.game.unwrap();
+    assert!(
+        game.result.is_none(),
+        "nobody lost on time: {:?}",
+        game.result
+    );
+    assert_eq!(state.phase, Phase::Playing);
+}
+
+/// A POST with a bearer token: the status and the body.
+async fn admin_post(server: &JumpgateProcess, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+/// A staked lobby whose stored history no longer replays (a move deleted
+/// from its log) is not dropped at start: it is logged, counted, kept in
+/// Redis as it was, listed for the operator with the stakes it holds, and
+/// the operator can refund them, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lobby_that_does_not_replay_is_kept_listed_and_its_stakes_released() {
+    let redis = RedisServer::start().await;
+    let env = server_env(&redis);
+    let accounts = ["a_uh".to_owned(), "a_uj".to_owned()];
+    let mut server = JumpgateProcess::start(&env).await;
+    let mut host = Player::connect_to(&server, Encoding::Json, Some(token("uh"))).await;
+    let code = staked_lobby(&mut host, 300).await;
+    let mut joiner = Player::connect_to(&server, Encoding::Json, Some(token("uj"))).await;
+    joiner.join(&code).await;
+    host.phase(Phase::Playing).await;
+    super::play(&mut host, &mut joiner, 2).await;
+    assert_eq!(conserved(&redis, &accounts).await, 600);
+    server.kill_9();
+    drop((host, joiner));
+
+    let moves_key = format!("jg:{{{code}}}:moves");
+    let deleted = redis.command(&["XDEL", &moves_key, "1-1"]).await;
+    assert!(deleted.starts_with(":1"), "{deleted}");
+    let server = JumpgateProcess::start(&env).await;
+
+    let mut p = Player::connect_to(&server, Encoding::Json, None).await;
+    let c = code.clone();
+    assert_eq!(
+        p.request(|seq| ClientMessage::Watch {
+            seq,
+            code: c,
+            invite: None
+        })
+        .await,
+        Err(ErrorCode::UnknownLobby),
+        "not served"
+    );
+    let auth = format!("Bearer {ADMIN}");
+    let (status, listed) = jumpgate_e2e::http_get_with(
+        server.addr,
+        "/api/admin/rooms/unresumable",
+        &[("Authorization", &auth)],
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(listed.contains(&code), "listed: {listed}");
+    assert!(
+        listed.contains(&format!("\"series\":\"{code}:1\"")),
+        "{listed}"
+    );
+    let (_, metrics) = jumpgate_e2e::http_get(server.addr, "/metrics").await;
+    assert!(metrics.contains("jumpgate_rooms_unresumable 1"), "counted");
+    let record = redis
+        .command(&["EXISTS", &format!("jg:{{{code}}}:room")])
+        .await;
+    assert!(record.starts_with(":1"), "kept in Redis");
+    let member = redis.command(&["SISMEMBER", "jg:lobbies", &code]).await;
+    assert!(member.starts_with(":1"), "still listed as open");
+
+    let path = format!("/api/admin/rooms/{code}/settle");
+    let (status, body) = admin_post(&server, &path).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"refunded\":600"), "{body}");
+    let (_, body) = admin_post(&server, &path).await;
+    assert!(body.contains("\"refunded\":0"), "once: {body}");
+    assert_eq!(conserved(&redis, &accounts).await, 0);
+    let w = wallets(&redis);
+    for account in &accounts {
+        assert_eq!(w.wallet(account).await.unwrap().balance, 1000);
+    }
+    ledgers_sound(&redis, &accounts).await;
+}
