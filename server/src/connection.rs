@@ -15,7 +15,9 @@ use tokio::time::{Duration, Instant};
 use crate::AppState;
 use crate::code::RoomCode;
 use crate::identity::Identity;
-use crate::room::{Action, ConnId, LobbyOptions, Member, Outbound, RoomCommand, RoomHandle};
+use crate::lobby::{Action, LobbyOptions};
+use crate::outbound::{ConnId, Member, Outbound, to_ws};
+use crate::room::{RoomCommand, RoomHandle};
 use crate::wire_view;
 
 /// Close codes (RFC 6455).
@@ -152,14 +154,6 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
             }
         };
         let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
-    }
-}
-
-/// A WebSocket frame carrying an encoded message, without copying it.
-pub(crate) fn to_ws(frame: wire::Frame) -> Message {
-    match frame {
-        wire::Frame::Text(text) => Message::Text(text.into()),
-        wire::Frame::Binary(bytes) => Message::Binary(bytes.into()),
     }
 }
 

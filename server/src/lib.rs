@@ -4,17 +4,21 @@
 //! tests bind port 0 and stop the server at will.
 
 pub mod admin;
-pub mod bots;
+/// The computer opponents (the `jumpgate-bots` crate).
+pub use jumpgate_bots as bots;
+/// The rules engine (the `jumpgate-rules` crate).
+pub use jumpgate_rules as rules;
 pub mod code;
 pub mod config;
 pub mod connection;
 pub mod http;
 pub mod identity;
 pub mod leaderboard;
+pub mod lobby;
 pub mod metrics;
+pub mod outbound;
 pub mod records;
 pub mod room;
-pub mod rules;
 pub mod solo;
 pub mod store;
 pub mod wallet;
@@ -31,7 +35,8 @@ use tokio::sync::{mpsc, watch};
 use crate::code::RoomCode;
 use crate::config::Settings;
 use crate::identity::{Identities, Identity};
-use crate::room::{LobbyOptions, Room, RoomHandle};
+use crate::lobby::LobbyOptions;
+use crate::room::{Room, RoomHandle};
 use crate::store::{MemoryStore, RedisStore, Store, StoredRoom};
 
 /// What every connection shares: settings, identities, the room registry.
@@ -210,7 +215,7 @@ pub struct Unresumable {
     pub reason: String,
     /// Stakes it may still hold in escrow, and how to release them
     /// (`POST /api/admin/rooms/{code}/settle`).
-    pub stakes: Option<room::StrandedStakes>,
+    pub stakes: Option<lobby::StrandedStakes>,
 }
 
 /// The store the settings ask for: Redis when a URL is set, else memory.
@@ -281,7 +286,7 @@ pub async fn resume_rooms(state: &Arc<AppState>) -> std::io::Result<usize> {
             continue;
         }
         let code = room.code.clone();
-        let stakes = room::stranded_stakes(&room.record);
+        let stakes = lobby::stranded_stakes(&room.record);
         let result = match solo::solo_record(&room.record) {
             Some(record) => state.spawn_solo(record).map(|_| ()),
             None => state.resume_room(room).map(|_| ()),

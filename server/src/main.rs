@@ -11,7 +11,7 @@ use jumpgate_server::rules::space::{SpaceGame, SpaceMove};
 use jumpgate_server::rules::{Position, Variant, VariantGame, fen, perft};
 
 /// Every message builds and drops a state's many small strings and vectors;
-/// mimalloc serves them faster than glibc's allocator (see README, Load test).
+/// mimalloc serves them faster than glibc's allocator (see loadtest/README.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

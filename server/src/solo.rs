@@ -14,7 +14,7 @@ use crate::bots::{self, BotConfig, Level};
 use crate::config::Settings;
 use crate::identity::Identity;
 use crate::leaderboard::{Leaderboards, RankedOutcome};
-use crate::room::{ConnId, Outbound, Refusal};
+use crate::outbound::{ConnId, Outbound, Refusal};
 use crate::rules::{Color, MoveInfo, Variant, VariantGame};
 use crate::store::{RoomWrite, Store};
 use crate::wire_view;
@@ -414,7 +414,9 @@ impl SoloGame {
         let result = match self.game.outcome() {
             Some(outcome) => Some(wire::GameResult {
                 winner: outcome.winner.map(wire_view::color),
-                reason: crate::room::end_reason(outcome.reason),
+                reason: crate::room::view::game_end(crate::lobby::GameEnd::from_rules(
+                    outcome.reason,
+                )),
                 points: outcome.points.map(wire_view::points),
             }),
             None if self.record.ranked
@@ -612,7 +614,8 @@ impl SoloGame {
             self.notations.clone(),
             self.last_move.clone(),
         );
-        let m = crate::room::play_submitted(&mut self.game, text.as_deref(), path.as_deref())?;
+        let m = crate::lobby::play_submitted(&mut self.game, text.as_deref(), path.as_deref())
+            .map_err(crate::room::refusal)?;
         self.notations.push(m.notation.clone());
         self.record.moves.push(SoloMove::Stored(m.stored.clone()));
         self.last_move = Some(m);

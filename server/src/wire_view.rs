@@ -159,7 +159,8 @@ pub fn game_view(
         must_capture,
         deadline: if in_play { unix_ms(deadline) } else { 0 },
         remaining_ms: if in_play {
-            crate::room::remaining(deadline)
+            deadline
+                .saturating_duration_since(Instant::now())
                 .as_millis()
                 .min(u128::from(u32::MAX)) as u32
         } else {

@@ -19,7 +19,7 @@ export function isPlayable(ruleSet, f, r) {
 export const squareName = (f, r) => `${FILES[f]}${r + 1}`;
 
 /**
- * The rule set's own number for a square (server/RULES.md), or null for
+ * The rule set's own number for a square (rules/RULES.md), or null for
  * the algebraic rule sets and for squares not played on.
  */
 export function squareNumber(ruleSet, f, r) {

@@ -1,0 +1,279 @@
+//! Computer opponents: four levels of a checkers engine for every rule set,
+//! pure and synchronous like the rules engine it sits beside (no I/O, no
+//! async, no wire format).
+//!
+//! - [`level`]: [`Level`] and what distinguishes the levels;
+//! - `search`: iterative-deepening PVS with a transposition table, move
+//!   ordering and a capture quiescence search;
+//! - [`eval`]: the evaluation and its weights per rule set;
+//! - [`hash`]: Zobrist keys of positions;
+//! - [`rng`]: the seeded generator behind deliberate imperfection;
+//! - [`arena`]: whole games between two bots, for the strength ladder;
+//! - [`space`] and [`orbit`]: the same four levels for Space Mode and the
+//!   orbit game, each with a small search of its own.
+//!
+//! The easy levels stray on purpose, from a seed, so with the same seed and
+//! game they choose the same move; the lower three levels stop on node
+//! budgets, not on the clock, so they are deterministic unless the time
+//! budget runs out first. The Executive thinks until its time budget.
+
+pub mod arena;
+pub mod eval;
+pub mod hash;
+pub mod level;
+pub mod orbit;
+pub mod rng;
+mod search;
+pub mod space;
+mod table;
+
+use std::time::{Duration, Instant};
+
+use jumpgate_rules::with_rules;
+use jumpgate_rules::{Game, Move, Position, Rules, VariantGame, variant_game};
+use level::Profile;
+pub use level::{Level, UnknownLevel};
+pub use orbit::choose_orbit_move;
+use rng::SplitMix64;
+use search::{History, Limits, Searcher};
+pub use space::choose_space_move;
+
+pub use search::MATE;
+
+/// How a bot plays: its level, its time budget per move and its seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BotConfig {
+    pub level: Level,
+    /// The Executive's thinking time per move; for the other levels only a
+    /// safety cap, since their node budgets end the search long before.
+    pub time_budget: Duration,
+    /// Seeds the deliberate imperfection of the easy levels.
+    pub seed: u64,
+    /// Caps the nodes searched per move below the level's own budget (for
+    /// tests and quick games); `None` keeps the level's budget.
+    pub node_limit: Option<u64>,
+}
+
+impl BotConfig {
+    /// The default budget per move.
+    pub const DEFAULT_TIME_BUDGET: Duration = Duration::from_secs(1);
+
+    pub fn new(level: Level) -> BotConfig {
+        BotConfig {
+            level,
+            time_budget: Self::DEFAULT_TIME_BUDGET,
+            seed: 0,
+            node_limit: None,
+        }
+    }
+
+    pub fn with_seed(self, seed: u64) -> BotConfig {
+        BotConfig { seed, ..self }
+    }
+
+    pub fn with_node_limit(self, node_limit: u64) -> BotConfig {
+        BotConfig {
+            node_limit: Some(node_limit),
+            ..self
+        }
+    }
+
+    pub fn with_time_budget(self, time_budget: Duration) -> BotConfig {
+        BotConfig {
+            time_budget,
+            ..self
+        }
+    }
+}
+
+/// What a search found, for logs and the ladder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SearchInfo {
+    /// Deepest completed iteration in plies (0: the move was forced).
+    pub depth: u32,
+    pub nodes: u64,
+    /// The chosen move's score for the side to move (a man is 100; beyond
+    /// `MATE - 1000` a forced win, below its negation a forced loss).
+    pub score: i32,
+    pub elapsed: Duration,
+}
+
+/// The bot's move in this game, or `None` when the game is over.
+pub fn choose_move(game: &Game, config: &BotConfig) -> Option<Move> {
+    think(game, config).map(|(m, _)| m)
+}
+
+/// Like [`choose_move`], with what the search saw.
+pub fn think(game: &Game, config: &BotConfig) -> Option<(Move, SearchInfo)> {
+    let started = Instant::now();
+    let legal = game.legal_moves();
+    match legal {
+        [] => None,
+        [only] => Some((*only, SearchInfo::default())),
+        _ => {
+            let (chosen, mut info) =
+                with_rules!(game.rule_set(), R => think_for::<R>(game, config, started));
+            info.elapsed = started.elapsed();
+            // Hand back the game's own entry for that result.
+            let m = legal
+                .iter()
+                .find(|m| m.result_key() == chosen.result_key())
+                .copied()
+                .unwrap_or(legal[0]);
+            Some((m, info))
+        }
+    }
+}
+
+/// Hashes of the positions since the last capture or man move, current last:
+/// the only ones that can repeat.
+fn reversible_history(game: &Game) -> Vec<u64> {
+    let mut pos = *game.initial_position();
+    let mut all = vec![hash::zobrist(&pos)];
+    for m in game.moves() {
+        pos.play_unchecked(m);
+        all.push(hash::zobrist(&pos));
+    }
+    let keep = game.plies_without_progress() as usize + 1;
+    all.split_off(all.len().saturating_sub(keep))
+}
+
+/// The bot's move in a game of any rule set, in its stored form
+/// ([`jumpgate_rules::MoveInfo::stored`]); `None` when the game is over.
+pub fn choose_stored(game: &VariantGame, config: &BotConfig) -> Option<String> {
+    match game {
+        VariantGame::Draughts(g) => {
+            choose_move(g, config).map(|m| variant_game::stored_draughts(&m))
+        }
+        VariantGame::Space(g) => {
+            space::choose_space_move(g, config).map(|m| variant_game::stored_space(&m))
+        }
+        VariantGame::Orbit(g) => {
+            orbit::choose_orbit_move(g, config).map(|m| variant_game::stored_orbit(&m))
+        }
+    }
+}
+
+/// How far one search may go: its node budget and its two clocks.
+pub(crate) struct Budget {
+    pub max_nodes: u64,
+    /// The search stops here.
+    pub deadline: Instant,
+    /// No new iteration starts after this.
+    pub soft_deadline: Instant,
+}
+
+impl Budget {
+    pub(crate) fn new(profile: &Profile, config: &BotConfig, started: Instant) -> Budget {
+        let deadline = started + config.time_budget;
+        let soft_deadline = if profile.timed {
+            // An iteration takes several times the previous one: starting
+            // one after half the budget rarely finishes.
+            started + config.time_budget.mul_f64(0.5)
+        } else {
+            deadline
+        };
+        Budget {
+            max_nodes: config
+                .node_limit
+                .map_or(profile.max_nodes, |n| n.min(profile.max_nodes)),
+            deadline,
+            soft_deadline,
+        }
+    }
+}
+
+/// The root move to play, by index, from the scores of every root move
+/// (fewer when not even one ply finished): a random one on a deliberate
+/// `stray` or without complete scores, else the best after `noise`, which
+/// never hides a forced win or loss.
+pub(crate) fn pick_root(
+    scores: &[i32],
+    moves: usize,
+    stray: bool,
+    noise: i32,
+    rng: &mut SplitMix64,
+) -> usize {
+    if stray || scores.len() != moves {
+        return rng.below(moves as u64) as usize;
+    }
+    let mut best = 0;
+    let mut best_noisy = i32::MIN;
+    for (i, &s) in scores.iter().enumerate() {
+        let noisy = if s.abs() > search::MATE_BOUND {
+            s
+        } else {
+            s + rng.spread(noise)
+        };
+        if noisy > best_noisy {
+            best_noisy = noisy;
+            best = i;
+        }
+    }
+    best
+}
+
+/// The move `search` picks among `legal` (by index, given at least two),
+/// timed; none without legal moves, the only one without a search.
+pub(crate) fn choose_among<M>(
+    mut legal: Vec<M>,
+    search: impl FnOnce(&[M], Instant) -> (usize, SearchInfo),
+) -> Option<(M, SearchInfo)> {
+    let started = Instant::now();
+    match legal.len() {
+        0 => None,
+        1 => legal.pop().map(|m| (m, SearchInfo::default())),
+        _ => {
+            let (index, mut info) = search(&legal, started);
+            info.elapsed = started.elapsed();
+            Some((legal.swap_remove(index), info))
+        }
+    }
+}
+
+fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Move, SearchInfo) {
+    let profile = config.level.profile();
+    let budget = Budget::new(&profile, config, started);
+    let limits = Limits {
+        max_depth: profile.max_depth,
+        max_nodes: budget.max_nodes,
+        deadline: Some(budget.deadline),
+        soft_deadline: Some(budget.soft_deadline),
+    };
+    let pos: Position = *game.position();
+    let quiet_plies = game.plies_without_progress();
+    let weights = eval::Weights::for_rule_set(game.rule_set());
+    let history = History {
+        hashes: reversible_history(game),
+    };
+    let mut searcher = Searcher::<R>::new(weights, limits, profile.table_bits, history);
+    let legal = game.legal_moves();
+
+    if profile.noise == 0 && profile.stray_percent == 0 {
+        let found = searcher.deepen(&pos, quiet_plies);
+        let info = SearchInfo {
+            depth: found.map_or(0, |r| r.depth),
+            nodes: searcher.nodes,
+            score: found.map_or(0, |r| r.score),
+            elapsed: Duration::ZERO,
+        };
+        return (found.map_or(legal[0], |r| r.best), info);
+    }
+
+    // Mix the seed with the position and the move number, so a game does not
+    // repeat the same "mistake" pattern and the same game replays exactly.
+    let mut rng = SplitMix64::new(
+        config.seed ^ hash::zobrist(&pos) ^ (game.moves().len() as u64).rotate_left(32),
+    );
+    let stray = rng.chance(profile.stray_percent);
+    let (scores, depth) = searcher.score_all(&pos, quiet_plies, legal);
+    let mut info = SearchInfo {
+        depth,
+        nodes: searcher.nodes,
+        score: 0,
+        elapsed: Duration::ZERO,
+    };
+    let index = pick_root(&scores, legal.len(), stray, profile.noise, &mut rng);
+    info.score = scores.get(index).copied().unwrap_or(0);
+    (legal[index], info)
+}

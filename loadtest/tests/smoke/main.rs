@@ -1,0 +1,5 @@
+//! The load tester's smoke tests, one binary: a short run of each mode
+//! against a real server.
+
+mod bench;
+mod bots;

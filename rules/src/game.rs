@@ -1,0 +1,349 @@
+//! A game in progress: the position, the moves so far, the draw rules, and
+//! the outcome. Playing an illegal move is refused with a reason and leaves
+//! the game unchanged.
+
+use super::bitboard::Square;
+use super::movegen::{captures, dedup_results, legal_moves};
+use super::notation::{self, MoveTextError};
+use super::position::{Color, Move, Position};
+use super::variant::{RuleSet, Rules};
+use crate::with_rules;
+
+/// How a game ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case", tag = "kind"))]
+pub enum Outcome {
+    Win { winner: Color, reason: WinReason },
+    Draw { reason: DrawReason },
+}
+
+impl Outcome {
+    /// The outcome for the side `to_move`, from what the draw rules look
+    /// at: a side without pieces or, to move, without moves loses; the
+    /// third repetition or the no-progress limit draws; else play goes on.
+    pub fn judge(
+        to_move: Color,
+        has_pieces: bool,
+        has_moves: bool,
+        repetitions: usize,
+        no_progress: bool,
+    ) -> Option<Outcome> {
+        if !has_pieces {
+            Some(Outcome::Win {
+                winner: to_move.opposite(),
+                reason: WinReason::NoPieces,
+            })
+        } else if !has_moves {
+            Some(Outcome::Win {
+                winner: to_move.opposite(),
+                reason: WinReason::NoMoves,
+            })
+        } else if repetitions >= 3 {
+            Some(Outcome::Draw {
+                reason: DrawReason::Repetition,
+            })
+        } else if no_progress {
+            Some(Outcome::Draw {
+                reason: DrawReason::NoProgress,
+            })
+        } else {
+            None
+        }
+    }
+
+    pub fn winner(&self) -> Option<Color> {
+        match self {
+            Outcome::Win { winner, .. } => Some(*winner),
+            Outcome::Draw { .. } => None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum WinReason {
+    /// The loser has no pieces left.
+    NoPieces,
+    /// The loser, to move, has no legal move.
+    NoMoves,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum DrawReason {
+    /// The same position with the same side to move for the third time.
+    Repetition,
+    /// The rule set's run of plies without capture or man move.
+    NoProgress,
+}
+
+/// Why a move was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlayError {
+    #[error("the game is over")]
+    GameOver,
+    #[error(transparent)]
+    Text(#[from] MoveTextError),
+    #[error("there is no piece on {0}")]
+    EmptySquare(String),
+    #[error("the piece on {0} is not yours")]
+    NotYourPiece(String),
+    #[error("a capture is mandatory")]
+    CaptureMandatory,
+    #[error("a capture that takes more pieces is required")]
+    LargerCaptureRequired,
+    #[error("another capture has priority (more kings, made by a king, or a king taken earlier)")]
+    PriorityCaptureRequired,
+    #[error("the capture is not finished: the piece can jump again")]
+    CaptureNotFinished,
+    #[error("{0} matches several legal moves; give the full path")]
+    Ambiguous(String),
+    #[error("not a legal move")]
+    IllegalMove,
+}
+
+/// A game from a start position, with everything the draw rules need.
+#[derive(Clone, Debug)]
+pub struct Game {
+    rule_set: RuleSet,
+    initial: Position,
+    position: Position,
+    moves: Vec<Move>,
+    /// Positions since the last capture or man move, current one included:
+    /// only these can repeat.
+    since_progress: Vec<Position>,
+    outcome: Option<Outcome>,
+    /// Legal moves of the current position, one per distinct result.
+    legal: Vec<Move>,
+}
+
+impl Game {
+    pub fn new(rule_set: RuleSet) -> Game {
+        Game::from_position(rule_set, Position::start(rule_set))
+    }
+
+    pub fn from_position(rule_set: RuleSet, position: Position) -> Game {
+        let mut game = Game {
+            rule_set,
+            initial: position,
+            position,
+            moves: Vec::new(),
+            since_progress: vec![position],
+            outcome: None,
+            legal: Vec::new(),
+        };
+        game.refresh();
+        game
+    }
+
+    pub fn rule_set(&self) -> RuleSet {
+        self.rule_set
+    }
+
+    pub fn initial_position(&self) -> &Position {
+        &self.initial
+    }
+
+    pub fn position(&self) -> &Position {
+        &self.position
+    }
+
+    pub fn turn(&self) -> Color {
+        self.position.turn()
+    }
+
+    /// Moves played so far.
+    pub fn moves(&self) -> &[Move] {
+        &self.moves
+    }
+
+    pub fn outcome(&self) -> Option<Outcome> {
+        self.outcome
+    }
+
+    /// Plies in a row with no capture and no man move.
+    pub fn plies_without_progress(&self) -> u32 {
+        (self.since_progress.len() - 1) as u32
+    }
+
+    /// The legal moves, one per distinct result (empty once the game is over).
+    pub fn legal_moves(&self) -> &[Move] {
+        if self.outcome.is_some() {
+            &[]
+        } else {
+            &self.legal
+        }
+    }
+
+    /// Squares of the pieces that must capture, when a capture is mandatory.
+    pub fn must_capture(&self) -> Vec<Square> {
+        let mut from: Vec<Square> = self
+            .legal_moves()
+            .iter()
+            .filter(|m| m.is_capture())
+            .map(Move::from)
+            .collect();
+        from.sort_unstable();
+        from.dedup();
+        from
+    }
+
+    /// The text of a legal move in the rule set's notation.
+    pub fn move_text(&self, m: &Move) -> String {
+        notation::move_text(self.rule_set, m, &self.legal)
+    }
+
+    /// Plays a move given in the rule set's notation.
+    pub fn play_text(&mut self, text: &str) -> Result<Move, PlayError> {
+        if self.outcome.is_some() {
+            return Err(PlayError::GameOver);
+        }
+        let parsed = notation::parse_move_text(self.rule_set, text)?;
+        let m = if parsed.squares.len() == 2 {
+            self.find_by_ends(parsed.squares[0], parsed.squares[1], text)?
+        } else {
+            self.find_by_path(&parsed.squares)?
+        };
+        self.apply(m);
+        Ok(m)
+    }
+
+    /// Plays a move given by its path (origin and every landing square).
+    pub fn play_path(&mut self, path: &[Square]) -> Result<Move, PlayError> {
+        if self.outcome.is_some() {
+            return Err(PlayError::GameOver);
+        }
+        if path.len() < 2 {
+            return Err(MoveTextError::TooShort.into());
+        }
+        let m = if path.len() == 2 {
+            self.find_by_ends(path[0], path[1], "")?
+        } else {
+            self.find_by_path(path)?
+        };
+        self.apply(m);
+        Ok(m)
+    }
+
+    /// Plays a move from this position's legal list (or any path with the
+    /// same result).
+    pub fn play(&mut self, m: &Move) -> Result<(), PlayError> {
+        if self.outcome.is_some() {
+            return Err(PlayError::GameOver);
+        }
+        let found = self.find_by_path(m.path())?;
+        self.apply(found);
+        Ok(())
+    }
+
+    fn find_by_ends(&self, from: Square, to: Square, text: &str) -> Result<Move, PlayError> {
+        let matches: Vec<&Move> = self
+            .legal
+            .iter()
+            .filter(|m| m.from() == from && m.to() == to)
+            .collect();
+        match matches.as_slice() {
+            [one] => Ok(**one),
+            [] => Err(self.diagnose(&[from, to])),
+            _ => Err(PlayError::Ambiguous(text.to_owned())),
+        }
+    }
+
+    fn find_by_path(&self, path: &[Square]) -> Result<Move, PlayError> {
+        // Any complete path is accepted; it plays as its result's move.
+        let mut all = Vec::new();
+        with_rules!(self.rule_set, R => legal_moves::<R>(&self.position, &mut all));
+        let chosen = all.iter().find(|m| m.path() == path);
+        match chosen {
+            Some(m) => Ok(*self
+                .legal
+                .iter()
+                .find(|l| l.result_key() == m.result_key())
+                .expect("every legal path has a representative")),
+            None => Err(self.diagnose(path)),
+        }
+    }
+
+    /// Explains why `path` is not a legal move here.
+    fn diagnose(&self, path: &[Square]) -> PlayError {
+        let rs = self.rule_set;
+        let from = path[0];
+        let name = notation::square_name(rs, from);
+        match self.position.piece_at(from) {
+            None => return PlayError::EmptySquare(name),
+            Some((color, _)) if color != self.turn() => return PlayError::NotYourPiece(name),
+            _ => {}
+        }
+        let mut raw = Vec::new();
+        with_rules!(rs, R => captures::<R, _>(&self.position, &mut raw));
+        if raw.is_empty() {
+            return PlayError::IllegalMove;
+        }
+        let is_prefix = |m: &Move| m.path().len() > path.len() && m.path().starts_with(path);
+        let ends_match = |m: &Move| {
+            if path.len() == 2 {
+                m.from() == from && m.to() == path[1]
+            } else {
+                m.path() == path
+            }
+        };
+        if raw.iter().any(ends_match) {
+            let choice = with_rules!(rs, R => R::CAPTURE_CHOICE);
+            let max = raw.iter().map(|m| m.captured().count()).max();
+            let this = raw
+                .iter()
+                .filter(|m| ends_match(m))
+                .map(|m| m.captured().count())
+                .max();
+            return if choice == super::variant::CaptureChoice::Italian && this == max {
+                PlayError::PriorityCaptureRequired
+            } else {
+                PlayError::LargerCaptureRequired
+            };
+        }
+        if raw.iter().any(is_prefix) {
+            return PlayError::CaptureNotFinished;
+        }
+        PlayError::CaptureMandatory
+    }
+
+    fn apply(&mut self, m: Move) {
+        let moved_man = !self.position.kings().contains(m.from());
+        self.position.play_unchecked(&m);
+        self.moves.push(m);
+        if m.is_capture() || moved_man {
+            self.since_progress.clear();
+        }
+        self.since_progress.push(self.position);
+        self.refresh();
+    }
+
+    /// Recomputes the legal moves and the outcome after a change.
+    fn refresh(&mut self) {
+        with_rules!(self.rule_set, R => self.refresh_for::<R>());
+    }
+
+    fn refresh_for<R: Rules>(&mut self) {
+        legal_moves::<R>(&self.position, &mut self.legal);
+        dedup_results(&mut self.legal);
+        self.outcome = Outcome::judge(
+            self.position.turn(),
+            !self.position.pieces(self.position.turn()).is_empty(),
+            !self.legal.is_empty(),
+            self.repetitions(),
+            self.plies_without_progress() >= R::NO_PROGRESS_DRAW_PLIES,
+        );
+    }
+
+    /// How many times the current position (with the same side to move) has
+    /// stood on the board.
+    pub fn repetitions(&self) -> usize {
+        self.since_progress
+            .iter()
+            .filter(|p| **p == self.position)
+            .count()
+    }
+}

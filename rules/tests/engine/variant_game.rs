@@ -1,0 +1,163 @@
+//! `VariantGame`, the one type rooms and solo games play every rule set
+//! through: on random playouts of all eight rule sets, every listed move
+//! plays by its notation, by its path and by its stored form with the same
+//! result; moves that are not listed are refused and change nothing; a
+//! replay of the stored moves rebuilds the same game (Space Mode's
+//! wormholes included).
+
+use jumpgate_rules::{Variant, VariantGame};
+use proptest::prelude::*;
+
+/// What a client can see of a game; equal views mean equal games.
+fn view(game: &VariantGame) -> String {
+    let mut pieces: Vec<String> = game
+        .pieces()
+        .iter()
+        .map(|p| format!("{}{:?}{}", p.square, p.color, p.king))
+        .collect();
+    pieces.sort();
+    format!(
+        "{} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+        game.fen(),
+        pieces,
+        game.turn(),
+        game.ply(),
+        game.wormholes(),
+        game.boosts_left(),
+        game.points(),
+        game.outcome()
+    )
+}
+
+fn variant() -> impl Strategy<Value = Variant> {
+    (0..Variant::ALL.len()).prop_map(|i| Variant::ALL[i])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn every_listed_move_plays_three_ways_and_replays(
+        variant in variant(),
+        seed in any::<u64>(),
+        choices in proptest::collection::vec(any::<u16>(), 1..60),
+    ) {
+        let mut game = VariantGame::new(variant, seed);
+        let mut stored = Vec::new();
+        for choice in choices {
+            let legal = game.legal_moves();
+            if legal.is_empty() {
+                prop_assert!(game.outcome().is_some(), "no moves only once the game is over");
+                break;
+            }
+            for m in &legal {
+                let mut by_text = game.clone();
+                let played = by_text.play_text(&m.notation);
+                prop_assert!(played.is_ok(), "{variant}: {} by notation: {played:?}", m.notation);
+                prop_assert_eq!(&played.unwrap().stored, &m.stored);
+
+                let mut by_path = game.clone();
+                let played = by_path.play_path(&m.path);
+                prop_assert!(played.is_ok(), "{variant}: {:?} by path: {played:?}", m.path);
+
+                let mut by_stored = game.clone();
+                prop_assert!(by_stored.play_stored(&m.stored).is_ok());
+                prop_assert_eq!(view(&by_text), view(&by_path));
+                prop_assert_eq!(view(&by_text), view(&by_stored));
+            }
+            // Refusals change nothing.
+            let before = view(&game);
+            prop_assert!(game.play_text("not a move").is_err());
+            prop_assert!(game.play_path(&["z9".to_owned(), "a1".to_owned()]).is_err());
+            prop_assert!(game.play_path(&[]).is_err());
+            // Two squares name a move by its ends, and a capture may end where
+            // it began (a loop, e.g. a king taking four pieces around a square):
+            // [s, s] plays only such a move, and only when it is the one.
+            let first = &legal[0].path[0];
+            let loops = legal
+                .iter()
+                .filter(|m| m.path.len() > 1 && m.path.first() == Some(first) && m.path.last() == Some(first))
+                .count();
+            let mut probe = game.clone();
+            let same = probe.play_path(&[first.clone(), first.clone()]);
+            prop_assert_eq!(same.is_ok(), loops == 1, "{}: [{}, {}] with {} loops", variant, first, first, loops);
+            prop_assert_eq!(view(&game), before);
+
+            let m = &legal[usize::from(choice) % legal.len()];
+            let played = game.play_stored(&m.stored).expect("a listed move plays");
+            prop_assert_eq!(&played.notation, &m.notation);
+            stored.push(played.stored);
+        }
+        let texts: Vec<&str> = stored.iter().map(String::as_str).collect();
+        let (replayed, played) = VariantGame::replay(variant, seed, &texts).expect("replays");
+        prop_assert_eq!(view(&replayed), view(&game));
+        prop_assert_eq!(played.len(), stored.len());
+    }
+}
+
+#[test]
+fn names_round_trip() {
+    for v in Variant::ALL {
+        assert_eq!(v.name().parse::<Variant>().unwrap(), v);
+        let json = serde_json::to_string(&v).unwrap();
+        assert_eq!(json, format!("\"{}\"", v.name()));
+        assert_eq!(serde_json::from_str::<Variant>(&json).unwrap(), v);
+    }
+    assert!("checkers-in-space".parse::<Variant>().is_err());
+    assert_eq!(Variant::ALL.len(), 8);
+}
+
+#[test]
+fn different_seeds_place_different_wormholes() {
+    let places: std::collections::HashSet<_> = (0..20)
+        .map(|seed| VariantGame::new(Variant::Space, seed).wormholes())
+        .collect();
+    assert!(places.len() > 5, "seeds vary the wormholes: {places:?}");
+    let a = VariantGame::new(Variant::Space, 42).wormholes();
+    assert_eq!(a, VariantGame::new(Variant::Space, 42).wormholes());
+}
+
+#[test]
+fn orbit_pdn_marks_passes_and_points() {
+    // Pseudo-random orbit games until one has a pass.
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    for _ in 0..500 {
+        let mut game = VariantGame::new(Variant::Orbit, 0);
+        let mut notations = Vec::new();
+        let mut passed = false;
+        while game.outcome().is_none() {
+            let legal = game.legal_moves();
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let m = &legal[(rng >> 33) as usize % legal.len()];
+            let mover = game.turn();
+            notations.push(game.play_stored(&m.stored).unwrap().notation);
+            passed |= game.turn() == mover && game.outcome().is_none();
+        }
+        if !passed {
+            continue;
+        }
+        let tags = jumpgate_rules::pdn::PdnTags {
+            points: Some([7, 1]),
+            ..Default::default()
+        };
+        let pdn = game.pdn(&tags, &notations);
+        assert!(pdn.contains("[Variant \"orbit\"]"), "{pdn}");
+        assert!(
+            pdn.contains("[Points \"7-1\"]"),
+            "points from the tags win: {pdn}"
+        );
+        assert!(
+            pdn.contains(" -- ") || pdn.contains(". --"),
+            "a pass is written: {pdn}"
+        );
+        let written = pdn
+            .split_whitespace()
+            .filter(|w| w.contains('-') && *w != "--" && !w.starts_with('[') && !w.contains('"'))
+            .count();
+        assert!(written >= notations.len(), "every move is written: {pdn}");
+        return;
+    }
+    panic!("no orbit game with a pass");
+}

@@ -1,0 +1,653 @@
+//! The lobby as a pure state machine: seats, the series, the round in play,
+//! draw offers and rematches as one value ([`Lobby`]), and the transitions
+//! that change it. No I/O, no tokio, no wire format: time comes in as a
+//! parameter, refusals are [`LobbyError`]s, and the room task
+//! (`crate::room`) carries out what a transition leaves to do.
+//!
+//! What is left to do is part of the value, so it is stored with it and
+//! survives a crash: [`Lobby::escrow_intent`] (take both stakes, then
+//! [`Lobby::begin_series`], or [`Lobby::undo_series_start`]),
+//! [`Lobby::pending_settlement`] (pay out or refund a finished series),
+//! [`Lobby::pending_record`] (count it in the records), and the moves and
+//! games not yet stored. A transition that refuses changes nothing.
+
+mod outcome;
+mod record;
+mod series;
+
+use std::time::{Duration, Instant};
+
+use crate::code::RoomCode;
+use crate::identity::Identity;
+use crate::records::SeriesRecord;
+use crate::rules::{Color, MoveInfo, Variant, VariantGame};
+use crate::store::StoredMove;
+use crate::wallet::Settlement;
+
+pub use outcome::{GameEnd, GameResult, Phase, Points, SeriesEnd, SeriesResult};
+pub use record::{ResumeError, StrandedStakes, WallClock, stranded_stakes};
+pub use series::{FORFEIT_POINTS, MAX_GAME_POINTS, points_series_over};
+
+/// Options fixed when a lobby is created.
+#[derive(Clone, Debug)]
+pub struct LobbyOptions {
+    pub rule_set: Variant,
+    pub series_length: u8,
+    pub invite_only: bool,
+    /// Bold Points each player stakes; 0 for a free lobby.
+    pub stake: u32,
+}
+
+/// How long moves and breaks last.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    pub move_clock: Duration,
+    pub break_time: Duration,
+}
+
+/// Something a seated player (or a spectator, who is refused) asks for.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Action {
+    Move {
+        notation: Option<String>,
+        path: Option<Vec<String>>,
+    },
+    OfferDraw,
+    AcceptDraw,
+    DeclineDraw,
+    Resign,
+    NextRound,
+    Rematch,
+    EndMatch,
+    Resync,
+}
+
+/// A player in a seat.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Seat {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub guest: bool,
+    /// The last action this player had applied: its seq and content, so an
+    /// action re-sent (after a reconnect, or after `storage_unavailable`)
+    /// is applied once and acknowledged again.
+    #[serde(alias = "last_move")]
+    pub last_action: Option<(u32, Action)>,
+}
+
+/// A staked series about to start: stored before the stakes are taken, so
+/// a crash or an unanswered wallet call in between is undone (the series
+/// refunded, the seating that asked for it reversed) rather than left
+/// half-done.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EscrowIntent {
+    /// The series id, `CODE:N`; never used for another series.
+    pub series: String,
+    /// The two accounts and what each stakes.
+    pub stakes: [(String, u64); 2],
+    /// What asked for the series, to reverse it if the stakes are not taken.
+    pub undo: SeriesStartUndo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeriesStartUndo {
+    /// A join filled the lobby: the joiner leaves this seat again.
+    Unseat(usize),
+    /// Both asked for a rematch: the seats swap back, nobody has asked.
+    Unswap,
+}
+
+/// The score of the series in play (or just finished).
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Series {
+    pub round: u32,
+    pub wins: [u32; 2],
+    pub draws: u32,
+    /// Points per seat, in rule sets scored by points (orbit).
+    #[serde(default)]
+    pub points: [u32; 2],
+    pub result: Option<SeriesResult>,
+}
+
+/// The round being played (or just ended).
+#[derive(Debug, Clone)]
+pub struct Round {
+    /// Numbers the games of a lobby, for the move log.
+    pub game_no: u64,
+    pub game: VariantGame,
+    pub dark_seat: usize,
+    pub deadline: Instant,
+    pub draw_offer: Option<Color>,
+    pub notations: Vec<String>,
+    pub last_move: Option<MoveInfo>,
+    pub result: Option<GameResult>,
+}
+
+impl Round {
+    /// The color a seat plays this round.
+    pub fn color_of(&self, seat: usize) -> Color {
+        if seat == self.dark_seat {
+            Color::Dark
+        } else {
+            Color::Light
+        }
+    }
+}
+
+/// What a transition did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The lobby changed: store it, then acknowledge and broadcast.
+    Changed,
+    /// Nothing to store (an action re-sent after it was applied).
+    Unchanged,
+    /// The member asked for the full state.
+    Resync,
+}
+
+/// Why the lobby refused a request. Texts are defined here, once.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LobbyError {
+    #[error("this lobby is invite-only: open the invite link")]
+    InviteRequired,
+    #[error("this lobby is played for Bold Points: sign in to take a seat (you can watch)")]
+    AccountRequired,
+    #[error("both seats are taken; you can watch instead")]
+    LobbyFull,
+    #[error("spectators can only watch")]
+    SpectatorsCannotAct,
+    #[error("it is not your turn")]
+    NotYourTurn,
+    #[error("a draw offer is already standing")]
+    DrawAlreadyOffered,
+    #[error("your opponent has not offered a draw")]
+    NoDrawOffer,
+    #[error("no game is in progress")]
+    NoGameInProgress,
+    #[error("only the host can end the match")]
+    NotHost,
+    #[error("{0}")]
+    NotNow(&'static str),
+    #[error("{0}")]
+    IllegalMove(String),
+}
+
+/// One lobby's durable state.
+#[derive(Debug, Clone)]
+pub struct Lobby {
+    pub code: RoomCode,
+    pub options: LobbyOptions,
+    pub invite: Option<String>,
+    pub host: String,
+    pub seats: [Option<Seat>; 2],
+    pub phase: Phase,
+    pub series: Series,
+    pub round: Option<Round>,
+    pub break_until: Option<Instant>,
+    pub next_round: [bool; 2],
+    pub rematch: [bool; 2],
+    /// Grows with every change; a client never sees it go down.
+    pub version: u64,
+    pub games_started: u64,
+    /// Numbers the series of this lobby; with the code it names the escrow.
+    pub series_no: u64,
+    /// A finished staked series whose pot is not yet paid out or refunded.
+    pub pending_settlement: Option<(String, Settlement)>,
+    /// A staked series whose stakes are to be taken.
+    pub escrow_intent: Option<EscrowIntent>,
+    /// A finished series between two accounts not yet in the records.
+    pub pending_record: Option<SeriesRecord>,
+    /// Moves and finished games not yet known to be stored.
+    pub pending_moves: Vec<StoredMove>,
+    pub pending_games: Vec<(u64, String)>,
+    pub timing: Timing,
+    /// Draws the seeds of new games (Space Mode's wormholes).
+    seeds: u64,
+}
+
+impl Lobby {
+    /// A new lobby, nobody seated yet. `seed` starts the sequence of game
+    /// seeds.
+    pub fn new(
+        code: RoomCode,
+        options: LobbyOptions,
+        invite: Option<String>,
+        host: &str,
+        timing: Timing,
+        seed: u64,
+    ) -> Lobby {
+        Lobby {
+            code,
+            options,
+            invite,
+            host: host.to_owned(),
+            seats: [None, None],
+            phase: Phase::Waiting,
+            series: Series::default(),
+            round: None,
+            break_until: None,
+            next_round: [false; 2],
+            rematch: [false; 2],
+            version: 0,
+            games_started: 0,
+            series_no: 0,
+            pending_settlement: None,
+            escrow_intent: None,
+            pending_record: None,
+            pending_moves: Vec::new(),
+            pending_games: Vec::new(),
+            timing,
+            seeds: seed,
+        }
+    }
+
+    pub fn seat_of(&self, id: &str) -> Option<usize> {
+        self.seats
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| s.id == id))
+    }
+
+    /// Whether a game is being played (not over).
+    pub fn game_in_play(&self) -> bool {
+        self.phase == Phase::Playing && self.round.as_ref().is_some_and(|r| r.result.is_none())
+    }
+
+    /// Rounds the series can last: N games scored by points, or up to 2N
+    /// when drawn games do not count towards a majority of wins.
+    pub fn max_rounds(&self) -> u32 {
+        let length = u32::from(self.options.series_length);
+        if self.options.rule_set.scored_by_points() {
+            length
+        } else {
+            2 * length
+        }
+    }
+
+    /// The series id of the current (or last) series.
+    pub fn series_id(&self) -> String {
+        format!("{}:{}", self.code, self.series_no)
+    }
+
+    /// Takes a seat (or retakes one's own), or joins as a spectator. When
+    /// this fills the lobby, the series starts (see [`Lobby::start_series`]).
+    pub fn enter(
+        &mut self,
+        who: &Identity,
+        invite: Option<&str>,
+        watch: bool,
+        now: Instant,
+    ) -> Result<(), LobbyError> {
+        let seated = self.seat_of(&who.id).is_some();
+        if !seated && self.invite.is_some() && invite != self.invite.as_deref() {
+            return Err(LobbyError::InviteRequired);
+        }
+        if watch || seated {
+            return Ok(());
+        }
+        if self.options.stake > 0 && who.guest {
+            return Err(LobbyError::AccountRequired);
+        }
+        let Some(free) = self.seats.iter().position(Option::is_none) else {
+            return Err(LobbyError::LobbyFull);
+        };
+        self.seats[free] = Some(Seat {
+            id: who.id.clone(),
+            name: who.name.clone(),
+            guest: who.guest,
+            last_action: None,
+        });
+        if self.phase == Phase::Waiting && self.seats.iter().all(Option::is_some) {
+            self.start_series(SeriesStartUndo::Unseat(free), now);
+        }
+        Ok(())
+    }
+
+    /// Applies an action of identity `id`. A refused action changes nothing;
+    /// an action re-sent with the same `seq` after it was applied is
+    /// [`Applied::Unchanged`].
+    pub fn act(
+        &mut self,
+        id: &str,
+        seq: u32,
+        action: Action,
+        now: Instant,
+    ) -> Result<Applied, LobbyError> {
+        if action == Action::Resync {
+            return Ok(Applied::Resync);
+        }
+        let Some(seat) = self.seat_of(id) else {
+            return Err(LobbyError::SpectatorsCannotAct);
+        };
+        let this = Some((seq, action.clone()));
+        if self.seats[seat]
+            .as_ref()
+            .is_some_and(|s| s.last_action == this)
+        {
+            return Ok(Applied::Unchanged);
+        }
+        self.apply(seat, id, seq, action, now)?;
+        if let Some(s) = self.seats[seat].as_mut() {
+            s.last_action = this;
+        }
+        Ok(Applied::Changed)
+    }
+
+    fn apply(
+        &mut self,
+        seat: usize,
+        id: &str,
+        seq: u32,
+        action: Action,
+        now: Instant,
+    ) -> Result<(), LobbyError> {
+        match action {
+            Action::Move { notation, path } => self.play_move(seat, seq, notation, path, now),
+            Action::OfferDraw => {
+                let round = self.round_in_play()?;
+                let color = round.color_of(seat);
+                if round.game.turn() != color {
+                    return Err(LobbyError::NotYourTurn);
+                }
+                if round.draw_offer.is_some() {
+                    return Err(LobbyError::DrawAlreadyOffered);
+                }
+                self.round_mut().draw_offer = Some(color);
+                Ok(())
+            }
+            Action::AcceptDraw | Action::DeclineDraw => {
+                let round = self.round_in_play()?;
+                let color = round.color_of(seat);
+                if round.draw_offer != Some(color.opposite()) {
+                    return Err(LobbyError::NoDrawOffer);
+                }
+                if action == Action::AcceptDraw {
+                    self.end_round(None, GameEnd::DrawAgreed, now);
+                } else {
+                    self.round_mut().draw_offer = None;
+                }
+                Ok(())
+            }
+            Action::Resign => {
+                if !matches!(self.phase, Phase::Playing | Phase::Break) {
+                    return Err(LobbyError::NotNow("there is no series to resign"));
+                }
+                self.concede(seat, GameEnd::Resigned, SeriesEnd::Resigned);
+                Ok(())
+            }
+            Action::NextRound => {
+                if self.phase != Phase::Break {
+                    return Err(LobbyError::NotNow("there is no break to end"));
+                }
+                self.next_round[seat] = true;
+                if self.next_round.iter().all(|r| *r) {
+                    self.start_round(now);
+                }
+                Ok(())
+            }
+            Action::Rematch => {
+                if !matches!(self.phase, Phase::Finished | Phase::Ended)
+                    || self.seats.iter().any(Option::is_none)
+                {
+                    return Err(LobbyError::NotNow(
+                        "a rematch needs a finished series and both players",
+                    ));
+                }
+                self.rematch[seat] = true;
+                if self.rematch.iter().all(|r| *r) {
+                    self.seats.swap(0, 1);
+                    self.start_series(SeriesStartUndo::Unswap, now);
+                }
+                Ok(())
+            }
+            Action::EndMatch => {
+                if id != self.host {
+                    return Err(LobbyError::NotHost);
+                }
+                match self.phase {
+                    Phase::Playing | Phase::Break => {
+                        if self.round.as_ref().is_some_and(|r| r.result.is_none()) {
+                            self.end_round_unscored(GameEnd::EndedByHost);
+                        }
+                        self.finish(None, SeriesEnd::EndedByHost);
+                        self.phase = Phase::Ended;
+                    }
+                    Phase::Finished => self.phase = Phase::Ended,
+                    Phase::Waiting | Phase::Ended => {
+                        return Err(LobbyError::NotNow("there is no match to end"));
+                    }
+                }
+                Ok(())
+            }
+            Action::Resync => Ok(()),
+        }
+    }
+
+    fn round_in_play(&self) -> Result<&Round, LobbyError> {
+        match (&self.phase, &self.round) {
+            (Phase::Playing, Some(round)) if round.result.is_none() => Ok(round),
+            _ => Err(LobbyError::NoGameInProgress),
+        }
+    }
+
+    fn round_mut(&mut self) -> &mut Round {
+        self.round.as_mut().expect("checked by round_in_play")
+    }
+
+    fn play_move(
+        &mut self,
+        seat: usize,
+        seq: u32,
+        text: Option<String>,
+        path: Option<Vec<String>>,
+        now: Instant,
+    ) -> Result<(), LobbyError> {
+        let round = self.round_in_play()?;
+        let color = round.color_of(seat);
+        if round.game.turn() != color {
+            return Err(LobbyError::NotYourTurn);
+        }
+        let move_clock = self.timing.move_clock;
+        let round = self.round.as_mut().expect("checked by round_in_play");
+        let m = play_submitted(&mut round.game, text.as_deref(), path.as_deref())?;
+        round.notations.push(m.notation.clone());
+        // An offer by the opponent is declined by moving; one's own offer
+        // stands through the opponent's turn.
+        if round.draw_offer == Some(color.opposite()) {
+            round.draw_offer = None;
+        }
+        round.deadline = now + move_clock;
+        self.pending_moves.push(StoredMove {
+            game_no: round.game_no,
+            ply: round.game.ply(),
+            path: m.stored.clone(),
+            text: m.notation.clone(),
+            seat: seat as u8,
+            seq,
+        });
+        round.last_move = Some(m);
+        if let Some(outcome) = self.round.as_ref().and_then(|r| r.game.outcome()) {
+            self.end_round_scored(
+                outcome.winner,
+                GameEnd::from_rules(outcome.reason),
+                outcome.points,
+                now,
+            );
+        }
+        Ok(())
+    }
+
+    /// Identity `id` leaves: mid-series this concedes it; the seat is
+    /// emptied; a finished lobby goes back to waiting; the host passes to
+    /// the other player.
+    pub fn leave(&mut self, id: &str) {
+        let Some(seat) = self.seat_of(id) else {
+            return;
+        };
+        if matches!(self.phase, Phase::Playing | Phase::Break) {
+            self.concede(seat, GameEnd::Left, SeriesEnd::Left);
+        }
+        self.seats[seat] = None;
+        if matches!(self.phase, Phase::Finished | Phase::Ended) {
+            self.phase = Phase::Waiting;
+            self.round = None;
+        }
+        if self.host == id
+            && let Some(other) = self.seats.iter().flatten().next()
+        {
+            self.host = other.id.clone();
+        }
+    }
+
+    /// Both seats are filled for a new series. A free lobby starts it at
+    /// once; a staked one records its intent to take both stakes, which the
+    /// room carries out once that intent is stored. The series number only
+    /// grows, so a series id is never reused.
+    fn start_series(&mut self, undo: SeriesStartUndo, now: Instant) {
+        self.series_no += 1;
+        let stake = u64::from(self.options.stake);
+        if stake == 0 {
+            self.begin_series(now);
+            return;
+        }
+        let [Some(a), Some(b)] = &self.seats else {
+            return;
+        };
+        self.escrow_intent = Some(EscrowIntent {
+            series: self.series_id(),
+            stakes: [(a.id.clone(), stake), (b.id.clone(), stake)],
+            undo,
+        });
+    }
+
+    /// Starts the series: both stakes are held (or none are needed).
+    pub fn begin_series(&mut self, now: Instant) {
+        self.escrow_intent = None;
+        self.series = Series::default();
+        self.rematch = [false; 2];
+        self.start_round(now);
+    }
+
+    /// Reverses the seating that asked for a series whose stakes were not
+    /// taken. Returns the identity that lost its seat, if one did.
+    pub fn undo_series_start(&mut self) -> Option<String> {
+        let intent = self.escrow_intent.take()?;
+        // The action that asked for the series did not happen after all: a
+        // retry of it must be applied afresh, not acknowledged as done.
+        for seat in self.seats.iter_mut().flatten() {
+            seat.last_action = None;
+        }
+        match intent.undo {
+            SeriesStartUndo::Unseat(seat) => self.seats[seat].take().map(|s| s.id),
+            SeriesStartUndo::Unswap => {
+                self.seats.swap(0, 1);
+                self.rematch = [false; 2];
+                None
+            }
+        }
+    }
+
+    fn start_round(&mut self, now: Instant) {
+        self.series.round += 1;
+        // Seat 0 opens round one; the opening move alternates.
+        let dark_seat = if self.series.round % 2 == 1 { 0 } else { 1 };
+        self.games_started += 1;
+        self.round = Some(Round {
+            game_no: self.games_started,
+            game: VariantGame::new(self.options.rule_set, self.next_seed()),
+            dark_seat,
+            deadline: now + self.timing.move_clock,
+            draw_offer: None,
+            notations: Vec::new(),
+            last_move: None,
+            result: None,
+        });
+        self.phase = Phase::Playing;
+        self.break_until = None;
+        self.next_round = [false; 2];
+    }
+
+    /// The next game seed (SplitMix64).
+    fn next_seed(&mut self) -> u64 {
+        self.seeds = self.seeds.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.seeds;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// When the clock or the break next needs the lobby's attention.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Playing => self
+                .round
+                .as_ref()
+                .filter(|r| r.result.is_none())
+                .map(|r| r.deadline),
+            Phase::Break => self.break_until,
+            _ => None,
+        }
+    }
+
+    /// The clock at `now`: the side to move loses on time when its deadline
+    /// has passed; a break that is over starts the next round. Returns the
+    /// loser on time, if any, and whether anything changed.
+    pub fn on_clock(&mut self, now: Instant) -> (bool, Option<Color>) {
+        match self.phase {
+            Phase::Playing => {
+                let lapsed = self
+                    .round
+                    .as_ref()
+                    .filter(|r| r.result.is_none() && r.deadline <= now)
+                    .map(|r| r.game.turn());
+                match lapsed {
+                    Some(loser) => {
+                        self.end_round(Some(loser.opposite()), GameEnd::Timeout, now);
+                        (true, Some(loser))
+                    }
+                    None => (false, None),
+                }
+            }
+            Phase::Break if self.break_until.is_some_and(|t| t <= now) => {
+                self.start_round(now);
+                (true, None)
+            }
+            _ => (false, None),
+        }
+    }
+
+    /// The clocks stood still for `lost` (the store could not confirm the
+    /// lobby): the side to move, or the break, gets that time back.
+    pub fn give_back_time(&mut self, lost: Duration) {
+        if let Some(round) = self.round.as_mut().filter(|r| r.result.is_none()) {
+            round.deadline += lost;
+        }
+        if let Some(until) = self.break_until.as_mut() {
+            *until += lost;
+        }
+    }
+}
+
+/// Plays a move as a client submitted it: by notation or by a path of
+/// board names (exactly one of the two).
+pub fn play_submitted(
+    game: &mut VariantGame,
+    text: Option<&str>,
+    path: Option<&[String]>,
+) -> Result<MoveInfo, LobbyError> {
+    let played = match (text, path) {
+        (Some(text), None) => game.play_text(text),
+        (None, Some(path)) => game.play_path(path),
+        _ => {
+            return Err(LobbyError::IllegalMove(
+                "give exactly one of notation or path".into(),
+            ));
+        }
+    };
+    played.map_err(|e| LobbyError::IllegalMove(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests;

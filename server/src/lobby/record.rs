@@ -1,0 +1,242 @@
+//! The stored form of a lobby (JSON) and how a lobby is rebuilt from it:
+//! the record holds everything but the game, which is replayed from the
+//! stored moves. Deadlines are stored as Unix milliseconds, so converting
+//! needs the wall clock, which the caller passes in ([`WallClock`]).
+
+use std::time::{Duration, Instant};
+
+use super::{EscrowIntent, GameResult, Lobby, LobbyOptions, Phase, Round, Seat, Series, Timing};
+use crate::code::RoomCode;
+use crate::records::SeriesRecord;
+use crate::rules::{Color, Variant, VariantGame};
+use crate::store::StoredMove;
+use crate::wallet::Settlement;
+
+/// The same moment on both clocks, to convert deadlines.
+#[derive(Debug, Clone, Copy)]
+pub struct WallClock {
+    pub now: Instant,
+    pub unix_ms: u64,
+}
+
+impl WallClock {
+    fn to_unix_ms(self, at: Instant) -> u64 {
+        if at >= self.now {
+            self.unix_ms + (at - self.now).as_millis() as u64
+        } else {
+            self.unix_ms
+                .saturating_sub((self.now - at).as_millis() as u64)
+        }
+    }
+
+    fn to_instant(self, ms: u64) -> Instant {
+        if ms >= self.unix_ms {
+            self.now + Duration::from_millis(ms - self.unix_ms)
+        } else {
+            self.now
+                .checked_sub(Duration::from_millis(self.unix_ms - ms))
+                .unwrap_or(self.now)
+        }
+    }
+}
+
+/// Why a stored lobby cannot be rebuilt.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    #[error("unreadable record: {0}")]
+    Record(#[from] serde_json::Error),
+    #[error("bad room code {0:?}")]
+    Code(String),
+    #[error("stored move does not replay: {0}")]
+    Replay(String),
+    #[error("move log and record disagree ({log} moves logged, {record} recorded)")]
+    Disagree { log: usize, record: usize },
+}
+
+/// A lobby as written to the store.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct LobbyRecord {
+    code: String,
+    rule_set: Variant,
+    series_length: u8,
+    invite: Option<String>,
+    host: String,
+    seats: [Option<Seat>; 2],
+    phase: Phase,
+    series: Series,
+    round: Option<RoundRecord>,
+    break_until_ms: Option<u64>,
+    next_round: [bool; 2],
+    rematch: [bool; 2],
+    version: u64,
+    games_started: u64,
+    #[serde(default)]
+    stake: u32,
+    #[serde(default)]
+    series_no: u64,
+    #[serde(default)]
+    pending_settlement: Option<(String, Settlement)>,
+    #[serde(default)]
+    pending_record: Option<SeriesRecord>,
+    #[serde(default)]
+    escrow_intent: Option<EscrowIntent>,
+}
+
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct RoundRecord {
+    game_no: u64,
+    dark_seat: usize,
+    /// Unix milliseconds when the side to move forfeits.
+    deadline_ms: u64,
+    draw_offer: Option<Color>,
+    notations: Vec<String>,
+    result: Option<GameResult>,
+    /// Space Mode's wormhole seed; the game replays from it.
+    #[serde(default)]
+    seed: u64,
+}
+
+impl Lobby {
+    /// The lobby as stored (JSON).
+    pub fn to_record(&self, clock: WallClock) -> String {
+        let record = LobbyRecord {
+            code: self.code.to_string(),
+            rule_set: self.options.rule_set,
+            series_length: self.options.series_length,
+            invite: self.invite.clone(),
+            host: self.host.clone(),
+            seats: self.seats.clone(),
+            phase: self.phase,
+            series: self.series.clone(),
+            round: self.round.as_ref().map(|r| RoundRecord {
+                game_no: r.game_no,
+                dark_seat: r.dark_seat,
+                deadline_ms: clock.to_unix_ms(r.deadline),
+                draw_offer: r.draw_offer,
+                notations: r.notations.clone(),
+                result: r.result,
+                seed: r.game.seed(),
+            }),
+            break_until_ms: self.break_until.map(|t| clock.to_unix_ms(t)),
+            next_round: self.next_round,
+            rematch: self.rematch,
+            version: self.version,
+            games_started: self.games_started,
+            stake: self.options.stake,
+            series_no: self.series_no,
+            pending_settlement: self.pending_settlement.clone(),
+            pending_record: self.pending_record.clone(),
+            escrow_intent: self.escrow_intent.clone(),
+        };
+        serde_json::to_string(&record).expect("a lobby record always encodes")
+    }
+
+    /// Rebuilds a lobby from its record and its move log. The clock
+    /// continues from its stored deadline, but the side to move gets at
+    /// least `grace`; a break that ended meanwhile ends at the next clock
+    /// tick. `seed` starts the sequence of new games' seeds.
+    pub fn from_record(
+        json: &str,
+        moves: &[StoredMove],
+        timing: Timing,
+        clock: WallClock,
+        grace: Duration,
+        seed: u64,
+    ) -> Result<Lobby, ResumeError> {
+        let record: LobbyRecord = serde_json::from_str(json)?;
+        let code = RoomCode::parse(&record.code).ok_or(ResumeError::Code(record.code.clone()))?;
+        let round = match record.round {
+            None => None,
+            Some(r) => {
+                let mut logged: Vec<&StoredMove> =
+                    moves.iter().filter(|m| m.game_no == r.game_no).collect();
+                logged.sort_by_key(|m| m.ply);
+                let paths: Vec<&str> = logged.iter().map(|m| m.path.as_str()).collect();
+                let (game, mut played) = VariantGame::replay(record.rule_set, r.seed, &paths)
+                    .map_err(ResumeError::Replay)?;
+                if logged.len() != r.notations.len() {
+                    return Err(ResumeError::Disagree {
+                        log: logged.len(),
+                        record: r.notations.len(),
+                    });
+                }
+                let deadline = clock.to_instant(r.deadline_ms).max(clock.now + grace);
+                Some(Round {
+                    game_no: r.game_no,
+                    game,
+                    dark_seat: r.dark_seat,
+                    deadline,
+                    draw_offer: r.draw_offer,
+                    notations: r.notations,
+                    last_move: played.pop(),
+                    result: r.result,
+                })
+            }
+        };
+        let mut lobby = Lobby::new(
+            code,
+            LobbyOptions {
+                rule_set: record.rule_set,
+                series_length: record.series_length,
+                invite_only: record.invite.is_some(),
+                stake: record.stake,
+            },
+            record.invite,
+            &record.host,
+            timing,
+            seed,
+        );
+        lobby.seats = record.seats;
+        lobby.phase = record.phase;
+        lobby.series = record.series;
+        lobby.round = round;
+        lobby.break_until = record.break_until_ms.map(|ms| clock.to_instant(ms));
+        lobby.next_round = record.next_round;
+        lobby.rematch = record.rematch;
+        lobby.version = record.version;
+        lobby.games_started = record.games_started;
+        lobby.series_no = record.series_no;
+        lobby.pending_settlement = record.pending_settlement;
+        lobby.pending_record = record.pending_record;
+        lobby.escrow_intent = record.escrow_intent;
+        Ok(lobby)
+    }
+}
+
+/// Bold Points a stored lobby may hold in escrow, and how to release them:
+/// for a lobby that cannot be resumed, so the operator can settle it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StrandedStakes {
+    pub series: String,
+    pub settlement: Settlement,
+}
+
+/// What a stored lobby record says about stakes still held: a settlement
+/// it had decided (paid as decided), a series start in doubt or a series
+/// in play (both refunded). `None` for free lobbies, unreadable records
+/// and series already settled.
+pub fn stranded_stakes(record: &str) -> Option<StrandedStakes> {
+    let record: LobbyRecord = serde_json::from_str(record).ok()?;
+    if let Some((series, settlement)) = record.pending_settlement {
+        return Some(StrandedStakes { series, settlement });
+    }
+    if let Some(intent) = record.escrow_intent {
+        return Some(StrandedStakes {
+            series: intent.series,
+            settlement: Settlement::Refund {
+                players: intent.stakes.map(|(id, _)| id),
+            },
+        });
+    }
+    match (&record.seats, record.phase) {
+        ([Some(a), Some(b)], Phase::Playing | Phase::Break) if record.stake > 0 => {
+            Some(StrandedStakes {
+                series: format!("{}:{}", record.code, record.series_no),
+                settlement: Settlement::Refund {
+                    players: [a.id.clone(), b.id.clone()],
+                },
+            })
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,269 @@
+//! The lobby core's rules, driven directly: no task, no store, no clock but
+//! the one passed in.
+
+use super::*;
+
+#[test]
+fn a_series_scored_by_points_ends_when_it_is_decided() {
+    // Best of 3: after one game a lead of 10 or less can still be caught.
+    assert!(!points_series_over([5, 0], 1, 3));
+    assert!(!points_series_over([10, 0], 1, 3));
+    assert!(points_series_over([11, 0], 1, 3));
+    // With one game left, 5 behind can still tie, 6 behind cannot.
+    assert!(!points_series_over([3, 8], 2, 3));
+    assert!(points_series_over([2, 8], 2, 3));
+    // Every game played: over, even when level.
+    assert!(points_series_over([4, 4], 3, 3));
+    assert!(points_series_over([0, 0], 1, 1));
+}
+
+mod properties {
+    //! Random command sequences over two players, a third person and a
+    //! guest, with the clock moving and the stakes taken or not, checked
+    //! against the series rules after every step.
+
+    use std::collections::HashMap;
+    use std::time::{Duration, Instant};
+
+    use proptest::prelude::*;
+
+    use super::super::*;
+    use crate::rules::RuleSet;
+
+    const CLOCK: Duration = Duration::from_secs(10);
+    const BREAK: Duration = Duration::from_secs(3);
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Enter { who: usize, watch: bool },
+        Act { who: usize, action: Act },
+        Leave { who: usize },
+        Wait { secs: u64 },
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    enum Act {
+        Move(usize),
+        OfferDraw,
+        AcceptDraw,
+        DeclineDraw,
+        Resign,
+        NextRound,
+        Rematch,
+        EndMatch,
+    }
+
+    fn who() -> impl Strategy<Value = usize> {
+        // Mostly the two players; sometimes a third account or a guest.
+        prop_oneof![4 => Just(0usize), 4 => Just(1usize), 1 => Just(2usize), 1 => Just(3usize)]
+    }
+
+    fn act() -> impl Strategy<Value = Act> {
+        prop_oneof![
+            8 => (0usize..8).prop_map(Act::Move),
+            1 => Just(Act::OfferDraw),
+            1 => Just(Act::AcceptDraw),
+            1 => Just(Act::DeclineDraw),
+            1 => Just(Act::Resign),
+            2 => Just(Act::NextRound),
+            2 => Just(Act::Rematch),
+            1 => Just(Act::EndMatch),
+        ]
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            2 => (who(), any::<bool>()).prop_map(|(who, watch)| Step::Enter { who, watch }),
+            10 => (who(), act()).prop_map(|(who, action)| Step::Act { who, action }),
+            1 => who().prop_map(|who| Step::Leave { who }),
+            2 => (0u64..25).prop_map(|secs| Step::Wait { secs }),
+        ]
+    }
+
+    fn identity(who: usize) -> Identity {
+        Identity {
+            id: ["a_ann", "a_bob", "a_cat", "g_guest"][who].to_owned(),
+            name: ["Ann", "Bob", "Cat", "Guest"][who].to_owned(),
+            guest: who == 3,
+        }
+    }
+
+    /// What the room would do with what a transition leaves: stakes taken
+    /// (or not, at random), settlements and records taken away.
+    struct Shell {
+        settled: HashMap<String, u32>,
+        begun_staked: Vec<String>,
+    }
+
+    impl Shell {
+        fn carry_out(&mut self, lobby: &mut Lobby, take: bool, now: Instant) {
+            if let Some(intent) = lobby.escrow_intent.clone() {
+                assert!(lobby.options.stake > 0, "an escrow intent in a free lobby");
+                assert!(
+                    !self.begun_staked.contains(&intent.series)
+                        && !self.settled.contains_key(&intent.series),
+                    "series id {} reused",
+                    intent.series
+                );
+                if take {
+                    lobby.begin_series(now);
+                    self.begun_staked.push(intent.series);
+                } else {
+                    lobby.undo_series_start();
+                    assert!(lobby.escrow_intent.is_none());
+                }
+            }
+            if let Some((series, _)) = lobby.pending_settlement.take() {
+                assert!(
+                    self.begun_staked.contains(&series),
+                    "settling {series}, which never started with its stakes taken"
+                );
+                *self.settled.entry(series).or_default() += 1;
+            }
+            lobby.pending_record = None;
+        }
+    }
+
+    fn fingerprint(lobby: &Lobby, now: Instant) -> String {
+        lobby.to_record(WallClock {
+            now,
+            unix_ms: 1 << 40,
+        })
+    }
+
+    fn check_series(lobby: &Lobby) {
+        let length = u32::from(lobby.options.series_length);
+        let majority = length / 2 + 1;
+        let s = &lobby.series;
+        assert!(s.wins[0] + s.wins[1] + s.draws <= s.round, "{s:?}");
+        match s.result {
+            Some(r) => match r.reason {
+                SeriesEnd::Majority => {
+                    let w = usize::from(r.winner.expect("a majority has a winner"));
+                    assert!(s.wins[w] >= majority && s.wins[1 - w] < majority, "{s:?}");
+                }
+                SeriesEnd::RoundLimit => {
+                    assert_eq!(s.round, 2 * length, "{s:?}");
+                    assert!(s.wins.iter().all(|w| *w < majority), "{s:?}");
+                    let expected = match s.wins[0].cmp(&s.wins[1]) {
+                        std::cmp::Ordering::Greater => Some(0),
+                        std::cmp::Ordering::Less => Some(1),
+                        std::cmp::Ordering::Equal => None,
+                    };
+                    assert_eq!(r.winner, expected, "{s:?}");
+                }
+                _ => {}
+            },
+            None => {
+                if matches!(lobby.phase, Phase::Playing | Phase::Break) {
+                    assert!(s.wins.iter().all(|w| *w < majority), "{s:?}");
+                    assert!(s.round <= 2 * length, "{s:?}");
+                }
+            }
+        }
+        if let Some(round) = &lobby.round
+            && s.result.is_none()
+        {
+            // Seat 0 opens the odd rounds, seat 1 the even ones.
+            assert_eq!(
+                round.dark_seat,
+                usize::from(s.round.is_multiple_of(2)),
+                "{s:?}"
+            );
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn random_play_keeps_the_series_rules(
+            steps in proptest::collection::vec(step(), 1..160),
+            staked in any::<bool>(),
+            length in prop_oneof![Just(1u8), Just(3u8), Just(5u8)],
+            takes in proptest::collection::vec(any::<bool>(), 160),
+        ) {
+            let start = Instant::now();
+            let mut now = start;
+            let options = LobbyOptions {
+                rule_set: Variant::Draughts(RuleSet::American),
+                series_length: length,
+                invite_only: false,
+                stake: if staked { 50 } else { 0 },
+            };
+            let timing = Timing { move_clock: CLOCK, break_time: BREAK };
+            let mut lobby = Lobby::new(RoomCode::generate(), options, None, "a_ann", timing, 7);
+            let mut shell = Shell { settled: HashMap::new(), begun_staked: Vec::new() };
+            for (i, step) in steps.into_iter().enumerate() {
+                let before = fingerprint(&lobby, now);
+                let seats_before = lobby.seats.clone().map(|s| s.map(|s| s.id));
+                let series_before = lobby.series.clone();
+                let round_before = lobby.round.as_ref().map(|r| (r.game_no, r.result));
+                let rematch_pending = lobby.rematch;
+                match step {
+                    Step::Enter { who, watch } => {
+                        if lobby.enter(&identity(who), None, watch, now).is_err() {
+                            prop_assert_eq!(&fingerprint(&lobby, now), &before, "a refused entry changed the lobby");
+                        }
+                    }
+                    Step::Act { who, action } => {
+                        let id = identity(who).id;
+                        let seated = lobby.seat_of(&id).is_some();
+                        let action = match action {
+                            Act::Move(n) => match lobby.round.as_ref() {
+                                Some(r) if r.result.is_none() && !r.game.legal_moves().is_empty() => {
+                                    let legal = r.game.legal_moves();
+                                    Action::Move { notation: Some(legal[n % legal.len()].notation.clone()), path: None }
+                                }
+                                _ => Action::Move { notation: Some("11-15".into()), path: None },
+                            },
+                            Act::OfferDraw => Action::OfferDraw,
+                            Act::AcceptDraw => Action::AcceptDraw,
+                            Act::DeclineDraw => Action::DeclineDraw,
+                            Act::Resign => Action::Resign,
+                            Act::NextRound => Action::NextRound,
+                            Act::Rematch => Action::Rematch,
+                            Act::EndMatch => Action::EndMatch,
+                        };
+                        let rematch = action == Action::Rematch;
+                        let result = lobby.act(&id, i as u32, action, now);
+                        if !seated {
+                            prop_assert!(result.is_err(), "a spectator acted");
+                        }
+                        if result.is_err() {
+                            prop_assert_eq!(&fingerprint(&lobby, now), &before, "a refused action changed the lobby");
+                        }
+                        if rematch && result.is_ok() && rematch_pending.iter().filter(|r| **r).count() == 1
+                            && lobby.rematch == [false; 2] || lobby.escrow_intent.is_some() && rematch
+                        {
+                            // Both asked: the seats swapped.
+                            let now_ids = lobby.seats.clone().map(|s| s.map(|s| s.id));
+                            prop_assert_eq!(&now_ids[0], &seats_before[1]);
+                            prop_assert_eq!(&now_ids[1], &seats_before[0]);
+                        }
+                    }
+                    Step::Leave { who } => lobby.leave(&identity(who).id),
+                    Step::Wait { secs } => {
+                        now += Duration::from_secs(secs);
+                        lobby.on_clock(now);
+                    }
+                }
+                // A round that ended as a draw scored nobody.
+                if let (Some((game, None)), Some(r)) = (round_before, lobby.round.as_ref())
+                    && r.game_no == game
+                    && let Some(result) = r.result
+                    && result.winner.is_none()
+                    && lobby.series.round == series_before.round
+                    && result.reason != GameEnd::EndedByHost
+                {
+                    prop_assert_eq!(lobby.series.wins, series_before.wins);
+                    prop_assert_eq!(lobby.series.draws, series_before.draws + 1);
+                }
+                shell.carry_out(&mut lobby, takes[i], now);
+                check_series(&lobby);
+            }
+            for (series, n) in &shell.settled {
+                prop_assert_eq!(*n, 1, "series {} settled {} times", series, n);
+            }
+        }
+    }
+}

@@ -1,0 +1,613 @@
+//! The task that owns one lobby: it holds the [`Lobby`] value and its
+//! connections, and performs what the pure transitions leave to do —
+//! storing every change (conditionally, resolving unknown outcomes), taking
+//! and settling stakes, recording series, running the clock, and fanning
+//! out each change as one `state`, encoded once per encoding. Connections
+//! talk to it by [`RoomCommand`]; everything it sends a connection goes
+//! through that connection's one ordered queue.
+
+mod stakes;
+mod storage;
+pub mod view;
+
+use std::sync::Arc;
+
+use jumpgate_protocol as wire;
+use jumpgate_protocol::{ErrorCode, ServerMessage};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{Duration, Instant, sleep_until};
+
+use crate::code::RoomCode;
+use crate::config::Settings;
+use crate::lobby::{Action, Applied, Lobby, LobbyError, LobbyOptions, Phase, Timing, WallClock};
+use crate::outbound::{ConnId, Member, Outbound, Refusal, SharedFrame};
+use crate::records::Records;
+use crate::store::{Store, StoredRoom};
+use crate::wallet::Wallets;
+
+/// Messages to a room task.
+#[derive(Debug)]
+pub enum RoomCommand {
+    /// Join (take or retake a seat) or watch. On success the room sends
+    /// `ack` and a `state` to the member itself.
+    Enter {
+        member: Member,
+        seq: u32,
+        invite: Option<String>,
+        watch: bool,
+        reply: oneshot::Sender<Result<(), Refusal>>,
+    },
+    Act {
+        conn: ConnId,
+        seq: u32,
+        action: Action,
+    },
+    /// Leave the lobby (giving up the seat). `out` answers even a leave
+    /// re-sent after the first one's outcome was unknown.
+    Leave {
+        conn: ConnId,
+        seq: u32,
+        out: mpsc::Sender<Outbound>,
+    },
+    Disconnect {
+        conn: ConnId,
+    },
+    Summary {
+        reply: oneshot::Sender<serde_json::Value>,
+    },
+    Games {
+        reply: oneshot::Sender<Vec<String>>,
+    },
+}
+
+/// Handle to a running room.
+#[derive(Clone, Debug)]
+pub struct RoomHandle {
+    pub code: RoomCode,
+    pub commands: mpsc::Sender<RoomCommand>,
+}
+
+/// The state one room task owns.
+#[derive(Debug)]
+pub struct Room {
+    lobby: Lobby,
+    settings: Arc<Settings>,
+    store: Arc<dyn Store>,
+    wallets: Arc<dyn Wallets>,
+    records: Arc<dyn Records>,
+    members: Vec<Member>,
+    /// The version the store is known to hold.
+    stored_version: u64,
+    /// The last write sent, kept so that resending it sends the same bytes
+    /// (the record holds clock deadlines that would differ if rebuilt).
+    last_attempt: Option<(u64, String)>,
+    /// Since when memory has been ahead of the store: a write failed or its
+    /// outcome is unknown. Nothing is shown, acknowledged or timed until the
+    /// store has caught up; the clocks then get this time back.
+    unsaved_since: Option<Instant>,
+    /// The store refused a write as not following from what it holds: the
+    /// room reloads itself from the store before doing anything else.
+    stale: bool,
+    /// The stored room is gone or does not replay: this task stops.
+    halted: bool,
+    /// Seated accounts' records and their head-to-head, as last read.
+    record_views: [Option<wire::RecordView>; 2],
+    head_to_head: Option<wire::HeadToHead>,
+    /// Since when nobody has been connected while no game was in play.
+    idle_since: Option<Instant>,
+    /// Closed for having been idle too long.
+    expired: bool,
+}
+
+/// Both clocks now.
+fn wall_clock() -> WallClock {
+    WallClock {
+        now: Instant::now().into_std(),
+        unix_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0),
+    }
+}
+
+fn now() -> std::time::Instant {
+    Instant::now().into_std()
+}
+
+fn timing(settings: &Settings) -> Timing {
+    Timing {
+        move_clock: settings.move_clock,
+        break_time: settings.break_time,
+    }
+}
+
+impl Room {
+    pub fn new(
+        code: RoomCode,
+        options: LobbyOptions,
+        host: &crate::identity::Identity,
+        settings: Arc<Settings>,
+        store: Arc<dyn Store>,
+        wallets: Arc<dyn Wallets>,
+        records: Arc<dyn Records>,
+    ) -> Room {
+        let invite = options.invite_only.then(|| nanoid::nanoid!(22));
+        let lobby = Lobby::new(
+            code,
+            options,
+            invite,
+            &host.id,
+            timing(&settings),
+            rand::random(),
+        );
+        Room::around(lobby, 0, settings, store, wallets, records)
+    }
+
+    fn around(
+        lobby: Lobby,
+        stored_version: u64,
+        settings: Arc<Settings>,
+        store: Arc<dyn Store>,
+        wallets: Arc<dyn Wallets>,
+        records: Arc<dyn Records>,
+    ) -> Room {
+        Room {
+            lobby,
+            settings,
+            store,
+            wallets,
+            records,
+            members: Vec::new(),
+            stored_version,
+            last_attempt: None,
+            unsaved_since: None,
+            stale: false,
+            halted: false,
+            record_views: [None, None],
+            head_to_head: None,
+            idle_since: None,
+            expired: false,
+        }
+    }
+
+    pub fn code(&self) -> &RoomCode {
+        &self.lobby.code
+    }
+
+    /// The invite token of an invite-only lobby.
+    pub fn invite(&self) -> Option<&str> {
+        self.lobby.invite.as_deref()
+    }
+
+    /// Rebuilds a room from the store after a restart (see
+    /// [`Lobby::from_record`]).
+    pub fn resume(
+        stored: StoredRoom,
+        settings: Arc<Settings>,
+        store: Arc<dyn Store>,
+        wallets: Arc<dyn Wallets>,
+        records: Arc<dyn Records>,
+    ) -> Result<Room, String> {
+        let lobby = Lobby::from_record(
+            &stored.record,
+            &stored.moves,
+            timing(&settings),
+            wall_clock(),
+            settings.resume_grace,
+            rand::random(),
+        )
+        .map_err(|e| e.to_string())?;
+        let version = lobby.version;
+        Ok(Room::around(
+            lobby, version, settings, store, wallets, records,
+        ))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.members.is_empty() && self.lobby.seats.iter().all(Option::is_none)
+    }
+
+    /// Whether the lobby can close: nobody is left (or nobody came back),
+    /// and no money or record is still to be moved — a lobby with those
+    /// stays listed in the store, so a restart finishes them.
+    fn can_close(&self) -> bool {
+        (self.is_empty() || self.expired)
+            && self.lobby.escrow_intent.is_none()
+            && self.lobby.pending_settlement.is_none()
+            && self.lobby.pending_record.is_none()
+    }
+
+    /// Whether memory is ahead of the store.
+    fn unsaved(&self) -> bool {
+        self.unsaved_since.is_some()
+    }
+
+    /// Whether something is waiting on the store or the wallets.
+    fn in_doubt(&self) -> bool {
+        self.unsaved()
+            || self.stale
+            || self.lobby.escrow_intent.is_some()
+            || self.lobby.pending_settlement.is_some()
+            || self.lobby.pending_record.is_some()
+    }
+
+    /// Runs the room until nobody is seated or connected.
+    pub async fn run(mut self, mut commands: mpsc::Receiver<RoomCommand>) {
+        let metrics = &crate::metrics::METRICS;
+        let rule_set = self.lobby.options.rule_set.name();
+        metrics.lobbies_live.with_label_values(&[rule_set]).inc();
+        let mut counted_game = self.lobby.game_in_play();
+        if counted_game {
+            metrics.games_live.with_label_values(&[rule_set]).inc();
+        }
+        // Whatever a crash interrupted is finished (a settlement, a record)
+        // or undone (a series start whose stakes were being taken) first.
+        self.settle_doubts().await;
+        self.record_pending().await;
+        self.refresh_records().await;
+        loop {
+            let now_live = self.lobby.game_in_play();
+            if now_live != counted_game {
+                let gauge = metrics.games_live.with_label_values(&[rule_set]);
+                if now_live {
+                    gauge.inc()
+                } else {
+                    gauge.dec()
+                }
+                counted_game = now_live;
+            }
+            // A lobby nobody is connected to, with no game in play, closes
+            // after a while (a game in play ends by its clock first).
+            let idle = self.members.is_empty()
+                && !matches!(self.lobby.phase, Phase::Playing | Phase::Break);
+            if !idle {
+                self.idle_since = None;
+            } else if self.idle_since.is_none() {
+                self.idle_since = Some(Instant::now());
+            }
+            let timer = self.next_timer();
+            let retry = self.in_doubt().then(|| Instant::now() + STORE_RETRY);
+            let idle_end = self
+                .idle_since
+                .filter(|_| !self.expired)
+                .map(|t| t + self.settings.idle_lobby);
+            tokio::select! {
+                command = commands.recv() => match command {
+                    Some(command) => self.handle(command).await,
+                    None => break,
+                },
+                () = sleep_or_forever(timer) => self.on_timer().await,
+                () = sleep_or_forever(retry) => {
+                    self.settle_doubts().await;
+                }
+                () = sleep_or_forever(idle_end) => {
+                    tracing::info!(room = %self.lobby.code, "closing a lobby nobody came back to");
+                    self.expired = true;
+                }
+            }
+
+            if self.halted {
+                break;
+            }
+            self.settle_pending().await;
+            self.record_pending().await;
+            if self.can_close() && !self.stale {
+                // Nobody left, or nobody came back: the lobby closes; its
+                // keys expire. It ends only once the store has that.
+                self.commit_or_retry().await;
+                if !self.unsaved() {
+                    break;
+                }
+            }
+        }
+        if counted_game {
+            metrics.games_live.with_label_values(&[rule_set]).dec();
+        }
+        metrics.lobbies_live.with_label_values(&[rule_set]).dec();
+        tracing::debug!(room = %self.lobby.code, "room closed");
+    }
+
+    /// The next clock or break deadline. Clocks stand still while the room
+    /// waits on the store (they get that time back when it answers).
+    fn next_timer(&self) -> Option<Instant> {
+        if self.unsaved() || self.stale || self.lobby.escrow_intent.is_some() {
+            return None;
+        }
+        self.lobby.next_deadline().map(Instant::from_std)
+    }
+
+    async fn on_timer(&mut self) {
+        let finished_before = self.lobby.series.result;
+        let (changed, lapsed) = self.lobby.on_clock(now());
+        if !changed {
+            return;
+        }
+        if lapsed.is_some() {
+            tracing::debug!(room = %self.lobby.code, "move clock lapsed");
+            crate::metrics::METRICS
+                .clock_forfeits
+                .with_label_values(&[self.lobby.options.rule_set.name()])
+                .inc();
+        }
+        self.count_series_end(finished_before);
+        self.commit_or_retry().await;
+        self.broadcast();
+    }
+
+    /// Counts a series that a transition just finished.
+    fn count_series_end(&self, before: Option<crate::lobby::SeriesResult>) {
+        if let Some(result) = self.lobby.series.result
+            && before != Some(result)
+        {
+            crate::metrics::METRICS
+                .series_finished
+                .with_label_values(&[view::series_end(result.reason).as_str()])
+                .inc();
+        }
+    }
+
+    async fn handle(&mut self, command: RoomCommand) {
+        match command {
+            RoomCommand::Enter {
+                member,
+                seq,
+                invite,
+                watch,
+                reply,
+            } => {
+                if !self.settle_doubts().await {
+                    let _ = reply.send(Err(storage_unavailable()));
+                    return;
+                }
+                let seated_before = seat_ids(&self.lobby);
+                if let Err(e) = self
+                    .lobby
+                    .enter(&member.identity, invite.as_deref(), watch, now())
+                {
+                    let _ = reply.send(Err(refusal(e)));
+                    return;
+                }
+                let conn = member.conn;
+                self.members.push(member);
+                let result = self.save_requested().await;
+                if result.is_ok() && seat_ids(&self.lobby) != seated_before {
+                    self.refresh_records().await;
+                }
+                match result {
+                    Ok(()) => {
+                        let _ = reply.send(Ok(()));
+                        self.send_to(conn, ServerMessage::Ack { seq });
+                        self.broadcast();
+                    }
+                    Err(refusal) => {
+                        // The connection is not attached; a seat taken
+                        // stays taken once stored, and joining again gets it.
+                        self.members.retain(|m| m.conn != conn);
+                        let _ = reply.send(Err(refusal));
+                        self.broadcast();
+                    }
+                }
+            }
+            RoomCommand::Act { conn, seq, action } => {
+                let is_move = matches!(action, Action::Move { .. });
+                let started = std::time::Instant::now();
+                let finished_before = self.lobby.series.result;
+                let ready = self.settle_doubts().await;
+                let seats_before = seat_ids(&self.lobby);
+                let result = if !ready {
+                    Err(storage_unavailable())
+                } else {
+                    match self.member(conn).map(|m| m.identity.id.clone()) {
+                        None => Err(Refusal::new(
+                            ErrorCode::NotInLobby,
+                            "you are not in this lobby",
+                        )),
+                        Some(id) => match self.lobby.act(&id, seq, action, now()) {
+                            Ok(Applied::Changed) => self.save_requested().await.map(|()| true),
+                            Ok(Applied::Unchanged) => Ok(false),
+                            Ok(Applied::Resync) => {
+                                let state = ServerMessage::State(self.state());
+                                self.send_to(conn, ServerMessage::Ack { seq });
+                                self.send_to(conn, state);
+                                return;
+                            }
+                            Err(e) => Err(refusal(e)),
+                        },
+                    }
+                };
+                if is_move {
+                    let metrics = &crate::metrics::METRICS;
+                    match &result {
+                        Ok(_) => metrics
+                            .moves_accepted
+                            .with_label_values(&[self.lobby.options.rule_set.name()])
+                            .inc(),
+                        Err(r) => metrics
+                            .moves_rejected
+                            .with_label_values(&[r.code.as_str()])
+                            .inc(),
+                    }
+                    metrics
+                        .move_handling_seconds
+                        .observe(started.elapsed().as_secs_f64());
+                }
+                match result {
+                    Ok(changed) => {
+                        self.count_series_end(finished_before);
+                        if seat_ids(&self.lobby) != seats_before {
+                            // A rematch swapped the seats: the cached
+                            // records follow their players.
+                            self.record_views.swap(0, 1);
+                            if let Some(h2h) = &mut self.head_to_head {
+                                h2h.wins.reverse();
+                            }
+                        }
+                        self.send_to(conn, ServerMessage::Ack { seq });
+                        if changed {
+                            self.broadcast();
+                        }
+                    }
+                    Err(refusal) => {
+                        let insufficient = refusal.code == ErrorCode::InsufficientFunds;
+                        self.send_to(
+                            conn,
+                            ServerMessage::Error {
+                                seq: Some(seq),
+                                code: refusal.code,
+                                message: refusal.message,
+                            },
+                        );
+                        if insufficient {
+                            // The rematch calls were cleared.
+                            self.broadcast();
+                        }
+                    }
+                }
+            }
+            RoomCommand::Leave { conn, seq, out } => {
+                let reply = |messages: Vec<ServerMessage>| {
+                    for message in messages {
+                        let _ = out.try_send(Outbound::Direct(Box::new(message)));
+                    }
+                };
+                if !self.settle_doubts().await {
+                    reply(vec![ServerMessage::Error {
+                        seq: Some(seq),
+                        code: ErrorCode::StorageUnavailable,
+                        message: "the lobby could not be saved just now; send leave again with the same seq".into(),
+                    }]);
+                    return;
+                }
+                let Some(index) = self.members.iter().position(|m| m.conn == conn) else {
+                    // Already gone: a leave re-sent after its outcome was
+                    // unknown, and now stored.
+                    reply(vec![
+                        ServerMessage::Ack { seq },
+                        ServerMessage::Left {
+                            code: self.lobby.code.to_string(),
+                        },
+                    ]);
+                    return;
+                };
+                let finished_before = self.lobby.series.result;
+                let member = self.members.remove(index);
+                let id = member.identity.id;
+                if self.lobby.seat_of(&id).is_some() {
+                    self.lobby.leave(&id);
+                    // Other connections of the same player leave the seat too.
+                    self.members.retain(|m| m.identity.id != id);
+                }
+                self.count_series_end(finished_before);
+                let messages = match self.save_requested().await {
+                    Ok(()) => vec![
+                        ServerMessage::Ack { seq },
+                        ServerMessage::Left {
+                            code: self.lobby.code.to_string(),
+                        },
+                    ],
+                    Err(refusal) => vec![ServerMessage::Error {
+                        seq: Some(seq),
+                        code: refusal.code,
+                        message: "leaving is not confirmed yet; send leave again with the same seq to learn the outcome".into(),
+                    }],
+                };
+                reply(messages);
+                self.broadcast();
+            }
+            RoomCommand::Disconnect { conn } => {
+                self.members.retain(|m| m.conn != conn);
+                self.commit_or_retry().await;
+                self.broadcast();
+            }
+            RoomCommand::Summary { reply } => {
+                let _ = reply.send(self.summary());
+            }
+            RoomCommand::Games { reply } => {
+                let games = self
+                    .store
+                    .games(self.lobby.code.as_str())
+                    .await
+                    .unwrap_or_default();
+                let _ = reply.send(games);
+            }
+        }
+    }
+
+    fn member(&self, conn: ConnId) -> Option<&Member> {
+        self.members.iter().find(|m| m.conn == conn)
+    }
+
+    fn send_to(&mut self, conn: ConnId, message: ServerMessage) {
+        if let Some(m) = self.member(conn)
+            && m.out.try_send(Outbound::Direct(Box::new(message))).is_err()
+        {
+            crate::metrics::METRICS.slow_consumers_dropped.inc();
+            m.kick.notify_one();
+        }
+    }
+
+    /// Sends the current state to every member, encoded once per encoding.
+    /// Nothing is shown that the store has not confirmed: while a write is
+    /// unconfirmed this does nothing, and the state goes out once it is.
+    fn broadcast(&mut self) {
+        if self.unsaved() || self.stale {
+            return;
+        }
+        let state = self.state();
+        let frame = Arc::new(SharedFrame::new(ServerMessage::State(state)));
+        self.members
+            .retain(|m| match m.out.try_send(Outbound::Shared(frame.clone())) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    tracing::info!(conn = m.conn, "dropping a slow consumer");
+                    crate::metrics::METRICS.slow_consumers_dropped.inc();
+                    m.kick.notify_one();
+                    false
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            });
+    }
+}
+
+/// Who sits where, to tell whether a change moved anyone.
+fn seat_ids(lobby: &Lobby) -> [Option<String>; 2] {
+    [0, 1].map(|i| lobby.seats[i].as_ref().map(|s| s.id.clone()))
+}
+
+/// A lobby refusal as the protocol says it.
+pub fn refusal(e: LobbyError) -> Refusal {
+    let code = match &e {
+        LobbyError::InviteRequired => ErrorCode::InviteRequired,
+        LobbyError::AccountRequired => ErrorCode::AccountRequired,
+        LobbyError::LobbyFull => ErrorCode::LobbyFull,
+        LobbyError::SpectatorsCannotAct => ErrorCode::SpectatorsCannotAct,
+        LobbyError::NotYourTurn => ErrorCode::NotYourTurn,
+        LobbyError::DrawAlreadyOffered => ErrorCode::DrawAlreadyOffered,
+        LobbyError::NoDrawOffer => ErrorCode::NoDrawOffer,
+        LobbyError::NoGameInProgress => ErrorCode::NoGameInProgress,
+        LobbyError::NotHost => ErrorCode::NotHost,
+        LobbyError::NotNow(_) => ErrorCode::NotNow,
+        LobbyError::IllegalMove(_) => ErrorCode::IllegalMove,
+    };
+    Refusal::new(code, e.to_string())
+}
+
+/// How soon a failed background write is retried.
+const STORE_RETRY: Duration = Duration::from_secs(1);
+
+fn storage_unavailable() -> Refusal {
+    Refusal::new(
+        ErrorCode::StorageUnavailable,
+        "the change could not be confirmed yet; send it again with the same seq to learn the outcome",
+    )
+}
+
+async fn sleep_or_forever(deadline: Option<Instant>) {
+    match deadline {
+        Some(t) => sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests;

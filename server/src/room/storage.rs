@@ -1,0 +1,172 @@
+//! How a room keeps the store in step: conditional writes, unknown
+//! outcomes resolved by re-sending, reloading when the store has moved on.
+
+use tokio::time::Instant;
+
+use super::{Room, storage_unavailable, wall_clock};
+use crate::lobby::Phase;
+use crate::outbound::{Outbound, Refusal};
+use crate::store::{RoomWrite, WriteError};
+use jumpgate_protocol::ServerMessage;
+
+impl Room {
+    /// Sends the lobby and everything pending to the store, conditional on
+    /// the version last known stored. Every change bumps `version` first;
+    /// resending an unchanged version sends the very same record. On an
+    /// unknown outcome the change stays in memory, unshown, until a later
+    /// write (the same one, or one that includes it) is confirmed.
+    pub(super) async fn persist(&mut self) -> Result<(), WriteError> {
+        let closed = self.can_close();
+        let finished = matches!(self.lobby.phase, Phase::Finished | Phase::Ended);
+        let version = self.lobby.version;
+        let record = match &self.last_attempt {
+            Some((v, record)) if *v == version => record.clone(),
+            _ => self.lobby.to_record(wall_clock()),
+        };
+        self.last_attempt = Some((version, record.clone()));
+        let write = RoomWrite {
+            code: self.lobby.code.to_string(),
+            expected_version: self.stored_version,
+            version,
+            record,
+            moves: self.lobby.pending_moves.clone(),
+            finished_games: self.lobby.pending_games.clone(),
+            open: !closed,
+            expire_after: (closed || finished).then_some(self.settings.finished_ttl),
+        };
+        match self.store.write(write).await {
+            Ok(()) => {
+                self.stored_version = version;
+                self.lobby.pending_moves.clear();
+                self.lobby.pending_games.clear();
+                if let Some(since) = self.unsaved_since.take() {
+                    tracing::info!(room = %self.lobby.code, "store caught up");
+                    self.lobby.give_back_time(since.elapsed());
+                }
+                Ok(())
+            }
+            Err(e) => {
+                match &e {
+                    WriteError::Conflict(why) => {
+                        tracing::error!(room = %self.lobby.code, %why, "write refused by the store; reloading the room");
+                        self.stale = true;
+                    }
+                    WriteError::Unavailable(_) => {
+                        crate::metrics::METRICS.writes_unconfirmed.inc();
+                        tracing::warn!(room = %self.lobby.code, error = %e, "write not confirmed; holding the change until the store answers");
+                    }
+                }
+                self.unsaved_since.get_or_insert_with(Instant::now);
+                Err(e)
+            }
+        }
+    }
+
+    /// A change someone asked for: bump, store it, and in a staked lobby
+    /// take the stakes it needs. `Ok` once everything is stored; the caller
+    /// then acknowledges and broadcasts.
+    pub(super) async fn save_requested(&mut self) -> Result<(), Refusal> {
+        self.lobby.version += 1;
+        if self.persist().await.is_err() {
+            return Err(storage_unavailable());
+        }
+        if self.lobby.escrow_intent.is_some() {
+            self.take_stakes().await?;
+        }
+        Ok(())
+    }
+
+    /// A change that happens anyway (a clock, a disconnect): bump and try
+    /// to store it; if that fails, the loop retries.
+    pub(super) async fn commit_or_retry(&mut self) {
+        self.lobby.version += 1;
+        // A stale room reloads before it writes anything again.
+        if !self.stale {
+            let _ = self.persist().await;
+        }
+    }
+
+    /// Before a new request is taken: the store must hold everything this
+    /// room has done, no stakes may be in doubt, and a finished series must
+    /// be paid. Tries to get there now; `false` when it cannot yet (the
+    /// request is then refused with the retryable `storage_unavailable`).
+    pub(super) async fn settle_doubts(&mut self) -> bool {
+        if self.stale && !self.reload().await {
+            return false;
+        }
+        if self.unsaved() {
+            if self.persist().await.is_err() {
+                return false;
+            }
+            // What was held back can be shown now.
+            self.broadcast();
+        }
+        if self.lobby.escrow_intent.is_some() && !self.release_stakes().await {
+            return false;
+        }
+        self.settle_pending().await;
+        self.lobby.pending_settlement.is_none()
+    }
+
+    /// Rebuilds the room from what the store holds, after the store refused
+    /// a write as not following from it. Connections stay; the stored room
+    /// wins (it holds everything that was acknowledged).
+    pub(super) async fn reload(&mut self) -> bool {
+        let stored = match self.store.load(self.lobby.code.as_str()).await {
+            Ok(Some(stored)) => stored,
+            Ok(None) if !self.lobby.game_in_play() => {
+                // The keys expired or were lost. With no game in play,
+                // memory holds everything needed: write it afresh.
+                tracing::warn!(room = %self.lobby.code, "the stored room is gone; writing it again");
+                self.stored_version = 0;
+                self.last_attempt = None;
+                self.stale = false;
+                self.lobby.version += 1;
+                return self.persist().await.is_ok();
+            }
+            Ok(None) => {
+                tracing::error!(room = %self.lobby.code, "the stored room is gone mid-game; closing");
+                self.halt();
+                return false;
+            }
+            Err(e) => {
+                tracing::warn!(room = %self.lobby.code, error = %e, "could not reload; will retry");
+                return false;
+            }
+        };
+        match Room::resume(
+            stored,
+            self.settings.clone(),
+            self.store.clone(),
+            self.wallets.clone(),
+            self.records.clone(),
+        ) {
+            Ok(mut fresh) => {
+                fresh.members = std::mem::take(&mut self.members);
+                fresh.record_views = std::mem::take(&mut self.record_views);
+                fresh.head_to_head = self.head_to_head.take();
+                *self = fresh;
+                tracing::info!(room = %self.lobby.code, version = self.lobby.version, "reloaded from the store");
+                self.broadcast();
+                true
+            }
+            Err(e) => {
+                tracing::error!(room = %self.lobby.code, error = %e, "the stored room does not replay; closing");
+                crate::metrics::METRICS.rooms_unresumable.inc();
+                self.halt();
+                false
+            }
+        }
+    }
+
+    /// Stops the room for good: its members are told they are out of it.
+    pub(super) fn halt(&mut self) {
+        self.halted = true;
+        let left = ServerMessage::Left {
+            code: self.lobby.code.to_string(),
+        };
+        for m in self.members.drain(..) {
+            let _ = m.out.try_send(Outbound::Direct(Box::new(left.clone())));
+        }
+    }
+}

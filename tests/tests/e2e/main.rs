@@ -1,0 +1,13 @@
+//! End-to-end tests, one binary: real servers (in-process and as
+//! processes), real WebSocket clients, a real Redis, HAProxy and Chromium.
+
+mod bad_input;
+mod balancer;
+mod browser;
+mod faults;
+mod lobby;
+mod operations;
+mod persistence;
+mod solo;
+mod space_rule_sets;
+mod stakes;
