@@ -121,7 +121,7 @@ async fn upgrade(
         .read_buffer_size(4 * 1024)
         .write_buffer_size(4 * 1024)
         .max_write_buffer_size(256 * 1024)
-        .on_upgrade(move |socket| crate::connection::serve(socket, encoding, state))
+        .on_upgrade(move |socket| crate::net::serve(socket, encoding, state))
 }
 
 /// The lobby's JSON summary for API clients; the web client's page for

@@ -28,14 +28,15 @@ use crate::wallet::Wallets;
 /// Messages to a room task.
 #[derive(Debug)]
 pub enum RoomCommand {
-    /// Join (take or retake a seat) or watch. On success the room sends
-    /// `ack` and a `state` to the member itself.
+    /// Join (take or retake a seat) or watch. The room answers on the
+    /// member's queue: `ack` and a `state`, or the refusal; `reply` only
+    /// says whether the connection is now in the room.
     Enter {
         member: Member,
         seq: u32,
         invite: Option<String>,
         watch: bool,
-        reply: oneshot::Sender<Result<(), Refusal>>,
+        reply: oneshot::Sender<bool>,
     },
     Act {
         conn: ConnId,
@@ -356,7 +357,7 @@ impl Room {
                 reply,
             } => {
                 if !self.settle_doubts().await {
-                    let _ = reply.send(Err(storage_unavailable()));
+                    refuse_entry(&member.out, reply, seq, storage_unavailable());
                     return;
                 }
                 let seated_before = seat_ids(&self.lobby);
@@ -364,9 +365,10 @@ impl Room {
                     .lobby
                     .enter(&member.identity, invite.as_deref(), watch, now())
                 {
-                    let _ = reply.send(Err(refusal(e)));
+                    refuse_entry(&member.out, reply, seq, refusal(e));
                     return;
                 }
+                let out = member.out.clone();
                 let conn = member.conn;
                 self.members.push(member);
                 let result = self.save_requested().await;
@@ -375,15 +377,15 @@ impl Room {
                 }
                 match result {
                     Ok(()) => {
-                        let _ = reply.send(Ok(()));
                         self.send_to(conn, ServerMessage::Ack { seq });
+                        let _ = reply.send(true);
                         self.broadcast();
                     }
-                    Err(refusal) => {
+                    Err(r) => {
                         // The connection is not attached; a seat taken
                         // stays taken once stored, and joining again gets it.
                         self.members.retain(|m| m.conn != conn);
-                        let _ = reply.send(Err(refusal));
+                        refuse_entry(&out, reply, seq, r);
                         self.broadcast();
                     }
                 }
@@ -567,6 +569,13 @@ impl Room {
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
             });
     }
+}
+
+/// Refuses an entry: the error on the connection's queue, and "not in".
+fn refuse_entry(out: &mpsc::Sender<Outbound>, reply: oneshot::Sender<bool>, seq: u32, r: Refusal) {
+    let error = ServerMessage::error(Some(seq), r.code, &r.message);
+    let _ = out.try_send(Outbound::Direct(Box::new(error)));
+    let _ = reply.send(false);
 }
 
 /// Who sits where, to tell whether a change moved anyone.

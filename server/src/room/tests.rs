@@ -68,7 +68,7 @@ async fn start(move_clock: Duration, break_time: Duration) -> Harness {
         })
         .await
         .unwrap();
-        reply_rx.await.unwrap().unwrap();
+        assert!(reply_rx.await.unwrap(), "entered");
         outs.push(out_rx);
     }
     Harness { commands: tx, outs }

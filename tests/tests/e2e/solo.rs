@@ -288,3 +288,47 @@ async fn leaderboards_keep_the_full_tie_order_in_redis_and_memory() {
         assert!(b.page("thai", 1, 10).await.unwrap().entries.is_empty());
     }
 }
+
+/// A connection is in a lobby or attached to a solo game, never both:
+/// entering a lobby detaches it from its solo game (which carries on), so
+/// its moves go to the lobby; after leaving, `resume_solo` brings the game
+/// back as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entering_a_lobby_detaches_a_solo_game_that_resume_brings_back() {
+    let server = server(None, 500).await;
+    let mut p = Player::connect(&server, Encoding::Json).await;
+    let s = start(&mut p, BotLevel::Tamer, false, SoloMode::Computer)
+        .await
+        .unwrap();
+    play_first(&mut p, &s).await.unwrap();
+    let before = p.solo_until(|s| s.game.ply == 2 && !s.thinking).await;
+
+    let seq = p
+        .send(|seq| ClientMessage::CreateLobby {
+            seq,
+            rule_set: RuleSet::American,
+            series_length: 1,
+            invite_only: false,
+            stake: None,
+        })
+        .await;
+    p.expect_ack(seq).await;
+    p.state_until(|_| true).await;
+    // In the lobby (waiting for an opponent), a move is a lobby move.
+    let notation = before.game.legal_moves[0].notation.clone();
+    let refused = p
+        .request(|seq| ClientMessage::Move {
+            seq,
+            notation: Some(notation),
+            path: None,
+        })
+        .await;
+    assert_eq!(refused, Err(ErrorCode::NoGameInProgress));
+    p.request(|seq| ClientMessage::Leave { seq }).await.unwrap();
+
+    p.request(|seq| ClientMessage::ResumeSolo { seq })
+        .await
+        .unwrap();
+    let after = p.solo_until(|_| true).await;
+    assert_eq!(after.game.moves, before.game.moves, "the game carried on");
+}

@@ -1,0 +1,248 @@
+//! The network edge: one task per WebSocket connection. It reads frames,
+//! applies the size and rate limits, decodes client messages and hands them
+//! to its [`session`]; everything the connection is told — acks, errors,
+//! states — leaves through its one bounded, ordered outbound queue. A slow
+//! reader is dropped; a flooding one is refused, then closed.
+
+mod session;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use futures_util::SinkExt;
+use jumpgate_protocol as wire;
+use jumpgate_protocol::{Encoding, ErrorCode, ServerMessage};
+use tokio::sync::{Notify, mpsc};
+use tokio::time::{Duration, Instant};
+
+use crate::AppState;
+use crate::outbound::{ConnId, Outbound, to_ws};
+use session::Session;
+
+/// Close codes (RFC 6455).
+const CLOSE_GOING_AWAY: u16 = 1001;
+const CLOSE_PROTOCOL_ERROR: u16 = 1002;
+const CLOSE_POLICY: u16 = 1008;
+/// The most queued messages written before one flush.
+const MAX_WRITE_BATCH: usize = 16;
+
+static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
+
+struct Connection {
+    id: ConnId,
+    encoding: Encoding,
+    state: Arc<AppState>,
+    session: Session,
+    out_tx: mpsc::Sender<Outbound>,
+    kick: Arc<Notify>,
+    window_start: Instant,
+    window_count: u32,
+}
+
+enum Flow {
+    Continue,
+    Close(u16, &'static str),
+}
+
+/// Serves one connection, inside a `conn` span (id, encoding).
+pub async fn serve(socket: WebSocket, encoding: Encoding, state: Arc<AppState>) {
+    use tracing::Instrument;
+    let id = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
+    let span = tracing::debug_span!("conn", id, encoding = ?encoding);
+    state.live_connections.send_modify(|n| *n += 1);
+    serve_inner(socket, encoding, state.clone(), id)
+        .instrument(span)
+        .await;
+    state.live_connections.send_modify(|n| *n -= 1);
+}
+
+async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppState>, id: ConnId) {
+    let metrics = &crate::metrics::METRICS;
+    metrics.connections_open.inc();
+    tracing::debug!("connection opened");
+    let (out_tx, mut out_rx) = mpsc::channel(state.settings.outbound_queue);
+    let mut conn = Connection {
+        id,
+        encoding,
+        state: state.clone(),
+        session: Session::Greeting,
+        out_tx,
+        kick: Arc::new(Notify::new()),
+        window_start: Instant::now(),
+        window_count: 0,
+    };
+    let mut shutdown = state.shutdown.subscribe();
+    let kick = conn.kick.clone();
+    let close = loop {
+        tokio::select! {
+            incoming = socket.recv() => {
+                let Some(Ok(message)) = incoming else { break None };
+                match conn.on_frame(message).await {
+                    Flow::Continue => {}
+                    Flow::Close(code, reason) => break Some((code, reason)),
+                }
+            }
+            Some(outbound) = out_rx.recv() => {
+                // Write everything already queued, then flush once: a move's `ack`
+                // and the `state` after it leave in one write, not two packets.
+                let mut next = Some(outbound);
+                let mut written = 0;
+                let mut ok = true;
+                while let Some(outbound) = next.take() {
+                    let frame = conn.frame_for(outbound);
+                    if socket.feed(frame).await.is_err() {
+                        ok = false;
+                        break;
+                    }
+                    written += 1;
+                    if written < MAX_WRITE_BATCH {
+                        next = out_rx.try_recv().ok();
+                    }
+                }
+                if !ok || socket.flush().await.is_err() {
+                    break None;
+                }
+            }
+            () = kick.notified() => break Some((CLOSE_POLICY, "too slow to keep up")),
+            _ = shutdown.changed() => {
+                let notice = ServerMessage::Shutdown {
+                    reason: "the server is restarting".into(),
+                    reconnect_after_ms: 1000,
+                };
+                let _ = socket.send(to_ws(wire::codec::encode_server(encoding, &notice))).await;
+                break Some((CLOSE_GOING_AWAY, "server restarting"));
+            }
+        }
+    };
+    // Whatever was queued before a close is written first (a refusal that
+    // explains it, say), within a short deadline.
+    if close.is_some() {
+        let pending = async {
+            while let Ok(outbound) = out_rx.try_recv() {
+                if socket.feed(conn.frame_for(outbound)).await.is_err() {
+                    return;
+                }
+            }
+            let _ = socket.flush().await;
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(1), pending).await;
+    }
+    metrics.connections_open.dec();
+    tracing::debug!(close = ?close.map(|(code, _)| code), "connection closed");
+    conn.leave_session().await;
+    if let Some((code, reason)) = close {
+        let _ = socket
+            .send(Message::Close(Some(CloseFrame {
+                code,
+                reason: reason.into(),
+            })))
+            .await;
+        // Read (and drop) what the client still has in flight until it
+        // answers the close, so the kernel does not reset the connection
+        // and swallow our close frame.
+        let drain = async {
+            while let Some(Ok(message)) = socket.recv().await {
+                if matches!(message, Message::Close(_)) {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+    }
+}
+
+impl Connection {
+    /// The frame for one queued message, noting a confirmed `leave` on the way.
+    fn frame_for(&mut self, outbound: Outbound) -> Message {
+        match outbound {
+            Outbound::Shared(shared) => shared.get(self.encoding).clone(),
+            Outbound::Direct(message) => {
+                // The room confirms a leave with its `ack` (then `left`): only
+                // then is this connection out of it, so a message sent right
+                // after the ack meets no lobby.
+                if let Session::Lobby {
+                    identity, leaving, ..
+                } = &self.session
+                {
+                    let confirms_leave = match &*message {
+                        ServerMessage::Left { .. } => true,
+                        ServerMessage::Ack { seq } => *leaving == Some(*seq),
+                        _ => false,
+                    };
+                    if confirms_leave {
+                        self.session = Session::Idle {
+                            identity: identity.clone(),
+                        };
+                    }
+                }
+                to_ws(wire::codec::encode_server(self.encoding, &message))
+            }
+        }
+    }
+
+    /// Queues a message for this connection, behind everything queued
+    /// before it. A connection whose queue is full is too slow: it is
+    /// dropped.
+    fn reply(&self, message: ServerMessage) {
+        if self
+            .out_tx
+            .try_send(Outbound::Direct(Box::new(message)))
+            .is_err()
+        {
+            crate::metrics::METRICS.slow_consumers_dropped.inc();
+            self.kick.notify_one();
+        }
+    }
+
+    fn refuse(&self, seq: Option<u32>, code: ErrorCode, msg: &str) {
+        self.reply(ServerMessage::error(seq, code, msg));
+    }
+
+    async fn on_frame(&mut self, message: Message) -> Flow {
+        let payload: &[u8] = match &message {
+            Message::Text(text) => text.as_bytes(),
+            Message::Binary(bytes) => bytes,
+            Message::Close(_) => return Flow::Close(1000, "bye"),
+            Message::Ping(_) | Message::Pong(_) => return Flow::Continue,
+        };
+        // Rate limit: a one-second window.
+        let now = Instant::now();
+        if now.duration_since(self.window_start) >= Duration::from_secs(1) {
+            self.window_start = now;
+            self.window_count = 0;
+        }
+        self.window_count += 1;
+        if self.window_count > self.state.settings.flood_per_second {
+            return Flow::Close(CLOSE_POLICY, "flooding");
+        }
+        if self.window_count > self.state.settings.rate_per_second {
+            self.refuse(None, ErrorCode::RateLimited, "slow down");
+            return Flow::Continue;
+        }
+        let is_text = matches!(message, Message::Text(_));
+        let expected_text = self.encoding == Encoding::Json;
+        if is_text != expected_text {
+            let msg = if expected_text {
+                "this connection speaks JSON in text frames"
+            } else {
+                "this connection speaks MessagePack in binary frames"
+            };
+            self.refuse(None, ErrorCode::MalformedMessage, msg);
+            return Flow::Continue;
+        }
+        let decoded = wire::codec::decode_client(self.encoding, payload);
+        let client_message = match decoded {
+            Ok(m) => m,
+            Err(e) => {
+                crate::metrics::METRICS
+                    .decode_errors
+                    .with_label_values(&[e.code().as_str()])
+                    .inc();
+                self.refuse(e.seq(), e.code(), &e.to_string());
+                return Flow::Continue;
+            }
+        };
+        self.on_message(client_message).await
+    }
+}

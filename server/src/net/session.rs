@@ -1,0 +1,469 @@
+//! What a connection is doing, as one value — greeting, idle, in a lobby,
+//! or attached to a solo game — and the dispatch of every client message
+//! from it. Every message type has its arm; every answer is queued on the
+//! connection's one outbound queue (rooms and solo games queue theirs on
+//! the same one).
+
+use jumpgate_protocol as wire;
+use jumpgate_protocol::{ClientMessage, ErrorCode, ServerMessage};
+use tokio::sync::oneshot;
+
+use super::{CLOSE_PROTOCOL_ERROR, Connection, Flow};
+use crate::code::RoomCode;
+use crate::identity::Identity;
+use crate::lobby::{Action, LobbyOptions};
+use crate::outbound::Member;
+use crate::room::{RoomCommand, RoomHandle};
+use crate::solo::{SoloCommand, SoloHandle};
+use crate::wire_view;
+
+/// Where a connection is.
+#[derive(Debug)]
+pub(super) enum Session {
+    /// No `hello` yet.
+    Greeting,
+    /// Greeted; in no lobby and attached to no solo game.
+    Idle { identity: Identity },
+    /// In a lobby, seated or watching. `leaving`: the seq of a `leave` sent
+    /// to the room and not yet confirmed.
+    Lobby {
+        identity: Identity,
+        room: RoomHandle,
+        leaving: Option<u32>,
+    },
+    /// Attached to the identity's solo game.
+    Solo {
+        identity: Identity,
+        solo: SoloHandle,
+    },
+}
+
+impl Session {
+    fn identity(&self) -> Option<&Identity> {
+        match self {
+            Session::Greeting => None,
+            Session::Idle { identity }
+            | Session::Lobby { identity, .. }
+            | Session::Solo { identity, .. } => Some(identity),
+        }
+    }
+}
+
+const NOT_IN_LOBBY: &str = "you are not in a lobby";
+const LEAVE_FIRST: &str = "leave your lobby first";
+
+impl Connection {
+    /// Tells the room or the solo game this connection is gone.
+    pub(super) async fn leave_session(&mut self) {
+        let identity = self.session.identity().cloned();
+        let previous = std::mem::replace(
+            &mut self.session,
+            match identity {
+                Some(identity) => Session::Idle { identity },
+                None => Session::Greeting,
+            },
+        );
+        match previous {
+            Session::Lobby { room, .. } => {
+                let _ = room
+                    .commands
+                    .send(RoomCommand::Disconnect { conn: self.id })
+                    .await;
+            }
+            Session::Solo { solo, .. } => {
+                let _ = solo
+                    .commands
+                    .send(SoloCommand::Detach { conn: self.id })
+                    .await;
+            }
+            Session::Greeting | Session::Idle { .. } => {}
+        }
+    }
+
+    pub(super) async fn on_message(&mut self, message: ClientMessage) -> Flow {
+        let seq = message.seq();
+        if let ClientMessage::Hello {
+            protocol, token, ..
+        } = &message
+        {
+            return self.hello(seq, *protocol, token.as_deref());
+        }
+        let Some(identity) = self.session.identity().cloned() else {
+            self.refuse(Some(seq), ErrorCode::HelloRequired, "send hello first");
+            return Flow::Continue;
+        };
+        let in_lobby = matches!(self.session, Session::Lobby { .. });
+        match message {
+            ClientMessage::Hello { .. } => unreachable!("answered above"),
+            ClientMessage::Ping { seq } => self.reply(ServerMessage::Ack { seq }),
+            ClientMessage::CreateLobby {
+                seq,
+                rule_set,
+                series_length,
+                invite_only,
+                stake,
+            } => {
+                if in_lobby {
+                    self.refuse(Some(seq), ErrorCode::AlreadyInLobby, LEAVE_FIRST);
+                    return Flow::Continue;
+                }
+                let stake = stake.unwrap_or(0);
+                if let Err((code, text)) = lobby_options_valid(series_length, stake, &identity) {
+                    self.refuse(Some(seq), code, text);
+                    return Flow::Continue;
+                }
+                let options = LobbyOptions {
+                    rule_set: wire_view::rule_set_from_wire(rule_set),
+                    series_length,
+                    invite_only,
+                    stake,
+                };
+                let (handle, invite) = self.state.create_room(options, &identity);
+                self.enter(handle, seq, invite, false, identity).await;
+            }
+            ClientMessage::JoinLobby { seq, code, invite } => {
+                self.join(seq, code, invite, false, identity).await;
+            }
+            ClientMessage::Watch { seq, code, invite } => {
+                self.join(seq, code, invite, true, identity).await;
+            }
+            ClientMessage::StartSolo {
+                seq,
+                rule_set,
+                mode,
+                level,
+                ranked,
+            } => {
+                self.start_solo(seq, identity, rule_set, mode, level, ranked)
+                    .await;
+            }
+            ClientMessage::ResumeSolo { seq } => {
+                if in_lobby {
+                    self.refuse(Some(seq), ErrorCode::AlreadyInLobby, LEAVE_FIRST);
+                    return Flow::Continue;
+                }
+                match self.state.solo_of(&identity.id) {
+                    Some(handle) => self.attach_solo(handle, seq, identity).await,
+                    None => self.refuse(
+                        Some(seq),
+                        ErrorCode::NoGameInProgress,
+                        "you have no unfinished solo game",
+                    ),
+                }
+            }
+            ClientMessage::Leave { seq } => self.leave(seq, identity).await,
+            ClientMessage::Undo { seq } => {
+                if matches!(self.session, Session::Solo { .. }) {
+                    self.tell_solo(SoloCommand::Undo { conn: self.id, seq })
+                        .await;
+                } else {
+                    self.refuse(
+                        Some(seq),
+                        ErrorCode::NoGameInProgress,
+                        "undo is for solo games",
+                    );
+                }
+            }
+            ClientMessage::Move {
+                seq,
+                notation,
+                path,
+            } => match self.session {
+                Session::Solo { .. } => {
+                    let conn = self.id;
+                    self.tell_solo(SoloCommand::Move {
+                        conn,
+                        seq,
+                        notation,
+                        path,
+                    })
+                    .await
+                }
+                _ => self.act(seq, Action::Move { notation, path }).await,
+            },
+            ClientMessage::Resign { seq } => match self.session {
+                Session::Solo { .. } => {
+                    self.tell_solo(SoloCommand::Resign { conn: self.id, seq })
+                        .await
+                }
+                _ => self.act(seq, Action::Resign).await,
+            },
+            ClientMessage::Resync { seq, .. } => match self.session {
+                Session::Solo { .. } => {
+                    self.tell_solo(SoloCommand::Resync { conn: self.id, seq })
+                        .await
+                }
+                _ => self.act(seq, Action::Resync).await,
+            },
+            ClientMessage::OfferDraw { seq } => self.act(seq, Action::OfferDraw).await,
+            ClientMessage::AcceptDraw { seq } => self.act(seq, Action::AcceptDraw).await,
+            ClientMessage::DeclineDraw { seq } => self.act(seq, Action::DeclineDraw).await,
+            ClientMessage::NextRound { seq } => self.act(seq, Action::NextRound).await,
+            ClientMessage::Rematch { seq } => self.act(seq, Action::Rematch).await,
+            ClientMessage::EndMatch { seq } => self.act(seq, Action::EndMatch).await,
+        }
+        Flow::Continue
+    }
+
+    fn hello(&mut self, seq: u32, protocol: u32, token: Option<&str>) -> Flow {
+        if !matches!(self.session, Session::Greeting) {
+            self.refuse(
+                Some(seq),
+                ErrorCode::AlreadyGreeted,
+                "hello was already sent",
+            );
+            return Flow::Continue;
+        }
+        if protocol != wire::PROTOCOL_VERSION {
+            let text = format!(
+                "protocol {protocol} is not supported; this server speaks {}",
+                wire::PROTOCOL_VERSION
+            );
+            self.refuse(Some(seq), ErrorCode::UnsupportedVersion, &text);
+            return Flow::Close(CLOSE_PROTOCOL_ERROR, "unsupported protocol version");
+        }
+        let ids = &self.state.identities;
+        let (identity, token) = match token {
+            Some(token) => match ids.verify(token) {
+                Ok(identity) => (identity, token.to_owned()),
+                Err(e) => {
+                    // The reason only: never the token.
+                    tracing::info!(reason = %e, "hello refused: invalid token");
+                    self.refuse(Some(seq), ErrorCode::InvalidToken, &e.to_string());
+                    return Flow::Continue;
+                }
+            },
+            None => ids.new_guest(),
+        };
+        tracing::debug!(identity = %identity.id, guest = identity.guest, "greeted");
+        self.reply(ServerMessage::Welcome {
+            server_version: env!("CARGO_PKG_VERSION").to_owned(),
+            protocols: vec![wire::PROTOCOL_VERSION],
+            identity: wire::Identity {
+                id: identity.id.clone(),
+                name: identity.name.clone(),
+                guest: identity.guest,
+            },
+            token,
+        });
+        self.session = Session::Idle { identity };
+        Flow::Continue
+    }
+
+    /// A lobby action, for the room this connection is in.
+    async fn act(&mut self, seq: u32, action: Action) {
+        let Session::Lobby { room, identity, .. } = &self.session else {
+            self.refuse(Some(seq), ErrorCode::NotInLobby, NOT_IN_LOBBY);
+            return;
+        };
+        let command = RoomCommand::Act {
+            conn: self.id,
+            seq,
+            action,
+        };
+        if room.commands.send(command).await.is_err() {
+            self.session = Session::Idle {
+                identity: identity.clone(),
+            };
+            self.refuse(Some(seq), ErrorCode::NotInLobby, "the lobby has closed");
+        }
+    }
+
+    async fn leave(&mut self, seq: u32, identity: Identity) {
+        match &mut self.session {
+            Session::Lobby { room, leaving, .. } => {
+                *leaving = Some(seq);
+                let command = RoomCommand::Leave {
+                    conn: self.id,
+                    seq,
+                    out: self.out_tx.clone(),
+                };
+                if room.commands.send(command).await.is_err() {
+                    self.session = Session::Idle { identity };
+                    self.reply(ServerMessage::Ack { seq });
+                }
+            }
+            Session::Solo { .. } => {
+                // Detaches from the solo game without ending it.
+                self.leave_session().await;
+                self.reply(ServerMessage::Ack { seq });
+            }
+            Session::Idle { .. } | Session::Greeting => {
+                self.refuse(Some(seq), ErrorCode::NotInLobby, NOT_IN_LOBBY);
+            }
+        }
+    }
+
+    async fn tell_solo(&mut self, command: SoloCommand) {
+        if let Session::Solo { solo, identity } = &self.session
+            && solo.commands.send(command).await.is_err()
+        {
+            self.session = Session::Idle {
+                identity: identity.clone(),
+            };
+        }
+    }
+
+    /// Attaches to a solo game; it answers `ack` and its state itself.
+    async fn attach_solo(&mut self, handle: SoloHandle, seq: u32, identity: Identity) {
+        self.leave_session().await;
+        let attach = SoloCommand::Attach {
+            conn: self.id,
+            out: self.out_tx.clone(),
+            seq,
+        };
+        if handle.commands.send(attach).await.is_ok() {
+            self.session = Session::Solo {
+                identity,
+                solo: handle,
+            };
+        } else {
+            self.refuse(
+                Some(seq),
+                ErrorCode::NoGameInProgress,
+                "that game has closed",
+            );
+        }
+    }
+
+    async fn start_solo(
+        &mut self,
+        seq: u32,
+        identity: Identity,
+        rule_set: wire::RuleSet,
+        mode: wire::SoloMode,
+        level: Option<wire::BotLevel>,
+        ranked: bool,
+    ) {
+        if matches!(self.session, Session::Lobby { .. }) {
+            self.refuse(Some(seq), ErrorCode::AlreadyInLobby, LEAVE_FIRST);
+            return;
+        }
+        // A ranked game in progress must be finished (or resigned) first; a
+        // practice game is simply replaced.
+        if let Some(existing) = self.state.solo_of(&identity.id) {
+            let (tx, rx) = oneshot::channel();
+            let asked = existing
+                .commands
+                .send(SoloCommand::CloseIfPractice { reply: tx })
+                .await;
+            if asked.is_ok() && rx.await == Ok(false) {
+                self.refuse(
+                    Some(seq),
+                    ErrorCode::NotNow,
+                    "you have a ranked game in progress: resume_solo to finish it, or resign it",
+                );
+                return;
+            }
+        }
+        let record = match crate::solo::new_record(
+            self.state.settings.shard,
+            &identity,
+            wire_view::rule_set_from_wire(rule_set),
+            mode,
+            level,
+            ranked,
+        ) {
+            Ok(r) => r,
+            Err(refusal) => {
+                self.refuse(Some(seq), refusal.code, &refusal.message);
+                return;
+            }
+        };
+        match self.state.spawn_solo(record) {
+            Ok(handle) => self.attach_solo(handle, seq, identity).await,
+            Err(e) => self.refuse(Some(seq), ErrorCode::InternalError, &e),
+        }
+    }
+
+    async fn join(
+        &mut self,
+        seq: u32,
+        code: String,
+        invite: Option<String>,
+        watch: bool,
+        identity: Identity,
+    ) {
+        if matches!(self.session, Session::Lobby { .. }) {
+            self.refuse(Some(seq), ErrorCode::AlreadyInLobby, LEAVE_FIRST);
+            return;
+        }
+        let handle = RoomCode::parse(&code).and_then(|c| self.state.room(&c));
+        let Some(handle) = handle else {
+            self.refuse(Some(seq), ErrorCode::UnknownLobby, "no lobby has that code");
+            return;
+        };
+        self.enter(handle, seq, invite, watch, identity).await;
+    }
+
+    /// Enters a room. The room answers (`ack` and `state`, or the refusal)
+    /// on this connection's queue; the reply here only says whether this
+    /// connection is now in it.
+    async fn enter(
+        &mut self,
+        handle: RoomHandle,
+        seq: u32,
+        invite: Option<String>,
+        watch: bool,
+        identity: Identity,
+    ) {
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let command = RoomCommand::Enter {
+            member: Member {
+                conn: self.id,
+                identity: identity.clone(),
+                out: self.out_tx.clone(),
+                kick: self.kick.clone(),
+            },
+            seq,
+            invite,
+            watch,
+            reply: reply_tx,
+        };
+        if handle.commands.send(command).await.is_err() {
+            self.refuse(Some(seq), ErrorCode::UnknownLobby, "the lobby has closed");
+            return;
+        }
+        match reply_rx.await {
+            Ok(true) => {
+                // A solo game this connection was attached to carries on
+                // without it (`resume_solo` comes back to it).
+                self.leave_session().await;
+                self.session = Session::Lobby {
+                    identity,
+                    room: handle,
+                    leaving: None,
+                };
+            }
+            Ok(false) => {}
+            Err(_) => self.refuse(Some(seq), ErrorCode::UnknownLobby, "the lobby has closed"),
+        }
+    }
+}
+
+/// Checks a new lobby's options.
+fn lobby_options_valid(
+    series_length: u8,
+    stake: u32,
+    identity: &Identity,
+) -> Result<(), (ErrorCode, &'static str)> {
+    if !wire::SERIES_LENGTHS.contains(&series_length) {
+        return Err((
+            ErrorCode::InvalidOptions,
+            "series_length must be 1, 3, 5 or 7",
+        ));
+    }
+    if stake != 0 && !(10..=1000).contains(&stake) {
+        return Err((
+            ErrorCode::InvalidOptions,
+            "stake must be 0 (free) or 10 to 1,000 Bold Points",
+        ));
+    }
+    if stake > 0 && identity.guest {
+        return Err((
+            ErrorCode::AccountRequired,
+            "guests play free lobbies only: sign in to play for Bold Points",
+        ));
+    }
+    Ok(())
+}
