@@ -633,6 +633,25 @@ pub async fn http_get_with(
     path: &str,
     headers: &[(&str, &str)],
 ) -> (u16, String) {
+    http_request(addr, "GET", path, headers).await
+}
+
+/// An empty-bodied POST with extra request headers: the status and the
+/// whole response.
+pub async fn http_post_with(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
+    http_request(addr, "POST", path, headers).await
+}
+
+async fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let extra: String = headers
@@ -640,7 +659,7 @@ pub async fn http_get_with(
         .map(|(k, v)| format!("{k}: {v}\r\n"))
         .collect();
     let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n{extra}Connection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n"
     );
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = String::new();

@@ -112,6 +112,20 @@ async fn ask(
     }
 }
 
+/// Sends a pending move again, with its own seq (a retry, never a guess).
+async fn resend(s: &mut Session, pending: &Option<(u32, String, u32, String)>) {
+    if let Some((seq, _, _, text)) = pending {
+        let _ = s
+            .client
+            .send(&ClientMessage::Move {
+                seq: *seq,
+                notation: Some(text.clone()),
+                path: None,
+            })
+            .await;
+    }
+}
+
 /// One player of lobby `lobby` (`host` creates it) until `end`, then it
 /// leaves whatever it sits in, so every series ends and settles.
 async fn player(
@@ -186,16 +200,9 @@ async fn player(
             }
         };
         // A move whose answer was lost is sent again with its seq.
-        if let Some((p_seq, p_code, _, text)) = &pending {
+        if let Some((_, p_code, _, _)) = &pending {
             if *p_code == code {
-                let _ = s
-                    .client
-                    .send(&ClientMessage::Move {
-                        seq: *p_seq,
-                        notation: Some(text.clone()),
-                        path: None,
-                    })
-                    .await;
+                resend(&mut s, &pending).await;
             } else {
                 pending = None;
             }
@@ -213,16 +220,7 @@ async fn player(
                 match tokio::time::timeout(Duration::from_millis(1500), s.client.recv()).await {
                     Err(_) => {
                         // Quiet: re-send a pending move (same seq), else wait.
-                        if let Some((p_seq, _, _, text)) = &pending {
-                            let _ = s
-                                .client
-                                .send(&ClientMessage::Move {
-                                    seq: *p_seq,
-                                    notation: Some(text.clone()),
-                                    path: None,
-                                })
-                                .await;
-                        }
+                        resend(&mut s, &pending).await;
                         continue;
                     }
                     Ok(Err(_)) => break,
@@ -258,15 +256,7 @@ async fn player(
                             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         // Unknown yet: ask again with the same seq.
                         tokio::time::sleep(Duration::from_millis(150)).await;
-                        let (p_seq, _, _, text) = pending.as_ref().unwrap();
-                        let _ = s
-                            .client
-                            .send(&ClientMessage::Move {
-                                seq: *p_seq,
-                                notation: Some(text.clone()),
-                                path: None,
-                            })
-                            .await;
+                        resend(&mut s, &pending).await;
                     } else {
                         pending = None;
                     }

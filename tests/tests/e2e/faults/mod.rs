@@ -486,21 +486,11 @@ async fn clocks_stand_still_while_the_store_is_away() {
     assert_eq!(state.phase, Phase::Playing);
 }
 
-/// A POST with a bearer token: the status and the body.
+/// A POST to the operator API: the status and the body.
 async fn admin_post(server: &JumpgateProcess, path: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let auth = format!("Bearer {ADMIN}");
+    let (status, response) =
+        jumpgate_e2e::http_post_with(server.addr, path, &[("Authorization", &auth)]).await;
     let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
     (status, body)
 }
