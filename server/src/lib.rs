@@ -76,13 +76,14 @@ impl AppState {
         wallets: Arc<dyn wallet::Wallets>,
         records: Arc<dyn records::Records>,
         leaderboards: Arc<dyn leaderboard::Leaderboards>,
-    ) -> Result<Arc<AppState>, String> {
+    ) -> Result<Arc<AppState>, StartupError> {
         let bot_pool = Arc::new(solo::BotPool::new(
             settings.bot_threads,
             settings.executive_budget,
         ));
         let identities =
-            Identities::with_accounts(&settings.token_secret, settings.accounts.as_ref())?;
+            Identities::with_accounts(&settings.token_secret, settings.accounts.as_ref())
+                .map_err(StartupError::AccountKeys)?;
         Ok(Arc::new(AppState {
             settings: Arc::new(settings),
             identities,
@@ -208,6 +209,17 @@ impl AppState {
     }
 }
 
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("cannot open the store: {0}")]
+    Store(#[from] store::StoreError),
+    #[error("unusable account keys: {0}")]
+    AccountKeys(String),
+    #[error("cannot listen: {0}")]
+    Listen(#[from] std::io::Error),
+}
+
 /// A stored lobby or solo game that could not be resumed.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Unresumable {
@@ -219,11 +231,10 @@ pub struct Unresumable {
 }
 
 /// The store the settings ask for: Redis when a URL is set, else memory.
-pub fn open_store(settings: &Settings) -> std::io::Result<Arc<dyn Store>> {
+pub fn open_store(settings: &Settings) -> Result<Arc<dyn Store>, StartupError> {
     match &settings.redis_url {
         Some(url) => {
-            let store = RedisStore::open(url, settings.redis_timeout)
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            let store = RedisStore::open(url, settings.redis_timeout)?;
             Ok(Arc::new(store))
         }
         None => Ok(Arc::new(MemoryStore::default())),
@@ -231,12 +242,11 @@ pub fn open_store(settings: &Settings) -> std::io::Result<Arc<dyn Store>> {
 }
 
 /// The wallets the settings ask for: Redis when a URL is set, else memory.
-pub fn open_wallets(settings: &Settings) -> std::io::Result<Arc<dyn wallet::Wallets>> {
+pub fn open_wallets(settings: &Settings) -> Result<Arc<dyn wallet::Wallets>, StartupError> {
     match &settings.redis_url {
         Some(url) => {
             let wallets =
-                wallet::RedisWallets::open(url, settings.redis_timeout, settings.wallet_rules)
-                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                wallet::RedisWallets::open(url, settings.redis_timeout, settings.wallet_rules)?;
             Ok(Arc::new(wallets))
         }
         None => Ok(Arc::new(wallet::MemoryWallets::new(settings.wallet_rules))),
@@ -244,11 +254,10 @@ pub fn open_wallets(settings: &Settings) -> std::io::Result<Arc<dyn wallet::Wall
 }
 
 /// The records the settings ask for: Redis when a URL is set, else memory.
-pub fn open_records(settings: &Settings) -> std::io::Result<Arc<dyn records::Records>> {
+pub fn open_records(settings: &Settings) -> Result<Arc<dyn records::Records>, StartupError> {
     match &settings.redis_url {
         Some(url) => {
-            let records = records::RedisRecords::open(url, settings.redis_timeout)
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            let records = records::RedisRecords::open(url, settings.redis_timeout)?;
             Ok(Arc::new(records))
         }
         None => Ok(Arc::new(records::MemoryRecords::default())),
@@ -258,11 +267,10 @@ pub fn open_records(settings: &Settings) -> std::io::Result<Arc<dyn records::Rec
 /// The leaderboards the settings ask for: Redis when a URL is set.
 pub fn open_leaderboards(
     settings: &Settings,
-) -> std::io::Result<Arc<dyn leaderboard::Leaderboards>> {
+) -> Result<Arc<dyn leaderboard::Leaderboards>, StartupError> {
     match &settings.redis_url {
         Some(url) => {
-            let boards = leaderboard::RedisLeaderboards::open(url, settings.redis_timeout)
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            let boards = leaderboard::RedisLeaderboards::open(url, settings.redis_timeout)?;
             Ok(Arc::new(boards))
         }
         None => Ok(Arc::new(leaderboard::MemoryLeaderboards::default())),
@@ -270,12 +278,8 @@ pub fn open_leaderboards(
 }
 
 /// Resumes every open lobby in the store. Returns how many resumed.
-pub async fn resume_rooms(state: &Arc<AppState>) -> std::io::Result<usize> {
-    let stored = state
-        .store
-        .load_open()
-        .await
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
+pub async fn resume_rooms(state: &Arc<AppState>) -> Result<usize, store::StoreError> {
+    let stored = state.store.load_open().await?;
     let mut resumed = 0;
     for room in stored {
         // With several instances on one Redis, each resumes only its own
@@ -322,13 +326,12 @@ pub async fn run(
     listener: TcpListener,
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) -> Result<(), StartupError> {
     let store = open_store(&settings)?;
     let wallets = open_wallets(&settings)?;
     let records = open_records(&settings)?;
     let boards = open_leaderboards(&settings)?;
-    let state = AppState::try_new(settings, store, wallets, records, boards)
-        .map_err(std::io::Error::other)?;
+    let state = AppState::try_new(settings, store, wallets, records, boards)?;
     if state.store.is_durable() {
         // A Redis that is slow or away at start is waited for: serving
         // before the stored lobbies are back would answer `unknown_lobby`
@@ -388,7 +391,7 @@ pub async fn run(
         result
     };
     tokio::select! {
-        result = all_done => result,
+        result = all_done => result.map_err(StartupError::Listen),
         () = deadline => {
             tracing::warn!("shutdown deadline passed with connections still open");
             Ok(())

@@ -192,7 +192,7 @@ return 1
 ";
 
 fn err(e: redis::RedisError) -> StoreError {
-    StoreError(e.to_string())
+    StoreError::from(e)
 }
 
 impl RedisRecords {

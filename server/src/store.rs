@@ -19,10 +19,39 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// A store that did not answer, or answered with an error. For a write the
-/// outcome is unknown: it may have been applied.
+/// outcome is unknown: it may have been applied. The kind is kept so logs
+/// and operators can tell a slow Redis from a lost one.
 #[derive(Debug, thiserror::Error)]
-#[error("store unavailable: {0}")]
-pub struct StoreError(pub String);
+pub enum StoreError {
+    /// No answer within `--redis-timeout-ms`.
+    #[error("store unavailable: no answer in time")]
+    Timeout,
+    /// The connection failed or dropped.
+    #[error("store unavailable: connection lost ({0})")]
+    Connection(String),
+    /// Redis answered with an error.
+    #[error("store unavailable: Redis refused ({0})")]
+    Refused(String),
+    /// Redis answered something this server cannot read.
+    #[error("store unavailable: unreadable data ({0})")]
+    Unreadable(String),
+}
+
+impl From<redis::RedisError> for StoreError {
+    fn from(e: redis::RedisError) -> StoreError {
+        if e.is_timeout() {
+            StoreError::Timeout
+        } else if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
+            StoreError::Connection(e.to_string())
+        } else if e.kind() == redis::ErrorKind::Parse
+            || e.kind() == redis::ErrorKind::UnexpectedReturnType
+        {
+            StoreError::Unreadable(e.to_string())
+        } else {
+            StoreError::Refused(e.to_string())
+        }
+    }
+}
 
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
@@ -345,7 +374,7 @@ fn keys(code: &str) -> [String; 4] {
 }
 
 fn redis_error(e: redis::RedisError) -> StoreError {
-    StoreError(e.to_string())
+    StoreError::from(e)
 }
 
 /// Times a Redis operation and counts its failure.
@@ -555,7 +584,7 @@ async fn load_room(
 }
 
 fn parse_entry(entry: &redis::streams::StreamId) -> Result<StoredMove, StoreError> {
-    let bad = || StoreError(format!("malformed move entry {}", entry.id));
+    let bad = || StoreError::Unreadable(format!("malformed move entry {}", entry.id));
     let (game, ply) = entry.id.split_once('-').ok_or_else(bad)?;
     let field =
         |name: &str| -> Result<String, StoreError> { entry.get::<String>(name).ok_or_else(bad) };
