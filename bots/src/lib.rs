@@ -20,6 +20,7 @@
 pub mod arena;
 pub mod eval;
 pub mod hash;
+pub mod ladder;
 pub mod level;
 pub mod orbit;
 pub mod rng;

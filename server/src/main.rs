@@ -8,7 +8,7 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 use jumpgate_server::rules::orbit::OrbitGame;
 use jumpgate_server::rules::space::{SpaceGame, SpaceMove};
-use jumpgate_server::rules::{Position, Variant, VariantGame, fen, perft};
+use jumpgate_server::rules::{Position, Variant, fen, perft};
 
 /// Every message builds and drops a state's many small strings and vectors;
 /// mimalloc serves them faster than glibc's allocator (see loadtest/README.md).
@@ -248,151 +248,54 @@ struct LadderArgs {
 }
 
 /// Plays each level against the level below in every rule set and prints
-/// the upper level's score.
+/// the upper level's score (the games are `jumpgate_bots::ladder`'s).
 fn run_ladder(args: &LadderArgs) -> Result<(), String> {
-    use jumpgate_server::bots::{BotConfig, Level, arena, rng::SplitMix64};
-    use jumpgate_server::rules::Color;
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    let rule_sets: Vec<Variant> = if args.rule_set.is_empty() {
-        Variant::ALL.to_vec()
-    } else {
-        args.rule_set.clone()
+    use jumpgate_server::bots::ladder::{self, LadderConfig};
+    let config = LadderConfig {
+        games: args.games,
+        rule_sets: if args.rule_set.is_empty() {
+            Variant::ALL.to_vec()
+        } else {
+            args.rule_set.clone()
+        },
+        executive: std::time::Duration::from_millis(args.executive_ms),
+        threads: args.threads.max(1),
+        ply_cap: args.ply_cap,
+        seed: args.seed,
     };
-    let pairings = [
-        (Level::Driver, Level::Tamer),
-        (Level::Warden, Level::Driver),
-        (Level::Executive, Level::Warden),
-    ];
-    let games = args.games.max(1).div_ceil(2) * 2;
-    let budget = std::time::Duration::from_millis(args.executive_ms);
-    let mix = |parts: &[u64]| {
-        parts
-            .iter()
-            .fold(SplitMix64::new(args.seed), |mut acc, &p| {
-                SplitMix64::new(acc.next_u64() ^ p)
-            })
-            .next_u64()
-    };
-    // (rule set, pairing, game): game 2k and 2k+1 share opening k.
-    let jobs: Vec<(usize, usize, usize)> = (0..rule_sets.len())
-        .flat_map(|r| (0..pairings.len()).flat_map(move |p| (0..games).map(move |g| (r, p, g))))
-        .collect();
-    // Upper level's [wins, draws, losses, capped] per (rule set, pairing).
-    let tally = Mutex::new(vec![[0usize; 4]; rule_sets.len() * pairings.len()]);
-    let next = AtomicUsize::new(0);
     println!(
-        "ladder: {games} games per pairing, openings of 2-4 random plies, ply cap {}, \
+        "ladder: {} games per pairing, openings of 2-4 random plies, ply cap {}, \
          Executive at {} ms per move (server default 1000 ms), {} threads, seed {}",
+        config.games_per_pairing(),
         args.ply_cap,
         args.executive_ms,
-        args.threads.max(1),
+        config.threads,
         args.seed
     );
     let started = Instant::now();
-    std::thread::scope(|scope| {
-        for _ in 0..args.threads.max(1) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(r, p, g)) = jobs.get(i) else { break };
-                    let kind = rule_sets[r];
-                    let (upper, lower) = pairings[p];
-                    let opening = (g / 2) as u64;
-                    let opening_seed = mix(&[r as u64, opening]);
-                    let opening_plies = 2 + (opening % 3) as usize;
-                    let config = |level: Level, side: u64| {
-                        BotConfig::new(level)
-                            .with_seed(mix(&[r as u64, p as u64, g as u64, side]))
-                            .with_time_budget(budget)
-                    };
-                    let upper_color = if g % 2 == 0 {
-                        Color::Dark
-                    } else {
-                        Color::Light
-                    };
-                    let (dark, light) = if upper_color == Color::Dark {
-                        (config(upper, 0), config(lower, 1))
-                    } else {
-                        (config(lower, 0), config(upper, 1))
-                    };
-                    let end = match kind {
-                        Variant::Draughts(rs) => {
-                            let game = arena::random_opening(rs, opening_seed, opening_plies);
-                            arena::play_out(game, &dark, &light, args.ply_cap).1
-                        }
-                        Variant::Space => {
-                            // Both colours of an opening share its wormholes.
-                            let game = arena::random_space_opening(
-                                mix(&[r as u64, opening, 1]),
-                                opening_seed,
-                                opening_plies,
-                            );
-                            arena::play_out_variant(
-                                VariantGame::Space(game),
-                                &dark,
-                                &light,
-                                args.ply_cap,
-                            )
-                            .1
-                        }
-                        Variant::Orbit => {
-                            let game = arena::random_orbit_opening(opening_seed, opening_plies);
-                            arena::play_out_variant(
-                                VariantGame::Orbit(game),
-                                &dark,
-                                &light,
-                                args.ply_cap,
-                            )
-                            .1
-                        }
-                    };
-                    let column = match end.winner() {
-                        Some(c) if c == upper_color => 0,
-                        Some(_) => 2,
-                        None => 1,
-                    };
-                    let mut tally = tally.lock().unwrap_or_else(|e| e.into_inner());
-                    let row = &mut tally[r * pairings.len() + p];
-                    row[column] += 1;
-                    if end == arena::GameEnd::Capped {
-                        row[3] += 1;
-                    }
-                }
-            });
-        }
-    });
-    let tally = tally.into_inner().unwrap_or_else(|e| e.into_inner());
+    let rows = ladder::run(&config);
     println!(
         "{:<10} {:<21} {:>5} {:>4} {:>4} {:>4} {:>7} {:>6}",
         "rule set", "pairing", "games", "W", "D", "L", "score", "capped"
     );
-    let mut weak = 0;
-    for (r, rs) in rule_sets.iter().enumerate() {
-        for (p, (upper, lower)) in pairings.iter().enumerate() {
-            let [w, d, l, capped] = tally[r * pairings.len() + p];
-            let score = 100.0 * (w as f64 + d as f64 / 2.0) / games as f64;
-            if score < 75.0 {
-                weak += 1;
-            }
-            println!(
-                "{:<10} {:<21} {:>5} {:>4} {:>4} {:>4} {:>6.1}% {:>6}",
-                rs.name(),
-                format!("{} v {}", upper.title(), lower.title()),
-                games,
-                w,
-                d,
-                l,
-                score,
-                capped
-            );
-        }
+    let weak = rows.iter().filter(|r| r.score() < 75.0).count();
+    for row in &rows {
+        println!(
+            "{:<10} {:<21} {:>5} {:>4} {:>4} {:>4} {:>6.1}% {:>6}",
+            row.rule_set.name(),
+            format!("{} v {}", row.upper.title(), row.lower.title()),
+            row.games,
+            row.wins,
+            row.draws,
+            row.losses,
+            row.score(),
+            row.capped
+        );
     }
     println!(
         "{} of {} pairings below the 75% goal; {:.0} s",
         weak,
-        rule_sets.len() * pairings.len(),
+        rows.len(),
         started.elapsed().as_secs_f64()
     );
     Ok(())

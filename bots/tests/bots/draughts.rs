@@ -144,3 +144,26 @@ fn the_seed_changes_the_easy_levels_play() {
         .collect();
     assert!(chosen.len() > 1, "sixteen seeds, one opening move");
 }
+
+/// The ladder plays every pairing in every rule set asked for, both colours
+/// of each opening, and counts every game once.
+#[test]
+fn the_ladder_counts_every_game_once() {
+    use jumpgate_bots::ladder::{self, LadderConfig, PAIRINGS};
+    use jumpgate_rules::Variant;
+    let config = LadderConfig {
+        games: 1,
+        rule_sets: vec![Variant::Draughts(RuleSet::Russian), Variant::Orbit],
+        executive: Duration::from_millis(5),
+        threads: 2,
+        ply_cap: 40,
+        seed: 3,
+    };
+    let rows = ladder::run(&config);
+    assert_eq!(rows.len(), 2 * PAIRINGS.len());
+    for row in rows {
+        assert_eq!(row.games, 2, "rounded up to both colours");
+        assert_eq!(row.wins + row.draws + row.losses, 2, "{row:?}");
+        assert!(row.capped <= row.draws);
+    }
+}
