@@ -10,7 +10,9 @@
 //! - [`rng`]: the seeded generator behind deliberate imperfection;
 //! - [`arena`]: whole games between two bots, for the strength ladder;
 //! - [`space`] and [`orbit`]: the same four levels for Space Mode and the
-//!   orbit game, each with a small search of its own.
+//!   orbit game, over one generic search (`tree`) that each game plugs
+//!   into with a small trait;
+//! - [`ladder`]: every level against the level below, for `jumpgate ladder`.
 //!
 //! The easy levels stray on purpose, from a seed, so with the same seed and
 //! game they choose the same move; the lower three levels stop on node
@@ -27,6 +29,7 @@ pub mod rng;
 mod search;
 pub mod space;
 mod table;
+mod tree;
 
 use std::time::{Duration, Instant};
 
