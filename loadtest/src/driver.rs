@@ -241,31 +241,18 @@ struct Player {
 impl Player {
     async fn greet(url: &str, limit: Instant) -> Result<Player, String> {
         let mut conn = Conn::connect(url, limit).await?;
-        let seq = conn.client.next_seq();
-        conn.send(&ClientMessage::Hello {
-            seq,
-            protocol: jumpgate_protocol::PROTOCOL_VERSION,
-            token: None,
-            client: "jumpgate-loadtest".into(),
+        conn.pace().await;
+        conn.last_send = Some(Instant::now());
+        let greeting = timeout_at(limit, conn.client.greet(None, "jumpgate-loadtest"))
+            .await
+            .map_err(|_| timed_out("hello"))?
+            .map_err(|e| e.to_string())?;
+        Ok(Player {
+            conn,
+            id: greeting.identity.id,
+            code: None,
+            state: None,
         })
-        .await?;
-        loop {
-            match conn.recv(limit).await? {
-                None => return Err(timed_out("hello")),
-                Some(ServerMessage::Welcome { identity, .. }) => {
-                    return Ok(Player {
-                        conn,
-                        id: identity.id,
-                        code: None,
-                        state: None,
-                    });
-                }
-                Some(ServerMessage::Error { code, message, .. }) => {
-                    return Err(format!("hello refused: {code} {message}"));
-                }
-                Some(_) => {}
-            }
-        }
     }
 
     fn absorb(&mut self, message: ServerMessage) -> Result<(), String> {
@@ -296,20 +283,17 @@ impl Player {
         let message = build(seq);
         self.conn.send(&message).await?;
         let limit = wait_limit(hard);
-        loop {
-            match self.conn.recv(limit).await? {
-                None if limit >= hard => return Ok(None),
-                None => return Err(timed_out("a request")),
-                Some(ServerMessage::Ack { seq: s }) if s == seq => {
-                    return Ok(Some(Instant::now()));
-                }
-                Some(ServerMessage::Error {
-                    seq: Some(s),
-                    code,
-                    message,
-                }) if s == seq => return Err(format!("request refused: {code} {message}")),
-                Some(other) => self.absorb(other)?,
-            }
+        let mut others = Vec::new();
+        let answer = timeout_at(limit, self.conn.client.answer(seq, |m| others.push(m))).await;
+        for message in others {
+            self.absorb(message)?;
+        }
+        match answer {
+            Err(_) if limit >= hard => Ok(None),
+            Err(_) => Err(timed_out("a request")),
+            Ok(Err(e)) => Err(e.to_string()),
+            Ok(Ok(Ok(()))) => Ok(Some(Instant::now())),
+            Ok(Ok(Err(refusal))) => Err(format!("request refused: {refusal}")),
         }
     }
 

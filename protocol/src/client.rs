@@ -17,7 +17,8 @@ use tokio_tungstenite::tungstenite::{
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::codec::{self, DecodeError, Encoding, Frame, FrameKind};
-use crate::message::{ClientMessage, ServerMessage};
+use crate::error_code::ErrorCode;
+use crate::message::{ClientMessage, Identity, ServerMessage};
 
 /// How long [`Client::close`] waits for the server to answer the close frame.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
@@ -59,6 +60,25 @@ pub enum ClientError {
     /// Any other WebSocket or I/O failure.
     #[error("websocket error: {0}")]
     WebSocket(Box<tungstenite::Error>),
+    /// The server refused `hello` (see [`Client::greet`]).
+    #[error("hello refused: {0}")]
+    HelloRefused(Refusal),
+}
+
+/// Who the server says this connection is, from its `welcome`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Greeting {
+    pub identity: Identity,
+    /// Send it in a later `hello` to be the same identity again.
+    pub token: String,
+}
+
+/// A request the server refused: its stable code and a human message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct Refusal {
+    pub code: ErrorCode,
+    pub message: String,
 }
 
 impl From<tungstenite::Error> for ClientError {
@@ -192,6 +212,67 @@ impl Client {
                 Message::Close(frame) => return Err(closed(frame)),
             };
             return Ok(codec::decode_server_frame(self.encoding, kind, &payload)?);
+        }
+    }
+
+    /// Sends `hello` with the next seq (and `token`, to come back as the
+    /// same identity), and waits for `welcome`. Messages of types this
+    /// client does not know are skipped, as PROTOCOL.md asks of clients.
+    pub async fn greet(
+        &mut self,
+        token: Option<String>,
+        client: &str,
+    ) -> Result<Greeting, ClientError> {
+        let seq = self.next_seq();
+        self.send(&ClientMessage::Hello {
+            seq,
+            protocol: crate::PROTOCOL_VERSION,
+            token,
+            client: client.to_owned(),
+        })
+        .await?;
+        loop {
+            match self.recv_known().await? {
+                ServerMessage::Welcome {
+                    identity, token, ..
+                } => return Ok(Greeting { identity, token }),
+                ServerMessage::Error { code, message, .. } => {
+                    return Err(ClientError::HelloRefused(Refusal { code, message }));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Waits for the answer to the request sent with `seq`: `Ok(Ok(()))`
+    /// for its `ack`, `Ok(Err(refusal))` for its `error`. Every other
+    /// message that arrives first (states, other answers) goes to `other`,
+    /// in order; messages of unknown types are skipped.
+    pub async fn answer(
+        &mut self,
+        seq: u32,
+        mut other: impl FnMut(ServerMessage),
+    ) -> Result<Result<(), Refusal>, ClientError> {
+        loop {
+            match self.recv_known().await? {
+                ServerMessage::Ack { seq: s } if s == seq => return Ok(Ok(())),
+                ServerMessage::Error {
+                    seq: Some(s),
+                    code,
+                    message,
+                } if s == seq => return Ok(Err(Refusal { code, message })),
+                message => other(message),
+            }
+        }
+    }
+
+    /// The next message of a type this client knows.
+    async fn recv_known(&mut self) -> Result<ServerMessage, ClientError> {
+        loop {
+            match self.recv().await {
+                Err(ClientError::Decode(DecodeError::UnknownType { .. })) => continue,
+                other => return other,
+            }
         }
     }
 

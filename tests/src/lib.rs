@@ -102,13 +102,18 @@ impl Player {
     /// Receives the next message, remembering states.
     pub async fn recv(&mut self) -> ServerMessage {
         let message = recv(&mut self.client).await;
-        if let ServerMessage::State(state) = &message {
+        self.note(&message);
+        message
+    }
+
+    /// Remembers a state (and checks its version never goes down).
+    fn note(&mut self, message: &ServerMessage) {
+        if let ServerMessage::State(state) = message {
             if let Some(old) = &self.state {
                 assert!(state.version >= old.version, "versions never go down");
             }
             self.state = Some(state.clone());
         }
-        message
     }
 
     /// Waits for the ack of `seq`, failing on an error for it.
@@ -567,28 +572,17 @@ impl Player {
         token: Option<String>,
     ) -> Player {
         let mut client = Client::connect(&endpoint.ws(), encoding).await.unwrap();
-        let seq = client.next_seq();
-        client
-            .send(&ClientMessage::Hello {
-                seq,
-                protocol: 1,
-                token,
-                client: "jumpgate-e2e".into(),
-            })
+        let greeting = tokio::time::timeout(PATIENCE, client.greet(token, "jumpgate-e2e"))
             .await
-            .unwrap();
-        match recv(&mut client).await {
-            ServerMessage::Welcome {
-                identity, token, ..
-            } => Player {
-                client,
-                id: identity.id,
-                name: identity.name,
-                token,
-                state: None,
-                sent_at: Default::default(),
-            },
-            other => panic!("expected welcome, got {other:?}"),
+            .expect("no welcome in time")
+            .expect("welcomed");
+        Player {
+            client,
+            id: greeting.identity.id,
+            name: greeting.identity.name,
+            token: greeting.token,
+            state: None,
+            sent_at: Default::default(),
         }
     }
 
@@ -715,14 +709,14 @@ impl Player {
         build: impl FnOnce(u32) -> ClientMessage,
     ) -> Result<(), ErrorCode> {
         let seq = self.send(build).await;
-        loop {
-            match self.recv().await {
-                ServerMessage::Ack { seq: s } if s == seq => return Ok(()),
-                ServerMessage::Error {
-                    seq: Some(s), code, ..
-                } if s == seq => return Err(code),
-                _ => {}
-            }
+        let mut others = Vec::new();
+        let answer = tokio::time::timeout(PATIENCE, self.client.answer(seq, |m| others.push(m)))
+            .await
+            .expect("no answer in time")
+            .expect("the connection stayed up");
+        for message in others {
+            self.note(&message);
         }
+        answer.map_err(|refusal| refusal.code)
     }
 }

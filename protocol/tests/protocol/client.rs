@@ -125,21 +125,12 @@ async fn session(encoding: Encoding) {
         .unwrap();
     assert_eq!(client.encoding(), encoding);
 
-    let seq = client.next_seq();
-    assert_eq!(seq, 1);
-    client
-        .send(&ClientMessage::Hello {
-            seq,
-            protocol: PROTOCOL_VERSION,
-            token: None,
-            client: "protocol-tests".into(),
-        })
-        .await
-        .unwrap();
-    let welcome = client.recv().await.unwrap();
-    assert!(matches!(welcome, ServerMessage::Welcome { ref token, .. } if token == "t1"));
-    // The ping in between is skipped.
-    assert_eq!(client.recv().await.unwrap(), ServerMessage::Ack { seq: 1 });
+    let greeting = client.greet(None, "protocol-tests").await.unwrap();
+    assert_eq!(greeting.token, "t1");
+    // The ping in between is skipped; the ack answers seq 1, the hello.
+    let mut others = Vec::new();
+    assert_eq!(client.answer(1, |m| others.push(m)).await.unwrap(), Ok(()));
+    assert!(others.is_empty());
 
     // A frame of the wrong kind for the encoding.
     match encoding {

@@ -53,27 +53,22 @@ async fn open(url: &str, token: &str, seq: &mut u32) -> Option<Session> {
         .await
         .ok()?
         .ok()?;
-    *seq += 1;
-    client
-        .send(&ClientMessage::Hello {
-            seq: *seq,
-            protocol: 1,
-            token: Some(token.to_owned()),
-            client: "chaos".into(),
-        })
+    // Keep counting across connections, as PROTOCOL.md asks.
+    client.set_last_seq(*seq);
+    let greeting = tokio::time::timeout(limit, client.greet(Some(token.to_owned()), "chaos"))
         .await
+        .ok()?
         .ok()?;
-    match tokio::time::timeout(limit, client.recv()).await {
-        Ok(Ok(ServerMessage::Welcome { identity, .. })) => Some(Session {
-            client,
-            id: identity.id,
-        }),
-        _ => None,
-    }
+    *seq += 1;
+    Some(Session {
+        client,
+        id: greeting.identity.id,
+    })
 }
 
-/// Sends a request and waits for its answer; `None` if the connection
-/// failed or stayed silent.
+/// Sends a request and waits for its answer, and for the state that
+/// follows a join's or a creation's ack; `None` if the connection failed
+/// or stayed silent.
 async fn ask(
     s: &mut Session,
     seq: &mut u32,
@@ -82,34 +77,26 @@ async fn ask(
     *seq += 1;
     let mine = *seq;
     s.client.send(&build(mine)).await.ok()?;
-    let mut state = None;
     let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
-        let message = tokio::time::timeout_at(deadline, s.client.recv())
-            .await
-            .ok()?
-            .ok()?;
-        match message {
-            ServerMessage::State(st) => state = Some(st),
-            ServerMessage::Ack { seq } if seq == mine => {
-                // A join's or a creation's state follows its ack.
-                while state.is_none() {
-                    match tokio::time::timeout_at(deadline, s.client.recv()).await {
-                        Ok(Ok(ServerMessage::State(st))) => state = Some(st),
-                        Ok(Ok(_)) => {}
-                        _ => break,
-                    }
-                }
-                return Some((Ok(()), state));
+    let mut state = None;
+    let note = |m: ServerMessage, state: &mut Option<RoomState>| {
+        if let ServerMessage::State(st) = m {
+            *state = Some(st);
+        }
+    };
+    let answer = tokio::time::timeout_at(deadline, s.client.answer(mine, |m| note(m, &mut state)))
+        .await
+        .ok()?
+        .ok()?;
+    if answer.is_ok() {
+        while state.is_none() {
+            match tokio::time::timeout_at(deadline, s.client.recv()).await {
+                Ok(Ok(m)) => note(m, &mut state),
+                _ => break,
             }
-            ServerMessage::Error {
-                seq: Some(seq),
-                code,
-                ..
-            } if seq == mine => return Some((Err(code), state)),
-            _ => {}
         }
     }
+    Some((answer.map_err(|r| r.code), state))
 }
 
 /// Sends a pending move again, with its own seq (a retry, never a guess).
