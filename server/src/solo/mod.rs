@@ -8,9 +8,9 @@ use std::sync::Arc;
 use jumpgate_protocol as wire;
 use jumpgate_protocol::{ErrorCode, ServerMessage};
 use serde::{Deserialize, Serialize};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 
-use crate::bots::{self, BotConfig, Level};
+use crate::bots::Level;
 use crate::config::Settings;
 use crate::identity::Identity;
 use crate::leaderboard::{Leaderboards, RankedOutcome};
@@ -19,40 +19,8 @@ use crate::rules::{Color, MoveInfo, Variant, VariantGame};
 use crate::store::{RoomWrite, Store};
 use crate::wire_view;
 
-/// Caps how many bot searches run at once; the rest wait their turn.
-#[derive(Debug)]
-pub struct BotPool {
-    permits: Semaphore,
-    executive_budget: std::time::Duration,
-}
-
-impl BotPool {
-    pub fn new(threads: usize, executive_budget: std::time::Duration) -> BotPool {
-        BotPool {
-            permits: Semaphore::new(threads.max(1)),
-            executive_budget,
-        }
-    }
-
-    /// The bot's move in its stored form ([`MoveInfo::stored`]), computed
-    /// on a blocking thread.
-    pub async fn think(&self, game: VariantGame, level: Level, seed: u64) -> Option<String> {
-        let _permit = self.permits.acquire().await.ok()?;
-        let config = BotConfig::new(level)
-            .with_seed(seed)
-            .with_time_budget(self.executive_budget);
-        let timer = crate::metrics::METRICS
-            .bot_think_seconds
-            .with_label_values(&[level.name()])
-            .start_timer();
-        let chosen = tokio::task::spawn_blocking(move || bots::choose_stored(&game, &config))
-            .await
-            .ok()
-            .flatten();
-        timer.observe_duration();
-        chosen
-    }
-}
+mod pool;
+pub use pool::BotPool;
 
 /// Messages to a solo game's task.
 #[derive(Debug)]
@@ -704,70 +672,4 @@ pub fn solo_record(json: &str) -> Option<SoloRecord> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An orbit game from the start in which some side had to pass: the
-    /// first found by playing pseudo-random moves from a fixed seed.
-    fn orbit_moves_with_a_pass() -> (Vec<String>, Vec<Color>) {
-        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
-        for _ in 0..500 {
-            let mut game = VariantGame::new(Variant::Orbit, 0);
-            let (mut moves, mut movers) = (Vec::new(), Vec::new());
-            while game.outcome().is_none() {
-                let legal = game.legal_moves();
-                rng = rng
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let m = &legal[(rng >> 33) as usize % legal.len()];
-                movers.push(game.turn());
-                moves.push(m.stored.clone());
-                game.play_stored(&m.stored).unwrap();
-                if movers.len() >= 2 && movers[movers.len() - 1] == movers[movers.len() - 2] {
-                    return (moves, movers);
-                }
-            }
-        }
-        panic!("no pass in 500 random orbit games");
-    }
-
-    fn record(moves: &[String], same_device: bool) -> SoloRecord {
-        SoloRecord {
-            kind: "solo".into(),
-            id: "STEST".into(),
-            owner: "u".into(),
-            owner_name: "U".into(),
-            rule_set: Variant::Orbit,
-            seed: 0,
-            same_device,
-            level: (!same_device).then_some(Level::Tamer),
-            ranked: false,
-            you: Color::Dark,
-            moves: moves.iter().cloned().map(SoloMove::Stored).collect(),
-            result: None,
-            version: 0,
-            pending_score: false,
-        }
-    }
-
-    #[test]
-    fn undo_goes_back_before_your_last_move_even_after_a_pass() {
-        let (moves, sides) = orbit_moves_with_a_pass();
-        let r = record(&moves, false);
-        assert_eq!(movers(&r), sides);
-        let keep = undo_point(&r).unwrap();
-        // The move undone is Dark's (yours), the last one Dark made.
-        assert_eq!(sides[keep], Color::Dark);
-        assert!(sides[keep + 1..].iter().all(|&c| c == Color::Light));
-        // Afterwards it is your turn.
-        let mut game = VariantGame::new(Variant::Orbit, 0);
-        for m in &moves[..keep] {
-            game.play_stored(m).unwrap();
-        }
-        assert_eq!(game.turn(), Color::Dark);
-        // On one device, one move at a time.
-        assert_eq!(undo_point(&record(&moves, true)), Some(moves.len() - 1));
-        assert_eq!(undo_point(&record(&[], true)), None);
-        assert_eq!(undo_point(&record(&[], false)), None);
-    }
-}
+mod tests;
