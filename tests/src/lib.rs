@@ -588,26 +588,31 @@ impl Player {
 
     /// Joins (or rejoins) a lobby by code and waits for its state.
     pub async fn join(&mut self, code: &str) -> RoomState {
-        let c = code.to_owned();
-        let seq = self
-            .send(|seq| ClientMessage::JoinLobby {
-                seq,
-                code: c,
-                invite: None,
-            })
-            .await;
-        self.expect_ack(seq).await;
-        self.state_until(|s| s.code == code).await
+        self.enter(code, false).await
     }
 
     /// Watches a lobby by code and waits for its state.
     pub async fn watch(&mut self, code: &str) -> RoomState {
+        self.enter(code, true).await
+    }
+
+    async fn enter(&mut self, code: &str, watch: bool) -> RoomState {
         let c = code.to_owned();
         let seq = self
-            .send(|seq| ClientMessage::Watch {
-                seq,
-                code: c,
-                invite: None,
+            .send(|seq| {
+                if watch {
+                    ClientMessage::Watch {
+                        seq,
+                        code: c,
+                        invite: None,
+                    }
+                } else {
+                    ClientMessage::JoinLobby {
+                        seq,
+                        code: c,
+                        invite: None,
+                    }
+                }
             })
             .await;
         self.expect_ack(seq).await;
