@@ -185,10 +185,6 @@ redis.call('HSET', KEYS[1], ARGV[2], cjson.encode(s))
 return 1
 ";
 
-fn err(e: redis::RedisError) -> StoreError {
-    StoreError::from(e)
-}
-
 impl RedisLeaderboards {
     pub fn open(url: &str, timeout: std::time::Duration) -> Result<RedisLeaderboards, StoreError> {
         let conn = crate::store::redis_connection(url, timeout)?;
@@ -225,7 +221,7 @@ impl Leaderboards for RedisLeaderboards {
                 .arg(outcome)
                 .invoke_async(&mut conn)
                 .await
-                .map_err(err)?;
+                .map_err(StoreError::from)?;
             Ok(())
         })
     }
@@ -237,7 +233,7 @@ impl Leaderboards for RedisLeaderboards {
                 .arg(format!("jgl:{{boards}}:{rule_set}"))
                 .query_async(&mut conn)
                 .await
-                .map_err(err)?;
+                .map_err(StoreError::from)?;
             let all = raw
                 .values()
                 .filter_map(|v| serde_json::from_str::<Standing>(v).ok())

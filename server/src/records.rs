@@ -191,10 +191,6 @@ redis.call('HSET', KEYS[3], l, 0)
 return 1
 ";
 
-fn err(e: redis::RedisError) -> StoreError {
-    StoreError::from(e)
-}
-
 impl RedisRecords {
     pub fn open(url: &str, timeout: std::time::Duration) -> Result<RedisRecords, StoreError> {
         let conn = crate::store::redis_connection(url, timeout)?;
@@ -211,7 +207,7 @@ impl RedisRecords {
             .arg(field)
             .query_async(&mut conn)
             .await
-            .map_err(err)?;
+            .map_err(StoreError::from)?;
         Ok(v.unwrap_or(0))
     }
 }
@@ -241,7 +237,7 @@ impl Records for RedisRecords {
                 .arg(format!("{x}|{y}"))
                 .invoke_async(&mut conn)
                 .await
-                .map_err(err)?;
+                .map_err(StoreError::from)?;
             Ok(())
         })
     }

@@ -373,10 +373,6 @@ fn keys(code: &str) -> [String; 4] {
     ]
 }
 
-fn redis_error(e: redis::RedisError) -> StoreError {
-    StoreError::from(e)
-}
-
 /// Times a Redis operation and counts its failure.
 async fn observed<T>(
     op: &'static str,
@@ -402,13 +398,13 @@ pub fn redis_connection(
     url: &str,
     timeout: Duration,
 ) -> Result<redis::aio::ConnectionManager, StoreError> {
-    let client = redis::Client::open(url).map_err(redis_error)?;
+    let client = redis::Client::open(url).map_err(StoreError::from)?;
     let config = redis::aio::ConnectionManagerConfig::new()
         .set_connection_timeout(Some(timeout))
         .set_response_timeout(Some(timeout))
         .set_number_of_retries(1)
         .set_max_delay(Duration::from_millis(500));
-    redis::aio::ConnectionManager::new_lazy_with_config(client, config).map_err(redis_error)
+    redis::aio::ConnectionManager::new_lazy_with_config(client, config).map_err(StoreError::from)
 }
 
 impl RedisStore {
@@ -449,7 +445,7 @@ impl Store for RedisStore {
                 .arg(OPEN_SET)
                 .query_async(&mut conn)
                 .await
-                .map_err(redis_error)?;
+                .map_err(StoreError::from)?;
             let mut rooms = Vec::new();
             for code in codes {
                 match load_room(&mut conn, &code).await? {
@@ -461,7 +457,7 @@ impl Store for RedisStore {
                             .arg(&code)
                             .query_async(&mut conn)
                             .await
-                            .map_err(redis_error)?;
+                            .map_err(StoreError::from)?;
                     }
                 }
             }
@@ -477,7 +473,7 @@ impl Store for RedisStore {
                 .arg(&games)
                 .query_async(&mut conn)
                 .await
-                .map_err(redis_error)?;
+                .map_err(StoreError::from)?;
             let ordered: BTreeMap<u64, String> = all.into_iter().collect();
             Ok(ordered.into_values().collect())
         }))
@@ -489,7 +485,7 @@ impl Store for RedisStore {
             let _: String = redis::cmd("PING")
                 .query_async(&mut conn)
                 .await
-                .map_err(redis_error)?;
+                .map_err(StoreError::from)?;
             Ok(())
         }))
     }
@@ -541,10 +537,12 @@ impl RedisStore {
                 invocation
                     .load_async(&mut conn)
                     .await
-                    .map_err(redis_error)?;
-                pipe.query_async(&mut conn).await.map_err(redis_error)?
+                    .map_err(StoreError::from)?;
+                pipe.query_async(&mut conn)
+                    .await
+                    .map_err(StoreError::from)?
             }
-            result => result.map_err(redis_error)?,
+            result => result.map_err(StoreError::from)?,
         };
         Ok(reply)
     }
@@ -560,7 +558,7 @@ async fn load_room(
         .arg(&room)
         .query_async(conn)
         .await
-        .map_err(redis_error)?;
+        .map_err(StoreError::from)?;
     let Some(record) = record else {
         return Ok(None);
     };
@@ -570,7 +568,7 @@ async fn load_room(
         .arg("+")
         .query_async(conn)
         .await
-        .map_err(redis_error)?;
+        .map_err(StoreError::from)?;
     let moves = entries
         .ids
         .iter()

@@ -466,10 +466,6 @@ redis.call('SADD', KEYS[2], ARGV[1])
 return 1
 "#;
 
-fn err(e: redis::RedisError) -> StoreError {
-    StoreError::from(e)
-}
-
 impl RedisWallets {
     pub fn open(
         url: &str,
@@ -523,7 +519,7 @@ impl Wallets for RedisWallets {
                 .arg(format!("{series}:settle"))
                 .invoke_async(&mut conn)
                 .await
-                .map_err(err)?;
+                .map_err(StoreError::from)?;
             Ok(match (reply.as_str(), reply.strip_prefix("short:")) {
                 (_, Some(account)) => Escrow::Short(account.to_owned()),
                 ("closed", _) => Escrow::Closed,
@@ -561,7 +557,7 @@ impl Wallets for RedisWallets {
                 .arg(now_ms())
                 .invoke_async(&mut conn)
                 .await
-                .map_err(err)?;
+                .map_err(StoreError::from)?;
             Ok(Settled {
                 paid: paid as u64,
                 refunded: refunded as u64,
@@ -585,7 +581,7 @@ impl Wallets for RedisWallets {
                 .arg(now_ms())
                 .invoke_async(&mut conn)
                 .await
-                .map_err(err)?;
+                .map_err(StoreError::from)?;
             Ok(())
         })
     }
@@ -604,20 +600,20 @@ impl Wallets for RedisWallets {
                 .arg(now_ms())
                 .invoke_async(&mut conn)
                 .await
-                .map_err(err)?;
+                .map_err(StoreError::from)?;
             let balance: Option<i64> = redis::cmd("HGET")
                 .arg(format!("{P}:bal"))
                 .arg(account)
                 .query_async(&mut conn)
                 .await
-                .map_err(err)?;
+                .map_err(StoreError::from)?;
             let raw: Vec<String> = redis::cmd("LRANGE")
                 .arg(ledger_key(account))
                 .arg(0)
                 .arg(-1)
                 .query_async(&mut conn)
                 .await
-                .map_err(err)?;
+                .map_err(StoreError::from)?;
             let ledger = raw
                 .iter()
                 .filter_map(|e| serde_json::from_str(e).ok())
@@ -637,12 +633,12 @@ impl Wallets for RedisWallets {
                 .arg(format!("{P}:bal"))
                 .query_async(&mut conn)
                 .await
-                .map_err(err)?;
+                .map_err(StoreError::from)?;
             let totals: HashMap<String, i64> = redis::cmd("HGETALL")
                 .arg(format!("{P}:totals"))
                 .query_async(&mut conn)
                 .await
-                .map_err(err)?;
+                .map_err(StoreError::from)?;
             Ok(Totals {
                 balances: balances.values().sum(),
                 escrow: totals.get("escrow").copied().unwrap_or(0),

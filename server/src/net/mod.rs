@@ -105,14 +105,7 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
                 }
             }
             () = kick.notified() => break Some((CLOSE_POLICY, "too slow to keep up")),
-            _ = shutdown.changed() => {
-                let notice = ServerMessage::Shutdown {
-                    reason: "the server is restarting".into(),
-                    reconnect_after_ms: 1000,
-                };
-                let _ = socket.send(to_ws(wire::codec::encode_server(encoding, &notice))).await;
-                break Some((CLOSE_GOING_AWAY, "server restarting"));
-            }
+            _ = shutdown.changed() => break Some((CLOSE_GOING_AWAY, "server restarting")),
         }
     };
     // Whatever was queued before a close is written first (a refusal that
@@ -127,6 +120,16 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
             let _ = socket.flush().await;
         };
         let _ = tokio::time::timeout(Duration::from_secs(1), pending).await;
+    }
+    // A shutdown is announced after everything queued before it.
+    if close.is_some_and(|(code, _)| code == CLOSE_GOING_AWAY) {
+        let notice = ServerMessage::Shutdown {
+            reason: "the server is restarting".into(),
+            reconnect_after_ms: 1000,
+        };
+        let _ = socket
+            .send(to_ws(wire::codec::encode_server(encoding, &notice)))
+            .await;
     }
     metrics.connections_open.dec();
     tracing::debug!(close = ?close.map(|(code, _)| code), "connection closed");

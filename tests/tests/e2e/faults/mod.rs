@@ -567,3 +567,69 @@ async fn a_lobby_that_does_not_replay_is_kept_listed_and_its_stakes_released() {
     }
     ledgers_sound(&redis, &accounts).await;
 }
+
+/// A solo game's write meets a stall: the move is refused and undone in
+/// memory (it may still land). Played again after the stall it is
+/// acknowledged once, and after kill -9 and a restart the game holds
+/// exactly the acknowledged moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_solo_move_during_a_stall_is_stored_once_and_survives_kill_9() {
+    use jumpgate_protocol::{BotLevel, SoloMode};
+    async fn play(p: &mut Player, notation: String) -> Result<(), ErrorCode> {
+        p.request(|seq| ClientMessage::Move {
+            seq,
+            notation: Some(notation),
+            path: None,
+        })
+        .await
+    }
+    let redis = RedisServer::start().await;
+    let env = server_env(&redis);
+    let mut server = JumpgateProcess::start(&env).await;
+    let mut p = Player::connect_to(&server, Encoding::Json, None).await;
+    let token = p.token.clone();
+    p.request(|seq| ClientMessage::StartSolo {
+        seq,
+        rule_set: RuleSet::American,
+        mode: SoloMode::SameDevice,
+        level: Some(BotLevel::Tamer),
+        ranked: false,
+    })
+    .await
+    .unwrap();
+    let mut acked = Vec::new();
+    for _ in 0..2 {
+        let s = p.solo_until(|s| s.game.moves.len() == acked.len()).await;
+        let m = s.game.legal_moves[0].notation.clone();
+        play(&mut p, m.clone()).await.unwrap();
+        acked.push(m);
+    }
+    let s = p.solo_until(|s| s.game.moves.len() == acked.len()).await;
+    let m = s.game.legal_moves[0].notation.clone();
+    redis.pause(STALL_MS).await;
+    assert_eq!(
+        play(&mut p, m.clone()).await,
+        Err(ErrorCode::StorageUnavailable)
+    );
+    tokio::time::sleep(Duration::from_millis(STALL_MS)).await;
+    // The refused move was undone here, so it is the same move to play.
+    play(&mut p, m.clone()).await.unwrap();
+    acked.push(m);
+    let s = p.solo_until(|s| s.game.moves.len() == acked.len()).await;
+    let m = s.game.legal_moves[0].notation.clone();
+    play(&mut p, m.clone()).await.unwrap();
+    acked.push(m);
+
+    server.kill_9();
+    drop(p);
+    let server = JumpgateProcess::start(&env).await;
+    let mut p = Player::connect_to(&server, Encoding::Json, Some(token)).await;
+    p.request(|seq| ClientMessage::ResumeSolo { seq })
+        .await
+        .unwrap();
+    let s = p.solo_until(|_| true).await;
+    assert_eq!(
+        s.game.moves, acked,
+        "every acknowledged move, once, in order"
+    );
+}
