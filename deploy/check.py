@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Sanity checks for deploy/: parses every YAML file and the Grafana dashboard
+"""Sanity checks for deploy/: parses every YAML file, the Grafana dashboard and
+both HAProxy configurations (with `haproxy -c` too when HAProxy is installed),
 and asserts the facts deploy/README.md promises.
 
     python3 deploy/check.py          (needs python3-yaml: apt-get install -y python3-yaml)
@@ -7,8 +8,11 @@ and asserts the facts deploy/README.md promises.
 Exits 0 when everything holds, 1 with one line per failure otherwise.
 """
 import json
+import os
 import pathlib
 import re
+import shutil
+import subprocess
 import sys
 
 try:
@@ -35,6 +39,9 @@ METRICS = {
     "jumpgate_bot_think_seconds": ("histogram", {"level"}),
     "jumpgate_move_handling_seconds": ("histogram", set()),
     "jumpgate_slow_consumers_dropped_total": ("counter", set()),
+    "jumpgate_room_handovers_total": ("counter", set()),
+    "jumpgate_room_takeovers_total": ("counter", set()),
+    "jumpgate_writes_fenced_total": ("counter", set()),
 }
 TARGET_LABELS = {"instance", "job", "namespace", "pod"}
 
@@ -73,8 +80,68 @@ def seconds(text):
     return int(m.group(1) or 0) * 60 + float(m.group(2) or 0) if m else 0
 
 
+def haproxy_sections(text):
+    """Section header ("frontend public", ...) -> its lines, comments and blanks dropped."""
+    sections, current = {}, None
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line[0].isspace():
+            current = " ".join(line.split())
+            sections[current] = []
+        elif current:
+            sections[current].append(" ".join(line.split()))
+    return sections
+
+
+def word_after(words, key, default):
+    """The value of `key` in a keyword list such as a default-server line."""
+    return words[words.index(key) + 1] if key in words[:-1] else default
+
+
+def haproxy_duration(text):
+    m = re.fullmatch(r"(\d+)(ms|s)?", text)
+    check(m, f"cannot read HAProxy duration {text!r}")
+    return int(m.group(1)) / (1000 if m.group(2) == "ms" else 1) if m else 0
+
+
+def check_routing(name, cfg):
+    """What every HAProxy configuration here must do to route rooms (README, "Routing")."""
+    sections = haproxy_sections(cfg)
+    front = sections.get("frontend public", [])
+    back = sections.get("backend jumpgate", [])
+    check(front and back, f"{name}: needs 'frontend public' and 'backend jumpgate'")
+    text = "\n".join(front + back)
+    check("url_param(room)" in text, f"{name}: does not route /ws by ?room=")
+    check("path_beg /r/" in text and "field(3,/)" in text, f"{name}: does not route /r/CODE by code")
+    check("regsub(^S,)" in text, f"{name}: does not route solo ids (S + code) by their code")
+    check("^[2-9A-HJ-NP-Z]{8}$" in text, f"{name}: does not drop malformed codes")
+    check(any(l.startswith("http-request deny deny_status 404 if { path /metrics }") for l in front),
+          f"{name}: /metrics is not denied")
+    check("balance hash var(txn.room)" in back, f"{name}: must balance by 'hash var(txn.room)'")
+    check("hash-type consistent" in back, f"{name}: must use 'hash-type consistent'")
+    # The static shards are gone: no rule may pin a room to a server by hand.
+    for word in ("crc32", "use-server", "srv_is_up", "http-request return status 503"):
+        check(word not in cfg, f"{name}: still has the static shard rule {word!r}")
+    check("http-check send meth GET uri /readyz" in back and "http-check expect status 200" in back,
+          f"{name}: health check must be GET /readyz expecting 200")
+    check(re.search(r"^option redispatch( -?[1-9]\d*)?$", text, re.M), f"{name}: no 'option redispatch' (not 0)")
+    retries = re.search(r"^retries (\d+)$", text, re.M)
+    check(retries and int(retries.group(1)) >= 1, f"{name}: needs 'retries' >= 1 for redispatch")
+    default = next((l for l in back if l.startswith("default-server ")), "").split()
+    inter = haproxy_duration(word_after(default, "inter", "2s"))
+    fall = int(word_after(default, "fall", "3"))
+    check("check" in default, f"{name}: default-server does not enable checks")
+    check(inter * fall <= 3, f"{name}: a dead instance stays in the ring {inter * fall}s (inter x fall); keep it <= 3s")
+    defaults = sections.get("defaults", [])
+    check(any(l.startswith("timeout tunnel ") for l in defaults), f"{name}: no 'timeout tunnel' for WebSockets")
+    return sections
+
+
 # --- compose ------------------------------------------------------------------
 compose = (docs.get("compose.yaml") or [None])[0]
+jumpgates, compose_routing = {}, None
+cfg_path = HERE / "haproxy.cfg"
 if check(isinstance(compose, dict), "compose.yaml: missing or empty"):
     services = compose.get("services") or {}
     redis = services.get("redis")
@@ -88,12 +155,15 @@ if check(isinstance(compose, dict), "compose.yaml: missing or empty"):
               "compose.yaml: redis /data is not on a volume")
     jumpgates = {n: s for n, s in services.items()
                  if "JUMPGATE_REDIS_URL" in env_of(s)}
-    check(len(jumpgates) == 2, f"compose.yaml: expected two jumpgate services, found {sorted(jumpgates)}")
+    check(len(jumpgates) >= 3, f"compose.yaml: expected at least three jumpgate services, found {sorted(jumpgates)}")
     lbs = {n: s for n, s in services.items() if re.match(r"(haproxy|nginx)", str(s.get("image", "")))}
     check(len(lbs) == 1, "compose.yaml: expected one load balancer (haproxy or nginx)")
     secrets = {env_of(s).get("JUMPGATE_TOKEN_SECRET") for s in jumpgates.values()}
     check(len(secrets) == 1 and None not in secrets,
           "compose.yaml: jumpgate instances must share one JUMPGATE_TOKEN_SECRET")
+    ids = [env_of(s).get("JUMPGATE_INSTANCE_ID") for s in jumpgates.values()]
+    check(len([i for i in ids if i]) == len({i for i in ids if i}),
+          f"compose.yaml: JUMPGATE_INSTANCE_ID values must be unique, got {ids}")
     for name, svc in jumpgates.items():
         env = env_of(svc)
         check(str(env.get("JUMPGATE_LISTEN", "")).startswith("0.0.0.0:"),
@@ -103,23 +173,21 @@ if check(isinstance(compose, dict), "compose.yaml: missing or empty"):
         grace_s = int(env.get("JUMPGATE_SHUTDOWN_GRACE_MS", 10000)) / 1000
         check(seconds(svc.get("stop_grace_period", "10s")) > grace_s,
               f"compose.yaml: {name} stop_grace_period must exceed the shutdown grace ({grace_s}s)")
+        test = " ".join(map(str, (svc.get("healthcheck") or {}).get("test") or []))
+        check("/healthz" in test, f"compose.yaml: {name} has no healthcheck on /healthz")
     # HAProxy config: mounted, and its servers are the compose services.
-    cfg_path = HERE / "haproxy.cfg"
     if check(cfg_path.exists(), "haproxy.cfg is missing"):
         cfg = cfg_path.read_text()
         for (name, lb) in lbs.items():
             check(any("haproxy.cfg:" in str(v) for v in lb.get("volumes") or []),
                   f"compose.yaml: {name} does not mount haproxy.cfg")
+        compose_routing = check_routing("haproxy.cfg", cfg)
         servers = re.findall(r"^\s*server\s+(\S+)\s+(\S+?):(\d+)", cfg, re.M)
         check({host for _, host, _ in servers} == set(jumpgates),
               f"haproxy.cfg: servers {servers} do not match compose services {sorted(jumpgates)}")
-        check("url_param(room)" in cfg, "haproxy.cfg: does not route /ws by ?room=")
-        check("path_beg /r/" in cfg and "field(3,/)" in cfg, "haproxy.cfg: does not route /r/{CODE} by code")
-        check("regsub(^S,)" in cfg, "haproxy.cfg: does not route solo ids (S + code) by their code")
-        check(f"crc32,mod({len(servers)})" in cfg,
-              f"haproxy.cfg: shard must be crc32 mod {len(servers)} (number of servers)")
-        check(re.search(r"^\s*balance\s+roundrobin", cfg, re.M), "haproxy.cfg: no round-robin fallback")
-        check("/readyz" in cfg, "haproxy.cfg: health check does not use /readyz")
+        ids = re.findall(r"^\s*server\s.*\sid\s+(\d+)", cfg, re.M)
+        check(len(ids) == len(servers) == len(set(ids)),
+              "haproxy.cfg: every server needs its own fixed 'id' (the ring is built from the ids)")
 
 # --- Kubernetes -----------------------------------------------------------------
 k8s = [d for name, ds in docs.items() if name.startswith("k8s/") for d in ds
@@ -128,25 +196,46 @@ by_kind = {}
 for d in k8s:
     by_kind.setdefault(d["kind"], []).append(d)
 
-configmap = (by_kind.get("ConfigMap") or [{}])[0].get("data") or {}
-check(configmap, "k8s: no ConfigMap with data")
+
+def named(kind, name):
+    return next((d for d in by_kind.get(kind, []) if d.get("metadata", {}).get("name") == name), None)
+
+
+def probe_path(container, probe):
+    return (container.get(probe) or {}).get("httpGet", {}).get("path")
+
+
+def selects(selector, template):
+    labels = template.get("metadata", {}).get("labels") or {}
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+configmap = (named("ConfigMap", "jumpgate") or {}).get("data") or {}
+check(configmap, "k8s: no ConfigMap jumpgate with data")
 check("JUMPGATE_TOKEN_SECRET" not in configmap, "k8s: the token secret must not be in the ConfigMap")
+check("JUMPGATE_INSTANCE_ID" not in configmap, "k8s ConfigMap: JUMPGATE_INSTANCE_ID would be shared by every pod")
 shutdown_ms = int(configmap.get("JUMPGATE_SHUTDOWN_GRACE_MS", 10000))
 check(configmap.get("JUMPGATE_LISTEN", "").startswith("0.0.0.0:"), "k8s ConfigMap: JUMPGATE_LISTEN must be 0.0.0.0:...")
 
 secret = (by_kind.get("Secret") or [{}])[0]
 check("JUMPGATE_TOKEN_SECRET" in (secret.get("stringData") or {}), "k8s: Secret has no stringData JUMPGATE_TOKEN_SECRET")
 
-deployment = (by_kind.get("Deployment") or [None])[0]
-if check(deployment, "k8s: no Deployment"):
+deployment = named("Deployment", "jumpgate")
+if check(deployment, "k8s: no Deployment jumpgate"):
     spec = deployment["spec"]
     pod = spec["template"]["spec"]
-    check(spec.get("replicas") == 2, "k8s Deployment: replicas must be 2")
+    check(isinstance(spec.get("replicas"), int) and spec["replicas"] >= 1, "k8s Deployment: replicas must be a count")
+    rolling = spec.get("strategy", {}).get("rollingUpdate", {})
+    check(str(rolling.get("maxUnavailable")) == "0" and str(rolling.get("maxSurge")) not in ("0", "None"),
+          "k8s Deployment: rolling updates must surge (maxSurge >= 1) and never run short (maxUnavailable 0)")
     container = pod["containers"][0]
-    live = container.get("livenessProbe", {}).get("httpGet", {}).get("path")
-    ready = container.get("readinessProbe", {}).get("httpGet", {}).get("path")
-    check(live == "/healthz", f"k8s Deployment: liveness probe path is {live!r}, want /healthz")
-    check(ready == "/readyz", f"k8s Deployment: readiness probe path is {ready!r}, want /readyz")
+    for probe, want in (("startupProbe", "/healthz"), ("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        got = probe_path(container, probe)
+        check(got == want, f"k8s Deployment: {probe} path is {got!r}, want {want}")
+    env = {e["name"]: e for e in container.get("env", [])}
+    if "JUMPGATE_INSTANCE_ID" in env:
+        check(env["JUMPGATE_INSTANCE_ID"].get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.name",
+              "k8s Deployment: JUMPGATE_INSTANCE_ID must come from the pod name (a fixed value is shared by every pod)")
     pre_stop = 0
     cmd = container.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command") or []
     if len(cmd) == 2 and cmd[0] == "sleep":
@@ -170,10 +259,51 @@ if check(deployment, "k8s: no Deployment"):
     check(ann.get("prometheus.io/port") == configmap.get("JUMPGATE_METRICS_LISTEN", "").rpartition(":")[2],
           "k8s: prometheus.io/port differs from JUMPGATE_METRICS_LISTEN's port")
     env_from = {next(iter(v.values()))["name"] for v in container.get("envFrom", [])}
-    check({(by_kind.get("ConfigMap") or [{}])[0].get("metadata", {}).get("name"),
-           secret.get("metadata", {}).get("name")} <= env_from,
+    check({"jumpgate", secret.get("metadata", {}).get("name")} <= env_from,
           "k8s Deployment: envFrom does not reference the ConfigMap and Secret")
-check(by_kind.get("Service"), "k8s: no Service")
+
+    pdbs = [d for d in by_kind.get("PodDisruptionBudget", [])
+            if selects(d["spec"].get("selector", {}).get("matchLabels"), spec["template"])]
+    check(len(pdbs) == 1 and str(pdbs[0]["spec"].get("maxUnavailable")) == "1",
+          "k8s: the instances need one PodDisruptionBudget with maxUnavailable 1")
+
+# The balancer: HAProxy with k8s/haproxy.cfg, in front of a headless Service.
+balancer = named("Deployment", "jumpgate-balancer")
+headless = named("Service", "jumpgate-instances")
+public = named("Service", "jumpgate")
+k8s_cfg_path = HERE / "k8s" / "haproxy.cfg"
+if check(balancer and headless and public and k8s_cfg_path.exists(),
+         "k8s: needs Deployment jumpgate-balancer, Services jumpgate and jumpgate-instances, and k8s/haproxy.cfg"):
+    check(balancer["spec"].get("replicas") == 1,
+          "k8s balancer: one replica (replicas may fill their server slots differently and disagree on rooms)")
+    check(headless["spec"].get("clusterIP") == "None", "k8s: Service jumpgate-instances must be headless")
+    if deployment:
+        check(selects(headless["spec"].get("selector"), deployment["spec"]["template"]),
+              "k8s: Service jumpgate-instances does not select the instances")
+    check(selects(public["spec"].get("selector"), balancer["spec"]["template"]),
+          "k8s: the public Service jumpgate does not select the balancer")
+    lb = balancer["spec"]["template"]["spec"]["containers"][0]
+    check(str(lb.get("image", "")).startswith("haproxy:"), "k8s balancer: not an haproxy image")
+    lb_env = {e["name"]: e.get("value", "") for e in lb.get("env", [])}
+    check(lb_env.get("JUMPGATE_INSTANCES", "").startswith("jumpgate-instances."),
+          "k8s balancer: JUMPGATE_INSTANCES must name the headless Service jumpgate-instances")
+    k8s_cfg = k8s_cfg_path.read_text()
+    k8s_routing = check_routing("k8s/haproxy.cfg", k8s_cfg)
+    check(re.search(r'^\s*server-template\s+\S+\s+\d+\s+"\$\{JUMPGATE_INSTANCES\}:8080"', k8s_cfg, re.M),
+          "k8s/haproxy.cfg: servers must come from server-template over ${JUMPGATE_INSTANCES}")
+    # Same routing as compose: the frontend, and the backend up to its server lines.
+    if compose_routing is not None:
+        def routing_part(sections):
+            back = [l for l in sections.get("backend jumpgate", [])
+                    if not l.startswith(("server ", "server-template "))]
+            back = [re.sub(r" resolvers \S+ init-addr \S+$", "", l) for l in back]
+            return sections.get("frontend public"), back
+        check(routing_part(compose_routing) == routing_part(k8s_routing),
+              "k8s/haproxy.cfg: frontend public / backend jumpgate differ from haproxy.cfg (keep them the same)")
+
+# The static shards are gone; the server refuses the old setting.
+for path in [HERE / "Dockerfile", HERE / "haproxy.cfg", *HERE.rglob("*.y*ml"), *(HERE / "k8s").glob("*.cfg")]:
+    check("JUMPGATE_SHARD" not in path.read_text(), f"{path.relative_to(HERE)}: JUMPGATE_SHARD no longer exists")
 
 kust = (docs.get("k8s/kustomization.yaml") or [{}])[0] or {}
 listed = set(kust.get("resources") or [])
@@ -181,10 +311,25 @@ for name, ds in docs.items():
     if name.startswith("k8s/") and any(isinstance(d, dict) and "kind" in d and "apiVersion" in d
                                        and d["kind"] != "Kustomization" for d in ds):
         check(name[len("k8s/"):] in listed, f"k8s/kustomization.yaml does not list {name}")
+generated = {f for g in kust.get("configMapGenerator") or [] for f in g.get("files") or []}
+check("haproxy.cfg" in generated, "k8s/kustomization.yaml does not generate the balancer's ConfigMap from haproxy.cfg")
 
 scrape = (docs.get("k8s/prometheus-scrape.yaml") or [{}])[0] or {}
 jobs = scrape.get("scrape_configs") or []
 check(jobs and all("job_name" in j for j in jobs), "k8s/prometheus-scrape.yaml: no scrape_configs with job_name")
+static = {t.split(":")[0] for j in jobs for sc in j.get("static_configs") or [] for t in sc.get("targets") or []}
+if jumpgates:
+    check(static == set(jumpgates), f"k8s/prometheus-scrape.yaml: compose targets {sorted(static)} "
+                                    f"are not the compose instances {sorted(jumpgates)}")
+
+# --- HAProxy's own parser, where HAProxy is installed (CI installs it) ------------------
+haproxy = shutil.which("haproxy")
+for cfg_file in (HERE / "haproxy.cfg", HERE / "k8s" / "haproxy.cfg"):
+    if haproxy and cfg_file.exists():
+        env = dict(os.environ, JUMPGATE_INSTANCES="jumpgate-instances.default.svc.cluster.local")
+        run = subprocess.run([haproxy, "-c", "-f", str(cfg_file)], env=env, capture_output=True, text=True)
+        alerts = [l for l in (run.stdout + run.stderr).splitlines() if "ALERT" in l]
+        check(run.returncode == 0, f"{cfg_file.relative_to(HERE)}: haproxy -c failed: {' / '.join(alerts)}")
 
 # --- Grafana dashboard ----------------------------------------------------------------
 FUNCS_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool",
@@ -291,4 +436,5 @@ if failures:
     for f in failures:
         print("  - " + f, file=sys.stderr)
     sys.exit(1)
-print(f"deploy/check.py: ok ({len(docs)} YAML files, dashboard, Dockerfile, haproxy.cfg)")
+parsed = "checked by haproxy -c" if haproxy else "haproxy not installed, not parsed"
+print(f"deploy/check.py: ok ({len(docs)} YAML files, dashboard, Dockerfile, both haproxy.cfg, {parsed})")

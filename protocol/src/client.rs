@@ -1,7 +1,10 @@
 //! A small async WebSocket client for Jumpgate, for tests, the load tester and tools.
 //!
-//! It speaks plain `ws://` only and does no reconnecting of its own: a test that wants
-//! to reconnect opens a new [`Client`] and sends `hello` with the old token.
+//! It speaks plain `ws://` only. A [`Client`] is one connection and does no
+//! reconnecting: when the connection ends, it is over. For a client that comes back by
+//! itself (after a dropped connection, a server restart or its room moving to another
+//! server instance), use [`ReconnectingClient`](crate::reconnect::ReconnectingClient),
+//! which wraps this one.
 
 use std::time::Duration;
 
@@ -169,6 +172,12 @@ impl Client {
     /// Continues numbering after `seq`, e.g. to carry a counter across a reconnect.
     pub fn set_last_seq(&mut self, seq: u32) {
         self.last_seq = seq;
+    }
+
+    /// The sequence number used last (0 before any), e.g. to carry the counter over to
+    /// the next connection.
+    pub fn last_seq(&self) -> u32 {
+        self.last_seq
     }
 
     /// Sends a message in the connection's encoding.

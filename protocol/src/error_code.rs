@@ -62,6 +62,10 @@ pub enum ErrorCode {
     AccountRequired,
     /// A player cannot cover the lobby's stake; nothing was taken.
     InsufficientFunds,
+    /// The lobby or solo game is being handed over between server instances (or its
+    /// previous instance has not yet been declared gone); the same message may succeed
+    /// if retried shortly, on a new connection that names the room.
+    RoomUnavailable,
 }
 
 wire_names!(ErrorCode {
@@ -91,12 +95,16 @@ wire_names!(ErrorCode {
     InternalError => "internal_error",
     AccountRequired => "account_required",
     InsufficientFunds => "insufficient_funds",
+    RoomUnavailable => "room_unavailable",
 });
 
 impl ErrorCode {
     /// Whether sending the same message again later may succeed without changing it.
     pub const fn is_retryable(self) -> bool {
-        matches!(self, ErrorCode::RateLimited | ErrorCode::StorageUnavailable)
+        matches!(
+            self,
+            ErrorCode::RateLimited | ErrorCode::StorageUnavailable | ErrorCode::RoomUnavailable
+        )
     }
 }
 
@@ -112,6 +120,6 @@ mod tests {
             let back: ErrorCode = serde_json::from_str(&json).unwrap();
             assert_eq!(back, *code);
         }
-        assert_eq!(ErrorCode::ALL.len(), 26);
+        assert_eq!(ErrorCode::ALL.len(), 27);
     }
 }

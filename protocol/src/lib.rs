@@ -6,7 +6,10 @@
 //! MessagePack directly. `PROTOCOL.md` at the repository root describes the same
 //! protocol for people writing clients in other languages.
 //!
-//! The `client` cargo feature adds [`client::Client`], a small async WebSocket client.
+//! The `client` cargo feature adds [`client::Client`], a small async WebSocket client
+//! for one connection, and [`reconnect::ReconnectingClient`], which wraps it and
+//! reconnects by itself: it re-enters its room and re-sends unanswered requests after a
+//! dropped connection, a server restart or the room moving to another server instance.
 
 /// Gives a fieldless wire enum its wire names: an `ALL` list, `as_str` and `Display`.
 ///
@@ -40,6 +43,8 @@ pub mod codec;
 mod error_code;
 mod game;
 mod message;
+#[cfg(feature = "client")]
+pub mod reconnect;
 mod room;
 
 pub use codec::{DecodeError, EncodeError, Encoding, Frame, FrameKind};
@@ -58,6 +63,11 @@ pub const PROTOCOL_VERSION: u32 = 1;
 
 /// The largest message, in bytes of frame payload, either side may send.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
+/// Close code (in the range RFC 6455 leaves to applications) with which the server
+/// closes a connection whose lobby or solo game moved to another server instance: not
+/// the client's fault; reconnect at once, naming the room (`/ws?room=CODE`), and re-enter.
+pub const CLOSE_ROOM_MOVED: u16 = 4001;
 
 /// The series lengths a lobby may be created with (`create_lobby.series_length`).
 pub const SERIES_LENGTHS: [u8; 4] = [1, 3, 5, 7];

@@ -650,12 +650,22 @@ impl SpaceGame {
         if path.len() < 2 {
             return Err(SpaceError::EmptyPath);
         }
-        self.current()
-            .state
-            .all_moves()
-            .into_iter()
-            .find(|m| m.path == path && boost.is_none_or(|b| b == m.boost))
-            .ok_or_else(|| self.diagnose(path))
+        let moves = self.current().state.all_moves();
+        let fits = |m: &&SpaceMove| boost.is_none_or(|b| b == m.boost);
+        if let Some(m) = moves.iter().filter(fits).find(|m| m.path == path) {
+            return Ok(m.clone());
+        }
+        // Two squares also name a capture by its ends (as in draughts), when
+        // exactly one capture has them: a loop that ends where it began, say.
+        if let [from, to] = path {
+            let mut by_ends = moves.iter().filter(fits).filter(|m| {
+                m.path.len() > 2 && m.path.first() == Some(from) && m.path.last() == Some(to)
+            });
+            if let (Some(m), None) = (by_ends.next(), by_ends.next()) {
+                return Ok(m.clone());
+            }
+        }
+        Err(self.diagnose(path))
     }
 
     fn diagnose(&self, path: &[Square]) -> SpaceError {

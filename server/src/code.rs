@@ -21,17 +21,6 @@ impl RoomCode {
         RoomCode(nanoid::nanoid!(LENGTH, &ALPHABET))
     }
 
-    /// A fresh random code that the load balancer sends to this instance's
-    /// `shard` (any code without one).
-    pub fn generate_in_shard(shard: Option<(u32, u32)>) -> RoomCode {
-        loop {
-            let code = RoomCode::generate();
-            if code.in_shard(shard) {
-                return code;
-            }
-        }
-    }
-
     /// Reads a code typed by a person: surrounding space ignored, any case.
     pub fn parse(text: &str) -> Option<RoomCode> {
         let upper = text.trim().to_ascii_uppercase();
@@ -49,15 +38,6 @@ impl RoomCode {
 
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-
-    /// Whether this code belongs to shard `(index, count)`: the load
-    /// balancer sends a room to instance `crc32(CODE) % count`.
-    pub fn in_shard(&self, shard: Option<(u32, u32)>) -> bool {
-        match shard {
-            None => true,
-            Some((index, count)) => crc32fast::hash(self.0.as_bytes()) % count == index,
-        }
     }
 }
 
@@ -90,16 +70,6 @@ mod tests {
         assert_eq!(RoomCode::routing("S2345678"), RoomCode::parse("S2345678"));
         assert_eq!(RoomCode::routing("S234567"), None);
         assert_eq!(RoomCode::routing(""), None);
-    }
-
-    #[test]
-    fn shards_follow_the_standard_crc32_the_balancer_uses() {
-        // zlib.crc32(b"K7M2QX9P") == 1623696347
-        let code = RoomCode::parse("k7m2qx9p").unwrap();
-        assert!(code.in_shard(None));
-        assert!(code.in_shard(Some((1, 2))));
-        assert!(!code.in_shard(Some((0, 2))));
-        assert!(code.in_shard(Some((2, 3))));
     }
 
     #[test]

@@ -49,10 +49,15 @@ pub struct ServeConfig {
     /// milliseconds.
     #[arg(long, env = "JUMPGATE_SHUTDOWN_GRACE_MS", default_value_t = 10_000)]
     pub shutdown_grace_ms: u64,
-    /// This instance's share of room codes, `INDEX/COUNT`: new codes satisfy
-    /// `crc32(CODE) % COUNT == INDEX`, matching the load balancer's routing.
-    #[arg(long, env = "JUMPGATE_SHARD", value_parser = parse_shard)]
-    pub shard: Option<(u32, u32)>,
+    /// This instance's name in Redis (its heartbeat and the rooms it owns).
+    /// Must be unique among running instances; default: random per process.
+    #[arg(long, env = "JUMPGATE_INSTANCE_ID", value_parser = parse_instance_id)]
+    pub instance_id: Option<String>,
+    /// How long this instance counts as alive after each heartbeat, in
+    /// milliseconds (it renews three times per period). Rooms of an
+    /// instance silent for this long are taken over by the others.
+    #[arg(long, env = "JUMPGATE_HEARTBEAT_TTL_MS", default_value_t = 3_000)]
+    pub heartbeat_ttl_ms: u64,
     /// Issuer (`iss`) of account tokens. Accounts are off without it.
     #[arg(long, env = "JUMPGATE_JWT_ISSUER")]
     pub jwt_issuer: Option<String>,
@@ -102,16 +107,17 @@ pub struct ServeConfig {
     pub log_json: bool,
 }
 
-fn parse_shard(text: &str) -> Result<(u32, u32), String> {
-    let (index, count) = text
-        .split_once('/')
-        .ok_or("expected INDEX/COUNT, e.g. 0/2")?;
-    let index: u32 = index.trim().parse().map_err(|_| "INDEX is not a number")?;
-    let count: u32 = count.trim().parse().map_err(|_| "COUNT is not a number")?;
-    if count == 0 || index >= count {
-        return Err("need 0 <= INDEX < COUNT".into());
+fn parse_instance_id(text: &str) -> Result<String, String> {
+    let ok = !text.is_empty()
+        && text.len() <= 64
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+    if ok {
+        Ok(text.to_owned())
+    } else {
+        Err("use 1 to 64 of A-Z a-z 0-9 - _ .".into())
     }
-    Ok((index, count))
 }
 
 /// Settings the running server uses (tests build these directly).
@@ -139,8 +145,10 @@ pub struct Settings {
     pub idle_lobby: Duration,
     pub metrics_listen: Option<SocketAddr>,
     pub shutdown_grace: Duration,
-    /// `(index, count)`: which room codes this instance issues.
-    pub shard: Option<(u32, u32)>,
+    /// This instance's name in Redis, unique among running instances.
+    pub instance_id: std::sync::Arc<str>,
+    /// How long this instance counts as alive after a heartbeat.
+    pub heartbeat_ttl: Duration,
     /// The external account issuer; `None` means guests only.
     pub accounts: Option<crate::identity::AccountSettings>,
     pub wallet_rules: crate::wallet::WalletRules,
@@ -174,7 +182,8 @@ impl Settings {
             idle_lobby: Duration::from_secs(1_800),
             metrics_listen: None,
             shutdown_grace: Duration::from_secs(10),
-            shard: None,
+            instance_id: nanoid::nanoid!(12).into(),
+            heartbeat_ttl: Duration::from_secs(3),
             accounts: None,
             wallet_rules: crate::wallet::WalletRules::default(),
             admin_token: None,
@@ -202,7 +211,10 @@ impl Settings {
         settings.idle_lobby = Duration::from_secs(config.idle_lobby_secs.max(1));
         settings.metrics_listen = config.metrics_listen;
         settings.shutdown_grace = Duration::from_millis(config.shutdown_grace_ms);
-        settings.shard = config.shard;
+        if let Some(id) = &config.instance_id {
+            settings.instance_id = id.as_str().into();
+        }
+        settings.heartbeat_ttl = Duration::from_millis(config.heartbeat_ttl_ms.max(300));
         settings.wallet_rules = crate::wallet::WalletRules {
             initial_grant: config.initial_grant,
             daily_cap: config.daily_cap,

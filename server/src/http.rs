@@ -14,7 +14,6 @@ use jumpgate_protocol::Encoding;
 use tokio::sync::oneshot;
 
 use crate::AppState;
-use crate::code::RoomCode;
 use crate::room::RoomCommand;
 
 /// Frames larger than this close the connection; between the protocol's
@@ -82,8 +81,12 @@ async fn metrics() -> impl IntoResponse {
 
 /// Ready to serve: not shutting down, and the store answers.
 async fn ready(State(state): State<Arc<AppState>>) -> Response {
-    if *state.shutdown.borrow() {
-        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
+    if state.is_draining() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "draining: handing rooms over\n",
+        )
+            .into_response();
     }
     match state.store.ping().await {
         Ok(()) => "ready\n".into_response(),
@@ -135,8 +138,10 @@ async fn lobby_summary(
     if !crate::web::wants_json(&headers, query.as_deref()) {
         return crate::web::index(headers).await;
     }
-    let Some(handle) = RoomCode::parse(&code).and_then(|c| state.room(&c)) else {
-        return not_found();
+    let handle = match state.acquire_room(&code).await {
+        Ok(Some(handle)) => handle,
+        Ok(None) => return not_found(),
+        Err(refusal) => return try_again(&refusal),
     };
     let (tx, rx) = oneshot::channel();
     if handle
@@ -154,8 +159,10 @@ async fn lobby_summary(
 }
 
 async fn lobby_games(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Response {
-    let Some(handle) = RoomCode::parse(&code).and_then(|c| state.room(&c)) else {
-        return not_found();
+    let handle = match state.acquire_room(&code).await {
+        Ok(Some(handle)) => handle,
+        Ok(None) => return not_found(),
+        Err(refusal) => return try_again(&refusal),
     };
     let (tx, rx) = oneshot::channel();
     if handle
@@ -174,6 +181,17 @@ async fn lobby_games(State(state): State<Arc<AppState>>, Path(code): Path<String
             .into_response(),
         Err(_) => not_found(),
     }
+}
+
+/// The room exists but cannot be served this moment (it is moving
+/// between instances, or its owner cannot be read): retryable.
+fn try_again(refusal: &crate::outbound::Refusal) -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, "1")],
+        Json(serde_json::json!({"error": refusal.code.as_str(), "message": refusal.message})),
+    )
+        .into_response()
 }
 
 fn not_found() -> Response {

@@ -17,6 +17,7 @@ pub mod lobby;
 pub mod metrics;
 pub mod net;
 pub mod outbound;
+pub mod ownership;
 pub mod records;
 pub mod room;
 pub mod solo;
@@ -37,7 +38,7 @@ use crate::config::Settings;
 use crate::identity::{Identities, Identity};
 use crate::lobby::LobbyOptions;
 use crate::room::{Room, RoomHandle};
-use crate::store::{MemoryStore, RedisStore, Store, StoredRoom};
+use crate::store::{MemoryStore, OwnerEpoch, RedisStore, Store, StoredRoom};
 
 /// What every connection shares: settings, identities, the room registry.
 #[derive(Debug)]
@@ -55,7 +56,12 @@ pub struct AppState {
     /// the store untouched and listed for the operator.
     pub unresumable: Mutex<Vec<Unresumable>>,
     rooms: Mutex<HashMap<RoomCode, RoomHandle>>,
-    /// Flips to true when the server starts shutting down.
+    /// One lock per room being taken over, so it is claimed once here.
+    adoptions: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Flips to true when the server starts shutting down: it stops taking
+    /// rooms and connections, and hands its rooms over.
+    pub draining: watch::Sender<bool>,
+    /// Flips to true once the rooms are handed over: connections close.
     pub shutdown: watch::Sender<bool>,
     /// WebSocket connections still running; shutdown waits for zero.
     pub live_connections: watch::Sender<usize>,
@@ -95,6 +101,8 @@ impl AppState {
             solos: Mutex::new(HashMap::new()),
             unresumable: Mutex::new(Vec::new()),
             rooms: Mutex::new(HashMap::new()),
+            adoptions: Mutex::new(HashMap::new()),
+            draining: watch::channel(false).0,
             shutdown: watch::channel(false).0,
             live_connections: watch::channel(0).0,
         }))
@@ -109,6 +117,122 @@ impl AppState {
             .cloned()
     }
 
+    /// Whether the instance is shutting down.
+    pub fn is_draining(&self) -> bool {
+        *self.draining.borrow()
+    }
+
+    /// Whether the room or solo game `id` runs here.
+    pub fn runs(&self, id: &str) -> bool {
+        RoomCode::parse(id).is_some_and(|c| self.room(&c).is_some())
+            || self.solo_by_id(id).is_some()
+    }
+
+    /// The codes and solo ids of everything running here.
+    pub fn running_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self
+            .rooms
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|h| !h.commands.is_closed())
+            .map(|h| h.code.to_string())
+            .collect();
+        ids.extend(
+            self.solos
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .values()
+                .filter(|h| !h.commands.is_closed())
+                .map(|h| h.id.clone()),
+        );
+        ids
+    }
+
+    /// The lock under which room `id` is taken over here.
+    pub fn adoption_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.adoptions.lock().unwrap_or_else(|e| e.into_inner());
+        if locks.len() > 1024 {
+            locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+        }
+        locks.entry(id.to_owned()).or_default().clone()
+    }
+
+    /// Whether `id` was found unresumable here.
+    pub fn is_unresumable(&self, id: &str) -> bool {
+        self.unresumable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|u| u.code == id)
+    }
+
+    /// Lists a stored room that does not resume: kept in the store
+    /// untouched, shown to the operator, never dropped silently.
+    pub fn list_unresumable(
+        &self,
+        id: &str,
+        reason: String,
+        stakes: Option<lobby::StrandedStakes>,
+    ) {
+        tracing::error!(room = %id, %reason, "could not resume; kept in the store and listed at /api/admin/rooms/unresumable");
+        let mut list = self.unresumable.lock().unwrap_or_else(|e| e.into_inner());
+        if !list.iter().any(|u| u.code == id) {
+            crate::metrics::METRICS.rooms_unresumable.inc();
+            list.push(Unresumable {
+                code: id.to_owned(),
+                reason,
+                stakes,
+            });
+        }
+    }
+
+    /// The room with this code: running here, or taken over (see
+    /// [`ownership::acquire`]). `Ok(None)`: no open lobby has that code.
+    pub async fn acquire_room(
+        self: &Arc<Self>,
+        code: &str,
+    ) -> Result<Option<RoomHandle>, outbound::Refusal> {
+        let Some(code) = RoomCode::parse(code) else {
+            return Ok(None);
+        };
+        ownership::acquire(self, code.as_str(), || self.room(&code)).await
+    }
+
+    /// The player's unfinished solo game: running here, or taken over.
+    pub async fn acquire_solo(
+        self: &Arc<Self>,
+        player: &str,
+    ) -> Result<Option<solo::SoloHandle>, outbound::Refusal> {
+        if let Some(handle) = self.solo_of(player) {
+            return Ok(Some(handle));
+        }
+        if !self.store.is_durable() {
+            return Ok(None);
+        }
+        let id = match self.store.solo_of(player).await {
+            Ok(Some(id)) => id,
+            Ok(None) => return Ok(None),
+            Err(_) => {
+                return Err(outbound::Refusal::new(
+                    jumpgate_protocol::ErrorCode::StorageUnavailable,
+                    "your solo game could not be looked up just now; try again",
+                ));
+            }
+        };
+        ownership::acquire(self, &id, || self.solo_of(player).filter(|h| h.id == id)).await
+    }
+
+    /// The solo game with this id, if its task runs here.
+    pub fn solo_by_id(&self, id: &str) -> Option<solo::SoloHandle> {
+        self.solos
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .find(|h| h.id == id && !h.commands.is_closed())
+            .cloned()
+    }
+
     /// The owner's unfinished solo game, if its task still runs.
     pub fn solo_of(&self, owner: &str) -> Option<solo::SoloHandle> {
         self.solos
@@ -119,14 +243,17 @@ impl AppState {
             .cloned()
     }
 
-    /// Starts the task of a solo game and registers it under its owner.
+    /// Starts the task of a solo game, owned here at `owner`, and registers
+    /// it under its player.
     pub fn spawn_solo(
         self: &Arc<Self>,
         record: solo::SoloRecord,
+        owner: OwnerEpoch,
     ) -> Result<solo::SoloHandle, String> {
         let (tx, rx) = mpsc::channel(64);
         let game = solo::SoloGame::from_record(
             record,
+            owner,
             self.settings.clone(),
             self.store.clone(),
             self.leaderboards.clone(),
@@ -145,11 +272,16 @@ impl AppState {
         Ok(handle)
     }
 
-    /// Starts the task of a room resumed from the store.
-    pub fn resume_room(self: &Arc<Self>, stored: StoredRoom) -> Result<RoomCode, String> {
+    /// Starts the task of a room resumed from the store, claimed at `owner`.
+    pub fn resume_room(
+        self: &Arc<Self>,
+        stored: StoredRoom,
+        owner: OwnerEpoch,
+    ) -> Result<RoomCode, String> {
         let code = stored.code.clone();
         let room = Room::resume(
             stored,
+            owner,
             self.settings.clone(),
             self.store.clone(),
             self.wallets.clone(),
@@ -188,7 +320,9 @@ impl AppState {
             rooms.retain(|_, h| !h.commands.is_closed());
             let kept = self.unresumable.lock().unwrap_or_else(|e| e.into_inner());
             loop {
-                let code = RoomCode::generate_in_shard(self.settings.shard);
+                // A code another instance holds is refused by the first
+                // write (which claims a new room only if nothing is stored).
+                let code = RoomCode::generate();
                 if !rooms.contains_key(&code) && !kept.iter().any(|u| u.code == code.as_str()) {
                     break code;
                 }
@@ -277,49 +411,6 @@ pub fn open_leaderboards(
     }
 }
 
-/// Resumes every open lobby in the store. Returns how many resumed.
-pub async fn resume_rooms(state: &Arc<AppState>) -> Result<usize, store::StoreError> {
-    let stored = state.store.load_open().await?;
-    let mut resumed = 0;
-    for room in stored {
-        // With several instances on one Redis, each resumes only its own
-        // shard's lobbies and games (solo ids are `S` + a room code).
-        if let Some(code) = RoomCode::routing(&room.code)
-            && !code.in_shard(state.settings.shard)
-        {
-            continue;
-        }
-        let code = room.code.clone();
-        let stakes = lobby::stranded_stakes(&room.record);
-        let result = match solo::solo_record(&room.record) {
-            Some(record) => state.spawn_solo(record).map(|_| ()),
-            None => state.resume_room(room).map(|_| ()),
-        };
-        match result {
-            Ok(()) => {
-                tracing::info!(room = %code, "resumed");
-                resumed += 1;
-            }
-            Err(reason) => {
-                // Never dropped silently: the operator sees it, the store
-                // keeps it, and any stakes it holds can still be settled.
-                tracing::error!(room = %code, %reason, "could not resume; kept in the store and listed at /api/admin/rooms/unresumable");
-                crate::metrics::METRICS.rooms_unresumable.inc();
-                state
-                    .unresumable
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(Unresumable {
-                        code,
-                        reason,
-                        stakes,
-                    });
-            }
-        }
-    }
-    Ok(resumed)
-}
-
 /// Serves until `shutdown` resolves, then tells clients and closes. With a
 /// Redis URL in the settings, first resumes every open lobby stored there.
 pub async fn run(
@@ -334,22 +425,40 @@ pub async fn run(
     let state = AppState::try_new(settings, store, wallets, records, boards)?;
     if state.store.is_durable() {
         // A Redis that is slow or away at start is waited for: serving
-        // before the stored lobbies are back would answer `unknown_lobby`
-        // for games that exist.
-        let resumed = loop {
-            match resume_rooms(&state).await {
-                Ok(resumed) => break resumed,
+        // before the stored lobbies without a live owner are back would
+        // answer `unknown_lobby` for games that exist.
+        let adopted = loop {
+            match ownership::adopt_open_rooms(&state).await {
+                Ok(adopted) => break adopted,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the stored lobbies yet; retrying");
                     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
                 }
             }
         };
-        tracing::info!(resumed, "lobbies resumed from the store");
+        tracing::info!(adopted, instance = %state.settings.instance_id, "rooms without a live owner taken over");
+        ownership::spawn_background(&state);
     }
+    // Shutting down: stop taking connections and rooms, hand every room
+    // over (members are told to reconnect, and reach another instance),
+    // then close what is left.
     let notify = state.clone();
     tokio::spawn(async move {
         shutdown.await;
+        let _ = notify.draining.send(true);
+        // Half the grace for handing over, the rest for the connections.
+        let budget = notify.settings.shutdown_grace / 2;
+        match tokio::time::timeout(budget, ownership::hand_over_all(&notify)).await {
+            Ok(0) => tracing::info!("every room handed over"),
+            Ok(kept) => tracing::warn!(
+                kept,
+                "some rooms could not be handed over; others adopt them once this instance's heartbeat expires"
+            ),
+            Err(_) => tracing::warn!("handing rooms over took longer than the shutdown grace"),
+        }
+        if notify.store.is_durable() {
+            let _ = notify.store.retire(&notify.settings.instance_id).await;
+        }
         let _ = notify.shutdown.send(true);
     });
     if let Some(addr) = state.settings.metrics_listen {
@@ -365,7 +474,7 @@ pub async fn run(
         });
     }
     let app = http::router(state.clone()).merge(admin::router(state.clone()));
-    let mut stop = state.shutdown.subscribe();
+    let mut stop = state.draining.subscribe();
     // Moves are small and latency matters more than packet count.
     let nodelay = state.settings.tcp_nodelay;
     let listener = axum::serve::ListenerExt::tap_io(listener, move |tcp| {
@@ -376,7 +485,7 @@ pub async fn run(
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         let _ = stop.wait_for(|s| *s).await;
     });
-    let mut stop = state.shutdown.subscribe();
+    let mut stop = state.draining.subscribe();
     let grace = state.settings.shutdown_grace;
     let deadline = async move {
         let _ = stop.wait_for(|s| *s).await;

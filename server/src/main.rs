@@ -178,7 +178,7 @@ fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
             metrics_listen = ?settings.metrics_listen,
             shutdown_grace_ms = settings.shutdown_grace.as_millis() as u64,
             resume_grace_ms = settings.resume_grace.as_millis() as u64,
-            shard = ?settings.shard,
+            instance = %settings.instance_id,
             accounts_issuer = ?settings.accounts.as_ref().map(|a| a.issuer.as_str()),
             accounts_audience = ?settings.accounts.as_ref().map(|a| a.audience.as_str()),
             account_keys = settings.accounts.as_ref().map_or(0, |a| a.hs256.len() + a.rs256.len() + a.eddsa.len()),

@@ -28,6 +28,9 @@ pub struct Metrics {
     pub slow_consumers_dropped: IntCounter,
     pub store_conflicts: IntCounter,
     pub writes_unconfirmed: IntCounter,
+    pub writes_fenced: IntCounter,
+    pub room_handovers: IntCounter,
+    pub room_takeovers: IntCounter,
     pub rooms_unresumable: IntGauge,
 }
 
@@ -136,6 +139,21 @@ impl Metrics {
                 "Room writes whose outcome was unknown (timeout, lost connection) and had to be resolved",
             ))
             .expect("valid metric"),
+            writes_fenced: IntCounter::with_opts(opts(
+                "writes_fenced_total",
+                "Room writes refused because another instance had taken the room over (the room stopped here)",
+            ))
+            .expect("valid metric"),
+            room_handovers: IntCounter::with_opts(opts(
+                "room_handovers_total",
+                "Rooms this instance gave up on request or at shutdown, for another instance to take",
+            ))
+            .expect("valid metric"),
+            room_takeovers: IntCounter::with_opts(opts(
+                "room_takeovers_total",
+                "Rooms this instance claimed from a dead instance, a released owner or the store at start",
+            ))
+            .expect("valid metric"),
             rooms_unresumable: IntGauge::with_opts(opts(
                 "rooms_unresumable",
                 "Stored lobbies that could not be resumed at start (listed by the operator API)",
@@ -144,7 +162,7 @@ impl Metrics {
             registry,
         };
         let r = &m.registry;
-        let all: [Box<dyn prometheus::core::Collector>; 17] = [
+        let all: [Box<dyn prometheus::core::Collector>; 20] = [
             Box::new(m.connections_open.clone()),
             Box::new(m.lobbies_live.clone()),
             Box::new(m.games_live.clone()),
@@ -161,6 +179,9 @@ impl Metrics {
             Box::new(m.slow_consumers_dropped.clone()),
             Box::new(m.store_conflicts.clone()),
             Box::new(m.writes_unconfirmed.clone()),
+            Box::new(m.writes_fenced.clone()),
+            Box::new(m.room_handovers.clone()),
+            Box::new(m.room_takeovers.clone()),
             Box::new(m.rooms_unresumable.clone()),
         ];
         for c in all {

@@ -56,6 +56,10 @@ pub fn to_ws(frame: wire::Frame) -> Message {
 pub enum Outbound {
     Shared(Arc<SharedFrame>),
     Direct(Box<ServerMessage>),
+    /// The room or solo game moved to another instance: after what is
+    /// queued before this, the connection is told so and closed
+    /// ([`CLOSE_ROOM_MOVED`](jumpgate_protocol::CLOSE_ROOM_MOVED)).
+    Moved,
 }
 
 /// A connection inside a room.

@@ -1,6 +1,9 @@
 //! Shared helpers for the end-to-end tests: start a real server on port 0
 //! and drive it with the protocol crate's real WebSocket client.
 
+pub mod balancer;
+pub mod table;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -491,7 +494,10 @@ impl JumpgateProcess {
         stderr: std::process::Stdio,
     ) -> JumpgateProcess {
         let mut cmd = std::process::Command::new(jumpgate_binary());
+        // A process started again on the same address is the same instance
+        // (as a restarted pod keeps its name): it takes its rooms back at once.
         cmd.args(["serve", "--listen", &addr.to_string()])
+            .env("JUMPGATE_INSTANCE_ID", format!("test-{}", addr.port()))
             .env("JUMPGATE_TOKEN_SECRET", TEST_SECRET)
             .env("RUST_LOG", "warn")
             .stdout(stdout)
@@ -529,6 +535,27 @@ impl JumpgateProcess {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// Sends a signal (`"STOP"`, `"CONT"`, ...) without waiting: SIGSTOP
+    /// freezes the process as a stalled VM or a long GC pause would.
+    pub fn signal(&self, name: &str) {
+        let pid = self.pid().to_string();
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{name}"), pid.as_str()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{name} {pid}");
+    }
+
+    /// SIGTERM without waiting for the exit (see [`wait`](Self::wait)).
+    pub fn begin_terminate(&self) {
+        self.signal("TERM");
+    }
+
+    /// Waits for the process to exit.
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        self.child.take().expect("running").wait().unwrap()
     }
 
     /// SIGTERM, then waits for the process to exit.

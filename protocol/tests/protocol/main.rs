@@ -1,5 +1,6 @@
 //! The protocol crate's tests, one binary: golden byte vectors for every
-//! message, and the client against a stand-in server.
+//! message, and the client and the reconnecting client against stand-in
+//! servers.
 #![allow(
     clippy::result_large_err,
     reason = "tungstenite's handshake callback fixes the callback's error type"
@@ -7,3 +8,4 @@
 
 mod client;
 mod golden;
+mod reconnect;

@@ -24,6 +24,7 @@ use session::Session;
 const CLOSE_GOING_AWAY: u16 = 1001;
 const CLOSE_PROTOCOL_ERROR: u16 = 1002;
 const CLOSE_POLICY: u16 = 1008;
+const CLOSE_ROOM_MOVED: u16 = wire::CLOSE_ROOM_MOVED;
 /// The most queued messages written before one flush.
 const MAX_WRITE_BATCH: usize = 16;
 
@@ -89,8 +90,12 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
                 let mut next = Some(outbound);
                 let mut written = 0;
                 let mut ok = true;
+                let mut moved = false;
                 while let Some(outbound) = next.take() {
-                    let frame = conn.frame_for(outbound);
+                    let Some(frame) = conn.frame_for(outbound) else {
+                        moved = true;
+                        break;
+                    };
                     if socket.feed(frame).await.is_err() {
                         ok = false;
                         break;
@@ -103,6 +108,9 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
                 if !ok || socket.flush().await.is_err() {
                     break None;
                 }
+                if moved {
+                    break Some((CLOSE_ROOM_MOVED, "room moved"));
+                }
             }
             () = kick.notified() => break Some((CLOSE_POLICY, "too slow to keep up")),
             _ = shutdown.changed() => break Some((CLOSE_GOING_AWAY, "server restarting")),
@@ -113,7 +121,10 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
     if close.is_some() {
         let pending = async {
             while let Ok(outbound) = out_rx.try_recv() {
-                if socket.feed(conn.frame_for(outbound)).await.is_err() {
+                let Some(frame) = conn.frame_for(outbound) else {
+                    continue;
+                };
+                if socket.feed(frame).await.is_err() {
                     return;
                 }
             }
@@ -121,12 +132,20 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
         };
         let _ = tokio::time::timeout(Duration::from_secs(1), pending).await;
     }
-    // A shutdown is announced after everything queued before it.
-    if close.is_some_and(|(code, _)| code == CLOSE_GOING_AWAY) {
-        let notice = ServerMessage::Shutdown {
+    // A shutdown or a move is announced after everything queued before it.
+    let notice = match close {
+        Some((CLOSE_GOING_AWAY, _)) => Some(ServerMessage::Shutdown {
             reason: "the server is restarting".into(),
             reconnect_after_ms: 1000,
-        };
+        }),
+        // The room is handed over by now: come back at once.
+        Some((CLOSE_ROOM_MOVED, _)) => Some(ServerMessage::Shutdown {
+            reason: "the room moved to another server instance".into(),
+            reconnect_after_ms: 0,
+        }),
+        _ => None,
+    };
+    if let Some(notice) = notice {
         let _ = socket
             .send(to_ws(wire::codec::encode_server(encoding, &notice)))
             .await;
@@ -157,8 +176,10 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
 
 impl Connection {
     /// The frame for one queued message, noting a confirmed `leave` on the way.
-    fn frame_for(&mut self, outbound: Outbound) -> Message {
-        match outbound {
+    /// `None` for [`Outbound::Moved`], which closes the connection.
+    fn frame_for(&mut self, outbound: Outbound) -> Option<Message> {
+        Some(match outbound {
+            Outbound::Moved => return None,
             Outbound::Shared(shared) => shared.get(self.encoding).clone(),
             Outbound::Direct(message) => {
                 // The room confirms a leave with its `ack` (then `left`): only
@@ -181,7 +202,7 @@ impl Connection {
                 }
                 to_ws(wire::codec::encode_server(self.encoding, &message))
             }
-        }
+        })
     }
 
     /// Queues a message for this connection, behind everything queued

@@ -9,7 +9,6 @@ use jumpgate_protocol::{ClientMessage, ErrorCode, ServerMessage};
 use tokio::sync::oneshot;
 
 use super::{CLOSE_PROTOCOL_ERROR, Connection, Flow};
-use crate::code::RoomCode;
 use crate::identity::Identity;
 use crate::lobby::{Action, LobbyOptions};
 use crate::outbound::Member;
@@ -142,13 +141,14 @@ impl Connection {
                     self.refuse(Some(seq), ErrorCode::AlreadyInLobby, LEAVE_FIRST);
                     return Flow::Continue;
                 }
-                match self.state.solo_of(&identity.id) {
-                    Some(handle) => self.attach_solo(handle, seq, identity).await,
-                    None => self.refuse(
+                match self.state.acquire_solo(&identity.id).await {
+                    Ok(Some(handle)) => self.attach_solo(handle, seq, identity).await,
+                    Ok(None) => self.refuse(
                         Some(seq),
                         ErrorCode::NoGameInProgress,
                         "you have no unfinished solo game",
                     ),
+                    Err(r) => self.refuse(Some(seq), r.code, &r.message),
                 }
             }
             ClientMessage::Leave { seq } => self.leave(seq, identity).await,
@@ -341,7 +341,14 @@ impl Connection {
         }
         // A ranked game in progress must be finished (or resigned) first; a
         // practice game is simply replaced.
-        if let Some(existing) = self.state.solo_of(&identity.id) {
+        let existing = match self.state.acquire_solo(&identity.id).await {
+            Ok(existing) => existing,
+            Err(r) => {
+                self.refuse(Some(seq), r.code, &r.message);
+                return;
+            }
+        };
+        if let Some(existing) = existing {
             let (tx, rx) = oneshot::channel();
             let asked = existing
                 .commands
@@ -357,7 +364,6 @@ impl Connection {
             }
         }
         let record = match crate::solo::new_record(
-            self.state.settings.shard,
             &identity,
             wire_view::rule_set_from_wire(rule_set),
             mode,
@@ -370,7 +376,19 @@ impl Connection {
                 return;
             }
         };
-        match self.state.spawn_solo(record) {
+        if self.state.store.is_durable()
+            && let Err(e) = self.state.store.index_solo(&identity.id, &record.id).await
+        {
+            tracing::warn!(error = %e, "cannot note the new solo game");
+            self.refuse(
+                Some(seq),
+                ErrorCode::StorageUnavailable,
+                "the game could not be saved just now; try again",
+            );
+            return;
+        }
+        let owner = crate::store::OwnerEpoch::first(&self.state.settings.instance_id);
+        match self.state.spawn_solo(record, owner) {
             Ok(handle) => self.attach_solo(handle, seq, identity).await,
             Err(e) => self.refuse(Some(seq), ErrorCode::InternalError, &e),
         }
@@ -388,10 +406,16 @@ impl Connection {
             self.refuse(Some(seq), ErrorCode::AlreadyInLobby, LEAVE_FIRST);
             return;
         }
-        let handle = RoomCode::parse(&code).and_then(|c| self.state.room(&c));
-        let Some(handle) = handle else {
-            self.refuse(Some(seq), ErrorCode::UnknownLobby, "no lobby has that code");
-            return;
+        let handle = match self.state.acquire_room(&code).await {
+            Ok(Some(handle)) => handle,
+            Ok(None) => {
+                self.refuse(Some(seq), ErrorCode::UnknownLobby, "no lobby has that code");
+                return;
+            }
+            Err(r) => {
+                self.refuse(Some(seq), r.code, &r.message);
+                return;
+            }
         };
         self.enter(handle, seq, invite, watch, identity).await;
     }
@@ -436,7 +460,13 @@ impl Connection {
                 };
             }
             Ok(false) => {}
-            Err(_) => self.refuse(Some(seq), ErrorCode::UnknownLobby, "the lobby has closed"),
+            // The room stopped before answering: it closed, or moved to
+            // another instance just now.
+            Err(_) => self.refuse(
+                Some(seq),
+                ErrorCode::RoomUnavailable,
+                "the lobby closed or moved just now; reconnect naming it and try again",
+            ),
         }
     }
 }

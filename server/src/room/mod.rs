@@ -22,7 +22,7 @@ use crate::config::Settings;
 use crate::lobby::{Action, Applied, Lobby, LobbyError, LobbyOptions, Phase, Timing, WallClock};
 use crate::outbound::{ConnId, Member, Outbound, Refusal, SharedFrame};
 use crate::records::Records;
-use crate::store::{Store, StoredRoom};
+use crate::store::{OwnerEpoch, Store, StoredRoom};
 use crate::wallet::Wallets;
 
 /// Messages to a room task.
@@ -59,6 +59,12 @@ pub enum RoomCommand {
     Games {
         reply: oneshot::Sender<Vec<String>>,
     },
+    /// Give the room up for another instance: store everything, release
+    /// ownership, tell the members to reconnect, stop. Replies whether it
+    /// did (not while the store cannot confirm what the room holds).
+    HandOver {
+        reply: oneshot::Sender<bool>,
+    },
 }
 
 /// Handle to a running room.
@@ -77,6 +83,8 @@ pub struct Room {
     wallets: Arc<dyn Wallets>,
     records: Arc<dyn Records>,
     members: Vec<Member>,
+    /// This instance's claim on the room: every write is fenced by it.
+    owner: OwnerEpoch,
     /// The version the store is known to hold.
     stored_version: u64,
     /// The last write sent, kept so that resending it sends the same bytes
@@ -89,7 +97,8 @@ pub struct Room {
     /// The store refused a write as not following from what it holds: the
     /// room reloads itself from the store before doing anything else.
     stale: bool,
-    /// The stored room is gone or does not replay: this task stops.
+    /// The stored room is gone, does not replay, or belongs to another
+    /// instance now: this task stops.
     halted: bool,
     /// Seated accounts' records and their head-to-head, as last read.
     record_views: [Option<wire::RecordView>; 2],
@@ -141,11 +150,13 @@ impl Room {
             timing(&settings),
             rand::random(),
         );
-        Room::around(lobby, 0, settings, store, wallets, records)
+        let owner = OwnerEpoch::first(&settings.instance_id);
+        Room::around(lobby, owner, 0, settings, store, wallets, records)
     }
 
     fn around(
         lobby: Lobby,
+        owner: OwnerEpoch,
         stored_version: u64,
         settings: Arc<Settings>,
         store: Arc<dyn Store>,
@@ -159,6 +170,7 @@ impl Room {
             wallets,
             records,
             members: Vec::new(),
+            owner,
             stored_version,
             last_attempt: None,
             unsaved_since: None,
@@ -180,10 +192,11 @@ impl Room {
         self.lobby.invite.as_deref()
     }
 
-    /// Rebuilds a room from the store after a restart (see
+    /// Rebuilds a room from the store, claimed by `owner` (see
     /// [`Lobby::from_record`]).
     pub fn resume(
         stored: StoredRoom,
+        owner: OwnerEpoch,
         settings: Arc<Settings>,
         store: Arc<dyn Store>,
         wallets: Arc<dyn Wallets>,
@@ -200,7 +213,7 @@ impl Room {
         .map_err(|e| e.to_string())?;
         let version = lobby.version;
         Ok(Room::around(
-            lobby, version, settings, store, wallets, records,
+            lobby, owner, version, settings, store, wallets, records,
         ))
     }
 
@@ -389,6 +402,10 @@ impl Room {
                         self.broadcast();
                     }
                 }
+            }
+            RoomCommand::HandOver { reply } => {
+                let done = self.hand_over().await;
+                let _ = reply.send(done);
             }
             RoomCommand::Act { conn, seq, action } => {
                 let is_move = matches!(action, Action::Move { .. });

@@ -26,6 +26,7 @@ impl Room {
         self.last_attempt = Some((version, record.clone()));
         let write = RoomWrite {
             code: self.lobby.code.to_string(),
+            owner: self.owner.clone(),
             expected_version: self.stored_version,
             version,
             record,
@@ -47,6 +48,11 @@ impl Room {
             }
             Err(e) => {
                 match &e {
+                    WriteError::Fenced(why) => {
+                        tracing::warn!(room = %self.lobby.code, %why, "another instance took the room over; stopping it here");
+                        self.moved();
+                        return Err(e);
+                    }
                     WriteError::Conflict(why) => {
                         tracing::error!(room = %self.lobby.code, %why, "write refused by the store; reloading the room");
                         self.stale = true;
@@ -136,6 +142,7 @@ impl Room {
         };
         match Room::resume(
             stored,
+            self.owner.clone(),
             self.settings.clone(),
             self.store.clone(),
             self.wallets.clone(),
@@ -155,6 +162,51 @@ impl Room {
                 crate::metrics::METRICS.rooms_unresumable.inc();
                 self.halt();
                 false
+            }
+        }
+    }
+
+    /// Gives the room up for another instance to take at once: everything
+    /// stored and settled first, then ownership released, then the members
+    /// told to reconnect. `false` (the room carries on) while the store
+    /// cannot confirm that.
+    pub(super) async fn hand_over(&mut self) -> bool {
+        if self.halted {
+            return true;
+        }
+        if !self.settle_doubts().await {
+            return false;
+        }
+        match self
+            .store
+            .release(self.lobby.code.as_str(), &self.owner)
+            .await
+        {
+            Ok(released) => {
+                if released {
+                    crate::metrics::METRICS.room_handovers.inc();
+                    tracing::info!(room = %self.lobby.code, "handed over");
+                } else {
+                    tracing::warn!(room = %self.lobby.code, "asked to hand over a room another instance already took");
+                }
+                self.moved();
+                true
+            }
+            Err(e) => {
+                tracing::warn!(room = %self.lobby.code, error = %e, "could not release the room; it stays here");
+                false
+            }
+        }
+    }
+
+    /// Stops the room here because it belongs to another instance now:
+    /// nothing more is acknowledged, and the members are told to
+    /// reconnect (which takes them to the new owner).
+    pub(super) fn moved(&mut self) {
+        self.halted = true;
+        for m in self.members.drain(..) {
+            if m.out.try_send(Outbound::Moved).is_err() {
+                m.kick.notify_one();
             }
         }
     }

@@ -27,6 +27,8 @@ fn identity(n: u32) -> Identity {
 struct Harness {
     commands: mpsc::Sender<RoomCommand>,
     outs: Vec<mpsc::Receiver<Outbound>>,
+    store: Arc<MemoryStore>,
+    code: RoomCode,
 }
 
 async fn start(move_clock: Duration, break_time: Duration) -> Harness {
@@ -34,8 +36,10 @@ async fn start(move_clock: Duration, break_time: Duration) -> Harness {
     settings.move_clock = move_clock;
     settings.break_time = break_time;
     let host = identity(1);
+    let store = Arc::new(MemoryStore::default());
+    let code = RoomCode::generate();
     let room = Room::new(
-        RoomCode::generate(),
+        code.clone(),
         LobbyOptions {
             rule_set: crate::rules::Variant::Draughts(crate::rules::RuleSet::Russian),
             series_length: 3,
@@ -44,7 +48,7 @@ async fn start(move_clock: Duration, break_time: Duration) -> Harness {
         },
         &host,
         Arc::new(settings),
-        Arc::new(MemoryStore::default()),
+        store.clone(),
         Arc::new(crate::wallet::MemoryWallets::default()),
         Arc::new(crate::records::MemoryRecords::default()),
     );
@@ -71,7 +75,12 @@ async fn start(move_clock: Duration, break_time: Duration) -> Harness {
         assert!(reply_rx.await.unwrap(), "entered");
         outs.push(out_rx);
     }
-    Harness { commands: tx, outs }
+    Harness {
+        commands: tx,
+        outs,
+        store,
+        code,
+    }
 }
 
 fn decode(outbound: Outbound) -> ServerMessage {
@@ -82,6 +91,10 @@ fn decode(outbound: Outbound) -> ServerMessage {
         )
         .unwrap(),
         Outbound::Direct(message) => *message,
+        Outbound::Moved => ServerMessage::Shutdown {
+            reason: "moved".into(),
+            reconnect_after_ms: 0,
+        },
     }
 }
 
@@ -226,4 +239,92 @@ async fn a_move_before_the_deadline_resets_the_clock() {
     assert_eq!(result.reason, wire::GameEndReason::Timeout);
     assert_eq!(result.winner, Some(wire::Color::Dark));
     assert_eq!(state.series.wins, vec![1, 0]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_room_another_instance_took_over_acknowledges_nothing_and_sends_everyone_away() {
+    let mut h = start(CLOCK * 100, BREAK).await;
+    let state = state_until(&mut h, 0, CLOCK, |s| s.phase == Phase::Playing)
+        .await
+        .expect("playing");
+    drain_states(&mut h, 0);
+    drain_states(&mut h, 1);
+    // Another instance claims the room: a higher epoch.
+    let fence = h
+        .store
+        .fence(h.code.as_str())
+        .await
+        .unwrap()
+        .expect("stored");
+    let other: Arc<str> = Arc::from("other-instance");
+    let claimed = h
+        .store
+        .claim(h.code.as_str(), &fence, &other)
+        .await
+        .unwrap();
+    assert_eq!(claimed.map(|o| o.epoch), Some(fence.epoch + 1));
+
+    let notation = state.game.as_ref().unwrap().legal_moves[0].notation.clone();
+    h.commands
+        .send(RoomCommand::Act {
+            conn: 1,
+            seq: 2,
+            action: Action::Move {
+                notation: Some(notation),
+                path: None,
+            },
+        })
+        .await
+        .unwrap();
+    for who in [0, 1] {
+        let mut seen = Vec::new();
+        while let Ok(Some(out)) = tokio::time::timeout(CLOCK, h.outs[who].recv()).await {
+            seen.push(decode(out));
+        }
+        assert!(
+            !seen
+                .iter()
+                .any(|m| matches!(m, ServerMessage::Ack { seq: 2 })),
+            "the fenced move is not acknowledged: {seen:?}"
+        );
+        assert!(
+            !seen.iter().any(|m| matches!(m, ServerMessage::State(_))),
+            "nothing is shown: {seen:?}"
+        );
+        assert!(
+            matches!(seen.last(), Some(ServerMessage::Shutdown { .. })),
+            "member {who} is sent away: {seen:?}"
+        );
+    }
+    tokio::time::sleep(CLOCK).await;
+    assert!(h.commands.is_closed(), "the room task has stopped");
+    let stored = h.store.load(h.code.as_str()).await.unwrap().unwrap();
+    assert!(stored.moves.is_empty(), "the fenced move was not stored");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handed_over_room_is_released_at_its_epoch_and_its_members_sent_away() {
+    let mut h = start(CLOCK * 100, BREAK).await;
+    state_until(&mut h, 0, CLOCK, |s| s.phase == Phase::Playing)
+        .await
+        .expect("playing");
+    let before = h.store.fence(h.code.as_str()).await.unwrap().unwrap();
+    let (reply, done) = oneshot::channel();
+    h.commands
+        .send(RoomCommand::HandOver { reply })
+        .await
+        .unwrap();
+    assert!(done.await.unwrap(), "handed over");
+    let after = h.store.fence(h.code.as_str()).await.unwrap().unwrap();
+    assert_eq!(after.owner, None, "released");
+    assert_eq!(after.epoch, before.epoch, "a release keeps the epoch");
+    for who in [0, 1] {
+        let mut last = None;
+        while let Ok(out) = h.outs[who].try_recv() {
+            last = Some(decode(out));
+        }
+        assert!(matches!(last, Some(ServerMessage::Shutdown { .. })));
+    }
+    tokio::time::sleep(CLOCK).await;
+    assert!(h.commands.is_closed(), "the room task has stopped");
 }

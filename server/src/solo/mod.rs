@@ -16,7 +16,7 @@ use crate::identity::Identity;
 use crate::leaderboard::{Leaderboards, RankedOutcome};
 use crate::outbound::{ConnId, Outbound, Refusal};
 use crate::rules::{Color, MoveInfo, Variant, VariantGame};
-use crate::store::{RoomWrite, Store};
+use crate::store::{OwnerEpoch, RoomWrite, Store, WriteError};
 use crate::wire_view;
 
 mod pool;
@@ -59,6 +59,10 @@ pub enum SoloCommand {
     /// Ends the task unless it holds an unfinished ranked game; replies
     /// whether it closed.
     CloseIfPractice {
+        reply: tokio::sync::oneshot::Sender<bool>,
+    },
+    /// Give the game up for another instance (see `RoomCommand::HandOver`).
+    HandOver {
         reply: tokio::sync::oneshot::Sender<bool>,
     },
 }
@@ -127,6 +131,10 @@ pub struct SoloGame {
     pool: Arc<BotPool>,
     self_tx: mpsc::Sender<SoloCommand>,
     attached: Option<(ConnId, mpsc::Sender<Outbound>)>,
+    /// This instance's claim on the game: every write is fenced by it.
+    owner: OwnerEpoch,
+    /// The game belongs to another instance now: the task stops.
+    moved: bool,
     thinking: bool,
     notations: Vec<String>,
     last_move: Option<MoveInfo>,
@@ -156,10 +164,9 @@ fn wire_level(level: Level) -> wire::BotLevel {
     }
 }
 
-/// Checks a `start_solo` request and builds the record of the new game, whose
-/// id (`S` + a room code) the load balancer sends to this instance's `shard`.
+/// Checks a `start_solo` request and builds the record of the new game; its
+/// id is `S` + a room code, which the load balancer routes like the code.
 pub fn new_record(
-    shard: Option<(u32, u32)>,
     identity: &Identity,
     rule_set: Variant,
     mode: wire::SoloMode,
@@ -184,7 +191,7 @@ pub fn new_record(
     }
     Ok(SoloRecord {
         kind: "solo".into(),
-        id: format!("S{}", crate::code::RoomCode::generate_in_shard(shard)),
+        id: format!("S{}", crate::code::RoomCode::generate()),
         owner: identity.id.clone(),
         owner_name: identity.name.clone(),
         rule_set,
@@ -204,6 +211,7 @@ impl SoloGame {
     /// Builds the game from its record (new, or stored before a restart).
     pub fn from_record(
         record: SoloRecord,
+        owner: OwnerEpoch,
         settings: Arc<Settings>,
         store: Arc<dyn Store>,
         boards: Arc<dyn Leaderboards>,
@@ -222,6 +230,8 @@ impl SoloGame {
             pool,
             self_tx,
             attached: None,
+            owner,
+            moved: false,
             thinking: false,
             notations,
             last_move,
@@ -248,7 +258,26 @@ impl SoloGame {
                 }
                 continue;
             }
+            if let SoloCommand::HandOver { reply } = command {
+                let released = self
+                    .store
+                    .release(&self.record.id, &self.owner)
+                    .await
+                    .is_ok();
+                if released {
+                    crate::metrics::METRICS.room_handovers.inc();
+                    self.move_away();
+                }
+                let _ = reply.send(released);
+                if released {
+                    break;
+                }
+                continue;
+            }
             self.handle(command).await;
+            if self.moved {
+                break;
+            }
             self.score_pending().await;
             // A finished game nobody watches has nothing left to do.
             if self.record.result.is_some() && !self.record.pending_score && self.attached.is_none()
@@ -332,6 +361,7 @@ impl SoloGame {
         let finished = self.record.result.is_some();
         let write = RoomWrite {
             code: self.record.id.clone(),
+            owner: self.owner.clone(),
             expected_version: self.stored_version,
             version: self.record.version,
             record: serde_json::to_string(&self.record).unwrap_or_default(),
@@ -345,9 +375,17 @@ impl SoloGame {
                 self.stored_version = self.record.version;
                 Ok(())
             }
+            Err(WriteError::Fenced(why)) => {
+                tracing::warn!(game = %self.record.id, %why, "another instance took the game over; stopping it here");
+                self.move_away();
+                Err(Refusal::new(
+                    ErrorCode::RoomUnavailable,
+                    "the game moved to another server instance; reconnect and resume it",
+                ))
+            }
             Err(e) => {
                 tracing::warn!(game = %self.record.id, error = %e, "solo write failed");
-                if matches!(e, crate::store::WriteError::Conflict(_)) {
+                if matches!(e, WriteError::Conflict(_)) {
                     // The stored game is not the one this task last wrote
                     // (its keys expired, or another writer): this task
                     // holds every acknowledged move, so the next write
@@ -363,6 +401,14 @@ impl SoloGame {
                     "the game could not be saved just now; try again",
                 ))
             }
+        }
+    }
+
+    /// Stops the game here for good: the player is told to reconnect.
+    fn move_away(&mut self) {
+        self.moved = true;
+        if let Some((_, out)) = self.attached.take() {
+            let _ = out.try_send(Outbound::Moved);
         }
     }
 
@@ -457,6 +503,18 @@ impl SoloGame {
     async fn handle(&mut self, command: SoloCommand) {
         match command {
             SoloCommand::Attach { conn, out, seq } => {
+                // A new game is stored before it is acknowledged, so any
+                // instance can resume it.
+                if self.stored_version == 0
+                    && let Err(refusal) = self.persist().await
+                {
+                    let _ = out.try_send(Outbound::Direct(Box::new(ServerMessage::Error {
+                        seq: Some(seq),
+                        code: refusal.code,
+                        message: refusal.message,
+                    })));
+                    return;
+                }
                 self.attached = Some((conn, out));
                 self.send(conn, ServerMessage::Ack { seq });
                 self.push_state();
@@ -523,7 +581,7 @@ impl SoloGame {
                     }
                 }
             }
-            SoloCommand::CloseIfPractice { .. } => {}
+            SoloCommand::CloseIfPractice { .. } | SoloCommand::HandOver { .. } => {}
             SoloCommand::BotMoved { version, chosen } => {
                 self.thinking = false;
                 if version != self.record.version || self.record.result.is_some() {

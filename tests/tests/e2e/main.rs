@@ -4,10 +4,12 @@
 mod bad_input;
 mod balancer;
 mod browser;
+mod failover;
 mod faults;
 mod lobby;
 mod operations;
 mod persistence;
+mod reconnecting;
 mod solo;
 mod space_rule_sets;
 mod stakes;

@@ -243,7 +243,9 @@ async fn sigterm_tells_clients_and_clocks_get_a_grace_on_resume() {
             Ok(ServerMessage::Shutdown { .. }) => saw_notice = true,
             Ok(_) => {}
             Err(jumpgate_protocol::client::ClientError::Closed { code, .. }) => {
-                assert_eq!(code, 1001);
+                // The lobby was handed over before the exit: its members are
+                // told it moved (and to come back at once).
+                assert_eq!(code, jumpgate_protocol::CLOSE_ROOM_MOVED);
                 break;
             }
             Err(e) => panic!("{e}"),
@@ -296,7 +298,8 @@ impl Endpoint for Url {
 /// write goes through; closing a room takes it out of the index.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn room_writes_survive_a_script_flush_and_keep_the_index() {
-    use jumpgate_server::store::{RoomWrite, StoredMove};
+    use jumpgate_server::store::{OwnerEpoch, RoomWrite, StoredMove};
+    use std::sync::Arc;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     let redis = RedisServer::start().await;
@@ -309,8 +312,10 @@ async fn room_writes_survive_a_script_flush_and_keep_the_index() {
         seat: 0,
         seq: ply,
     };
+    let owner = OwnerEpoch::first(&Arc::from("writer"));
     let write = |version: u64, moves: Vec<StoredMove>, open: bool| RoomWrite {
         code: "K7M2QX9P".into(),
+        owner: owner.clone(),
         expected_version: version - 1,
         version,
         record: format!("{{\"moves\":{}}}", moves.len()),
@@ -357,7 +362,8 @@ async fn room_writes_survive_a_script_flush_and_keep_the_index() {
 /// agree.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn room_writes_are_conditional_on_the_stored_version() {
-    use jumpgate_server::store::{MemoryStore, RoomWrite, StoredMove, WriteError};
+    use jumpgate_server::store::{MemoryStore, OwnerEpoch, RoomWrite, StoredMove, WriteError};
+    use std::sync::Arc;
 
     let redis = RedisServer::start().await;
     let stores: Vec<Box<dyn Store>> = vec![
@@ -372,8 +378,10 @@ async fn room_writes_are_conditional_on_the_stored_version() {
         seat: (ply % 2) as u8,
         seq: ply,
     };
+    let owner = OwnerEpoch::first(&Arc::from("writer"));
     let write = |expected: u64, version: u64, moves: Vec<StoredMove>| RoomWrite {
         code: "CAS2TEST".into(),
+        owner: owner.clone(),
         expected_version: expected,
         version,
         record: format!("{{\"version\":{version},\"moves\":{}}}", moves.len()),
@@ -413,5 +421,45 @@ async fn room_writes_are_conditional_on_the_stored_version() {
         let paths: Vec<&str> = room.moves.iter().map(|m| m.path.as_str()).collect();
         assert_eq!(paths, ["a", "b", "c"]);
         assert_eq!(room.record, "{\"version\":3,\"moves\":2}");
+
+        // Ownership: another instance claims the room at the fence it saw
+        // (a claim from a stale view loses), and from then on the first
+        // writer's writes are refused whole, even one that follows.
+        let fence = store.fence("CAS2TEST").await.unwrap().expect("open");
+        assert_eq!((fence.owner.as_deref(), fence.epoch), (Some("writer"), 1));
+        let other: Arc<str> = Arc::from("other");
+        let stale_view = jumpgate_server::store::Fence {
+            owner: None,
+            epoch: 1,
+        };
+        assert_eq!(
+            store.claim("CAS2TEST", &stale_view, &other).await.unwrap(),
+            None
+        );
+        let theirs = store.claim("CAS2TEST", &fence, &other).await.unwrap();
+        assert_eq!(theirs.as_ref().map(|o| o.epoch), Some(2));
+        let fenced = store.write(write(3, 4, vec![mv(4, "d")])).await;
+        assert!(matches!(fenced, Err(WriteError::Fenced(_))), "{fenced:?}");
+        let mut later = write(3, 4, vec![mv(4, "d")]);
+        later.owner = theirs.clone().unwrap();
+        store.write(later).await.unwrap();
+        // The old owner cannot release what it no longer holds; the new one
+        // can, keeping the epoch, and the next claim needs that view.
+        assert!(!store.release("CAS2TEST", &owner).await.unwrap());
+        assert!(
+            store
+                .release("CAS2TEST", theirs.as_ref().unwrap())
+                .await
+                .unwrap()
+        );
+        let released = store.fence("CAS2TEST").await.unwrap().unwrap();
+        assert_eq!((released.owner.as_deref(), released.epoch), (None, 2));
+        let again = store
+            .claim("CAS2TEST", &released, &owner.instance)
+            .await
+            .unwrap();
+        assert_eq!(again.map(|o| o.epoch), Some(3));
+        let room = store.load("CAS2TEST").await.unwrap().unwrap();
+        assert_eq!(room.moves.len(), 4, "only the owner's write landed");
     }
 }

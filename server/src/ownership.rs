@@ -1,0 +1,309 @@
+//! One owner per room across instances: the heartbeat that says this
+//! instance is alive, taking rooms over (on request, from dead instances,
+//! from owners that released them), handing rooms over when asked or when
+//! shutting down. The fence itself — the owner and epoch every room write
+//! is checked against — lives in the store (see ARCHITECTURE.md,
+//! "Ownership").
+//!
+//! Rooms follow requests: a request for a room held by another live
+//! instance asks that instance to hand it over and takes it once released,
+//! so a room ends up on the instance the load balancer sends its players
+//! to.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jumpgate_protocol::ErrorCode;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::AppState;
+use crate::outbound::Refusal;
+use crate::room::RoomCommand;
+use crate::solo::SoloCommand;
+use crate::store::{Fence, Orphan, StoreError};
+
+/// How often the rooms of dead instances and released rooms are looked for.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+/// Most orphans looked at per list and sweep.
+const SWEEP_BATCH: usize = 100;
+/// How often a waiting request asks the owner again to hand the room over.
+const ASK_AGAIN: Duration = Duration::from_millis(500);
+/// How often a waiting request looks at the fence.
+const POLL: Duration = Duration::from_millis(25);
+
+/// What taking a room over came to.
+#[derive(Debug, PartialEq, Eq)]
+enum Adoption {
+    /// The room runs here now (or already did).
+    Adopted,
+    /// Someone else changed the fence first, or the room is gone.
+    Lost,
+    /// Claimed, but the stored room does not resume: listed for the
+    /// operator.
+    Unresumable,
+}
+
+fn unavailable() -> Refusal {
+    Refusal::new(
+        ErrorCode::RoomUnavailable,
+        "the room is moving between server instances; reconnect naming it and try again shortly",
+    )
+}
+
+fn storage_unavailable() -> Refusal {
+    Refusal::new(
+        ErrorCode::StorageUnavailable,
+        "the room's owner could not be read just now; try again",
+    )
+}
+
+/// Finds the room or solo game `id` here, taking it over if it has no live
+/// owner and asking its live owner to hand it over otherwise. `local` looks
+/// it up among this instance's rooms. `Ok(None)`: no open room has that id.
+pub async fn acquire<H>(
+    state: &Arc<AppState>,
+    id: &str,
+    local: impl Fn() -> Option<H>,
+) -> Result<Option<H>, Refusal> {
+    if let Some(handle) = local() {
+        return Ok(Some(handle));
+    }
+    if !state.store.is_durable() || state.is_unresumable(id) {
+        return Ok(None);
+    }
+    let deadline = Instant::now() + state.settings.heartbeat_ttl + Duration::from_secs(2);
+    let mut asked: Option<Instant> = None;
+    loop {
+        if let Some(handle) = local() {
+            return Ok(Some(handle));
+        }
+        if state.is_draining() || Instant::now() >= deadline {
+            return Err(unavailable());
+        }
+        let fence = match state.store.fence(id).await {
+            Ok(Some(fence)) => fence,
+            Ok(None) => return Ok(None),
+            Err(_) => return Err(storage_unavailable()),
+        };
+        let live_owner = match owner_if_alive(state, &fence).await {
+            Ok(owner) => owner,
+            Err(_) => return Err(storage_unavailable()),
+        };
+        match live_owner {
+            None => match adopt(state, id, &fence).await {
+                Ok(Adoption::Adopted | Adoption::Lost) => continue,
+                Ok(Adoption::Unresumable) => return Ok(None),
+                Err(_) => return Err(storage_unavailable()),
+            },
+            Some(owner) => {
+                if asked.is_none_or(|t| t.elapsed() >= ASK_AGAIN) {
+                    tracing::debug!(room = %id, %owner, "asking the owner to hand the room over");
+                    let _ = state.store.ask_handover(&owner, id).await;
+                    asked = Some(Instant::now());
+                }
+                tokio::time::sleep(POLL).await;
+            }
+        }
+    }
+}
+
+/// The room's owner if it is another instance whose heartbeat is current.
+/// A room released, owned by a dead instance, or owned by this instance
+/// without running here is free to claim.
+async fn owner_if_alive(state: &AppState, fence: &Fence) -> Result<Option<String>, StoreError> {
+    match &fence.owner {
+        None => Ok(None),
+        Some(owner) if **owner == *state.settings.instance_id => Ok(None),
+        Some(owner) => Ok(state.store.is_alive(owner).await?.then(|| owner.clone())),
+    }
+}
+
+/// Claims a room whose fence is still `seen`, loads it and starts its task.
+/// One adoption per room at a time on this instance.
+async fn adopt(state: &Arc<AppState>, id: &str, seen: &Fence) -> Result<Adoption, StoreError> {
+    let lock = state.adoption_lock(id);
+    let _held = lock.lock().await;
+    if state.runs(id) {
+        return Ok(Adoption::Adopted);
+    }
+    let me = &state.settings.instance_id;
+    let Some(owner) = state.store.claim(id, seen, me).await? else {
+        return Ok(Adoption::Lost);
+    };
+    let Some(stored) = state.store.load(id).await? else {
+        return Ok(Adoption::Lost);
+    };
+    let stakes = crate::lobby::stranded_stakes(&stored.record);
+    let started = match crate::solo::solo_record(&stored.record) {
+        Some(record) => {
+            let owner_id = record.owner.clone();
+            let started = state.spawn_solo(record, owner).map(|_| ());
+            if started.is_ok() {
+                let _ = state.store.index_solo(&owner_id, id).await;
+            }
+            started
+        }
+        None => state.resume_room(stored, owner).map(|_| ()),
+    };
+    match started {
+        Ok(()) => {
+            crate::metrics::METRICS.room_takeovers.inc();
+            tracing::info!(room = %id, from = ?seen.owner, "took the room over");
+            Ok(Adoption::Adopted)
+        }
+        Err(reason) => {
+            state.list_unresumable(id, reason, stakes);
+            Ok(Adoption::Unresumable)
+        }
+    }
+}
+
+/// Takes over one room found on an orphan list, if it is still free, and
+/// takes it off the list unless it must be tried again.
+async fn adopt_orphan(state: &Arc<AppState>, orphan: &Orphan) -> Result<(), StoreError> {
+    let Some(fence) = state.store.fence(&orphan.code).await? else {
+        // Closed or expired: nothing to adopt.
+        return state.store.forget_orphan(orphan).await;
+    };
+    if owner_if_alive(state, &fence).await?.is_none() && !state.runs(&orphan.code) {
+        match adopt(state, &orphan.code, &fence).await? {
+            // Someone else moved first: look again next time.
+            Adoption::Lost => return Ok(()),
+            Adoption::Adopted | Adoption::Unresumable => {}
+        }
+    }
+    state.store.forget_orphan(orphan).await
+}
+
+/// Adopts every open room without a live owner: at start, this catches
+/// rooms stored before ownership existed as well as those of instances
+/// that died. Returns how many rooms run here afterwards.
+pub async fn adopt_open_rooms(state: &Arc<AppState>) -> Result<usize, StoreError> {
+    let mut adopted = 0;
+    for code in state.store.open_codes().await? {
+        let Some(fence) = state.store.fence(&code).await? else {
+            continue;
+        };
+        if owner_if_alive(state, &fence).await?.is_none()
+            && adopt(state, &code, &fence).await? == Adoption::Adopted
+        {
+            adopted += 1;
+        }
+    }
+    Ok(adopted)
+}
+
+/// Starts the tasks that keep ownership going until the instance drains:
+/// the heartbeat, the sweep for orphans, and answering handover requests.
+pub fn spawn_background(state: &Arc<AppState>) {
+    if !state.store.is_durable() {
+        return;
+    }
+    let beat = state.clone();
+    tokio::spawn(async move {
+        let period = beat.settings.heartbeat_ttl / 3;
+        while !beat.is_draining() {
+            let me = &beat.settings.instance_id;
+            if let Err(e) = beat.store.heartbeat(me, beat.settings.heartbeat_ttl).await {
+                tracing::warn!(error = %e, "heartbeat not stored");
+            }
+            tokio::time::sleep(period).await;
+        }
+    });
+    let sweep = state.clone();
+    tokio::spawn(async move {
+        while !sweep.is_draining() {
+            tokio::time::sleep(SWEEP_EVERY).await;
+            let orphans = match sweep
+                .store
+                .orphans(&sweep.settings.instance_id, SWEEP_BATCH)
+                .await
+            {
+                Ok(orphans) => orphans,
+                Err(e) => {
+                    tracing::debug!(error = %e, "cannot look for orphaned rooms now");
+                    continue;
+                }
+            };
+            for orphan in orphans {
+                if sweep.is_draining() {
+                    break;
+                }
+                if let Err(e) = adopt_orphan(&sweep, &orphan).await {
+                    tracing::debug!(room = %orphan.code, error = %e, "orphan not adopted yet");
+                }
+            }
+        }
+    });
+    let listen = state.clone();
+    tokio::spawn(async move {
+        let mut requests = listen.store.handover_requests(&listen.settings.instance_id);
+        while let Some(id) = requests.recv().await {
+            let state = listen.clone();
+            tokio::spawn(async move { hand_over(&state, &id).await });
+        }
+    });
+}
+
+/// Hands one room or solo game over, if it runs here. A room this
+/// instance owns in the store without running it is released.
+async fn hand_over(state: &Arc<AppState>, id: &str) -> bool {
+    let (tx, rx) = oneshot::channel();
+    let asked = if let Some(room) = crate::code::RoomCode::parse(id).and_then(|c| state.room(&c)) {
+        room.commands
+            .send(RoomCommand::HandOver { reply: tx })
+            .await
+            .is_ok()
+    } else if let Some(solo) = state.solo_by_id(id) {
+        solo.commands
+            .send(SoloCommand::HandOver { reply: tx })
+            .await
+            .is_ok()
+    } else {
+        release_unrun(state, id).await;
+        return true;
+    };
+    asked && rx.await == Ok(true)
+}
+
+/// Releases a room the store says this instance owns although it does not
+/// run it (its task stopped), unless an adoption of it is under way.
+async fn release_unrun(state: &Arc<AppState>, id: &str) {
+    let lock = state.adoption_lock(id);
+    let Ok(_held) = lock.try_lock() else {
+        return;
+    };
+    if state.runs(id) {
+        return;
+    }
+    let Ok(Some(fence)) = state.store.fence(id).await else {
+        return;
+    };
+    if fence.owner.as_deref() == Some(&*state.settings.instance_id) {
+        let owner = crate::store::OwnerEpoch {
+            instance: state.settings.instance_id.clone(),
+            epoch: fence.epoch,
+        };
+        let _ = state.store.release(id, &owner).await;
+    }
+}
+
+/// Hands every room and solo game of this instance over (at shutdown), a
+/// few at a time; returns how many could not be (they are adopted once
+/// this instance's heartbeat has expired).
+pub async fn hand_over_all(state: &Arc<AppState>) -> usize {
+    use futures_util::StreamExt;
+    let ids = state.running_ids();
+    let total = ids.len();
+    let handed = futures_util::stream::iter(ids)
+        .map(|id| {
+            let state = state.clone();
+            async move { hand_over(&state, &id).await }
+        })
+        .buffer_unordered(32)
+        .filter(|done| std::future::ready(*done))
+        .count()
+        .await;
+    total - handed
+}

@@ -1,0 +1,709 @@
+//! The Redis store: room writes (one Lua script, fenced and conditional),
+//! loads, and ownership (claims, releases, heartbeats, orphans, handover
+//! requests).
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::{
+    Fence, Orphan, OwnerEpoch, RoomWrite, Store, StoreError, StoreFuture, StoredMove, StoredRoom,
+    WriteError, WriteFuture,
+};
+
+/// The Redis store. Keys (all for one room share the hash tag `{CODE}`):
+///
+/// - `jg:{CODE}:room` — the room record (JSON string);
+/// - `jg:{CODE}:fence` — a hash: `version`, the stored version (a record
+///   written before it existed carries its version inside), and `owner`
+///   and `epoch`, the owning instance (empty once released) and its epoch;
+/// - `jg:{CODE}:moves` — a stream, entry id `GAME-PLY`, fields `path`,
+///   `text`, `seat`, `seq`;
+/// - `jg:{CODE}:games` — a hash from game number to PDN;
+/// - `jg:lobbies` — the set of open lobby codes (and solo game ids);
+///
+/// and for ownership (none of them per room and per second):
+///
+/// - `jg:alive:{ID}` — an instance's heartbeat, expiring after its TTL;
+/// - `jg:instances` — every instance that may still own rooms;
+/// - `jg:owned:{ID}` — the rooms an instance has claimed (a superset: a
+///   room is listed before it is claimed and unlisted after it is given up);
+/// - `jg:orphans` — rooms released by their owner, for anyone to take;
+/// - `jg:solo:{IDENTITY}` — the solo game an identity last started;
+/// - channel `jg:handover:{ID}` — codes other instances want handed over.
+#[derive(Clone)]
+pub struct RedisStore {
+    client: redis::Client,
+    conn: redis::aio::ConnectionManager,
+    script: redis::Script,
+    claim: redis::Script,
+    release: redis::Script,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RedisStore { .. }")
+    }
+}
+
+const OPEN_SET: &str = "jg:lobbies";
+const INSTANCES: &str = "jg:instances";
+const RELEASED: &str = "jg:orphans";
+
+fn alive_key(instance: &str) -> String {
+    format!("jg:alive:{{{instance}}}")
+}
+
+fn owned_key(instance: &str) -> String {
+    format!("jg:owned:{{{instance}}}")
+}
+
+fn handover_channel(instance: &str) -> String {
+    format!("jg:handover:{instance}")
+}
+
+/// Applies one room write atomically, if it follows from what is stored
+/// (the rule is on [`RoomWrite::expected_version`]). A move at an id the
+/// stream already holds must be the same move (an earlier write of ours
+/// that landed); any other move must come after the stream's last. Every
+/// check runs before anything is written, so a refused write changes
+/// nothing. First of all the writer must own the room at the stored epoch
+/// (a room's very first write, epoch 1, claims it). Returns `ok`,
+/// `fenced:` or `conflict:` and why.
+///
+/// KEYS: room, moves, games, fence.
+/// ARGV: record, expected, version, owner, epoch, n,
+/// n × (id, path, text, seat, seq), g, g × (game number, PDN), ttl (0 keeps
+/// the keys).
+const WRITE_SCRIPT: &str = r"
+local owner = redis.call('HGET', KEYS[4], 'owner') or ''
+local epoch = tonumber(redis.call('HGET', KEYS[4], 'epoch')) or 0
+local claims = epoch == 0 and tonumber(ARGV[5]) == 1 and redis.call('EXISTS', KEYS[1]) == 0
+if not claims and (owner ~= ARGV[4] or epoch ~= tonumber(ARGV[5])) then
+  return 'fenced:owned by ' .. owner .. ' at epoch ' .. epoch
+end
+local stored = redis.call('HGET', KEYS[4], 'version')
+if stored then
+  stored = tonumber(stored)
+else
+  local old = redis.call('GET', KEYS[1])
+  if old then
+    local ok, decoded = pcall(cjson.decode, old)
+    if not ok or type(decoded) ~= 'table' then return 'conflict:unreadable stored record' end
+    stored = tonumber(decoded.version) or 0
+  else
+    stored = 0
+  end
+end
+local expected, version = tonumber(ARGV[2]), tonumber(ARGV[3])
+if stored == version then
+  if redis.call('GET', KEYS[1]) == ARGV[1] then return 'ok' end
+  return 'conflict:version ' .. stored .. ' holds another change'
+end
+if stored < expected or stored > version then
+  return 'conflict:stored version ' .. stored .. ', this write follows ' .. expected
+end
+local function id(s)
+  local g, p = string.match(s, '^(%d+)-(%d+)$')
+  return tonumber(g), tonumber(p)
+end
+local lg, lp = 0, 0
+local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+if #last > 0 then lg, lp = id(last[1][1]) end
+local fresh = {}
+local n = tonumber(ARGV[6])
+local i = 7
+for _ = 1, n do
+  local g, p = id(ARGV[i])
+  if g > lg or (g == lg and p > lp) then
+    table.insert(fresh, i)
+    lg, lp = g, p
+  else
+    local e = redis.call('XRANGE', KEYS[2], ARGV[i], ARGV[i])
+    if #e == 0 then return 'conflict:no move at ' .. ARGV[i] end
+    local f = e[1][2]
+    local same = {}
+    for k = 1, #f, 2 do same[f[k]] = f[k + 1] end
+    if same['path'] ~= ARGV[i + 1] or same['seat'] ~= ARGV[i + 3] then
+      return 'conflict:another move is stored at ' .. ARGV[i]
+    end
+  end
+  i = i + 5
+end
+for _, j in ipairs(fresh) do
+  redis.call('XADD', KEYS[2], ARGV[j], 'path', ARGV[j + 1], 'text', ARGV[j + 2], 'seat', ARGV[j + 3], 'seq', ARGV[j + 4])
+end
+local g = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, g do
+  redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[4], 'version', ARGV[3], 'owner', ARGV[4], 'epoch', ARGV[5])
+local ttl = tonumber(ARGV[i])
+for k = 1, 4 do
+  if ttl > 0 then
+    redis.call('EXPIRE', KEYS[k], ttl)
+  else
+    redis.call('PERSIST', KEYS[k])
+  end
+end
+return 'ok'
+";
+
+/// Claims a room if its fence is still the one the claimer saw, and only
+/// if the room exists. Returns the new epoch, or 0.
+///
+/// KEYS: room, fence. ARGV: claimer, seen owner ('' for none), seen epoch.
+const CLAIM_SCRIPT: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local owner = redis.call('HGET', KEYS[2], 'owner') or ''
+local epoch = tonumber(redis.call('HGET', KEYS[2], 'epoch')) or 0
+if owner ~= ARGV[2] or epoch ~= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[2], 'owner', ARGV[1], 'epoch', epoch + 1)
+return epoch + 1
+";
+
+/// Gives a room up if the releaser still owns it at its epoch: the owner
+/// becomes '' and the epoch stays. Returns 1 if released.
+///
+/// KEYS: fence. ARGV: owner, epoch.
+const RELEASE_SCRIPT: &str = r"
+local owner = redis.call('HGET', KEYS[1], 'owner') or ''
+local epoch = tonumber(redis.call('HGET', KEYS[1], 'epoch')) or 0
+if owner ~= ARGV[1] or epoch ~= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], 'owner', '')
+return 1
+";
+
+fn keys(code: &str) -> [String; 4] {
+    [
+        format!("jg:{{{code}}}:room"),
+        format!("jg:{{{code}}}:moves"),
+        format!("jg:{{{code}}}:games"),
+        format!("jg:{{{code}}}:fence"),
+    ]
+}
+
+/// Times a Redis operation and counts its failure.
+async fn observed<T>(
+    op: &'static str,
+    work: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let metrics = &crate::metrics::METRICS;
+    let timer = metrics
+        .redis_op_seconds
+        .with_label_values(&[op])
+        .start_timer();
+    let result = work.await;
+    timer.observe_duration();
+    if result.is_err() {
+        metrics.redis_errors.with_label_values(&[op]).inc();
+    }
+    result
+}
+
+/// A Redis connection shared by the Redis-backed stores: it connects
+/// lazily on the first command, reconnects by itself after a failure, and
+/// every command times out.
+pub fn redis_connection(
+    url: &str,
+    timeout: Duration,
+) -> Result<redis::aio::ConnectionManager, StoreError> {
+    let client = redis::Client::open(url).map_err(StoreError::from)?;
+    let config = redis::aio::ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(timeout))
+        .set_response_timeout(Some(timeout))
+        .set_number_of_retries(1)
+        .set_max_delay(Duration::from_millis(500));
+    redis::aio::ConnectionManager::new_lazy_with_config(client, config).map_err(StoreError::from)
+}
+
+impl RedisStore {
+    pub fn open(url: &str, timeout: Duration) -> Result<RedisStore, StoreError> {
+        let conn = redis_connection(url, timeout)?;
+        Ok(RedisStore {
+            client: redis::Client::open(url).map_err(StoreError::from)?,
+            conn,
+            script: redis::Script::new(WRITE_SCRIPT),
+            claim: redis::Script::new(CLAIM_SCRIPT),
+            release: redis::Script::new(RELEASE_SCRIPT),
+        })
+    }
+}
+
+impl Store for RedisStore {
+    fn write(&self, write: RoomWrite) -> WriteFuture<'_> {
+        Box::pin(async move {
+            let reply = observed("write", self.send_write(&write)).await?;
+            if let Some(why) = reply.strip_prefix("fenced:") {
+                crate::metrics::METRICS.writes_fenced.inc();
+                return Err(WriteError::Fenced(why.to_owned()));
+            }
+            match reply.strip_prefix("conflict:") {
+                Some(why) => {
+                    crate::metrics::METRICS.store_conflicts.inc();
+                    Err(WriteError::Conflict(why.to_owned()))
+                }
+                None => Ok(()),
+            }
+        })
+    }
+
+    fn load<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Option<StoredRoom>> {
+        Box::pin(observed("load", async move {
+            let mut conn = self.conn.clone();
+            load_room(&mut conn, code).await
+        }))
+    }
+
+    fn load_open(&self) -> StoreFuture<'_, Vec<StoredRoom>> {
+        Box::pin(observed("load", async move {
+            let mut conn = self.conn.clone();
+            let codes: Vec<String> = redis::cmd("SMEMBERS")
+                .arg(OPEN_SET)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            let mut rooms = Vec::new();
+            for code in codes {
+                match load_room(&mut conn, &code).await? {
+                    Some(room) => rooms.push(room),
+                    None => {
+                        // Expired: nothing left to resume.
+                        let _: i64 = redis::cmd("SREM")
+                            .arg(OPEN_SET)
+                            .arg(&code)
+                            .query_async(&mut conn)
+                            .await
+                            .map_err(StoreError::from)?;
+                    }
+                }
+            }
+            Ok(rooms)
+        }))
+    }
+
+    fn games<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Vec<String>> {
+        Box::pin(observed("games", async move {
+            let mut conn = self.conn.clone();
+            let [_, _, games, _] = keys(code);
+            let all: HashMap<u64, String> = redis::cmd("HGETALL")
+                .arg(&games)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            let ordered: BTreeMap<u64, String> = all.into_iter().collect();
+            Ok(ordered.into_values().collect())
+        }))
+    }
+
+    fn ping(&self) -> StoreFuture<'_, ()> {
+        Box::pin(observed("ping", async move {
+            let mut conn = self.conn.clone();
+            let _: String = redis::cmd("PING")
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(())
+        }))
+    }
+
+    fn is_durable(&self) -> bool {
+        true
+    }
+
+    fn fence<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Option<Fence>> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let [room, _, _, fence] = keys(code);
+            let (owner, epoch, exists, open): (Option<String>, Option<u64>, bool, bool) =
+                redis::pipe()
+                    .hget(&fence, "owner")
+                    .hget(&fence, "epoch")
+                    .exists(&room)
+                    .sismember(OPEN_SET, code)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(StoreError::from)?;
+            Ok((exists && open).then(|| Fence {
+                owner: owner.filter(|o| !o.is_empty()),
+                epoch: epoch.unwrap_or(0),
+            }))
+        }))
+    }
+
+    fn claim<'a>(
+        &'a self,
+        code: &'a str,
+        seen: &'a Fence,
+        me: &'a Arc<str>,
+    ) -> StoreFuture<'a, Option<OwnerEpoch>> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let [room, _, _, fence] = keys(code);
+            let mut invocation = self.claim.prepare_invoke();
+            invocation
+                .key(&room)
+                .key(&fence)
+                .arg(&**me)
+                .arg(seen.owner.as_deref().unwrap_or(""))
+                .arg(seen.epoch);
+            let mut pipe = redis::pipe();
+            pipe.sadd(owned_key(me), code)
+                .ignore()
+                .invoke_script(&invocation);
+            let (epoch,): (u64,) = self.query_scripted(&mut conn, &pipe, &invocation).await?;
+            Ok((epoch > 0).then(|| OwnerEpoch {
+                instance: me.clone(),
+                epoch,
+            }))
+        }))
+    }
+
+    fn release<'a>(&'a self, code: &'a str, owner: &'a OwnerEpoch) -> StoreFuture<'a, bool> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let [_, _, _, fence] = keys(code);
+            let mut invocation = self.release.prepare_invoke();
+            invocation
+                .key(&fence)
+                .arg(&*owner.instance)
+                .arg(owner.epoch);
+            // Listed as released before it is, unlisted from the owner's
+            // rooms after: at every moment some list names it.
+            let mut pipe = redis::pipe();
+            pipe.sadd(RELEASED, code)
+                .ignore()
+                .invoke_script(&invocation)
+                .srem(owned_key(&owner.instance), code)
+                .ignore();
+            let (released,): (u8,) = self.query_scripted(&mut conn, &pipe, &invocation).await?;
+            Ok(released == 1)
+        }))
+    }
+
+    fn heartbeat<'a>(&'a self, me: &'a str, ttl: Duration) -> StoreFuture<'a, ()> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+            let () = redis::pipe()
+                .cmd("SET")
+                .arg(alive_key(me))
+                .arg(1)
+                .arg("PX")
+                .arg(ttl_ms)
+                .ignore()
+                .sadd(INSTANCES, me)
+                .ignore()
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(())
+        }))
+    }
+
+    fn retire<'a>(&'a self, me: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let _: i64 = redis::cmd("DEL")
+                .arg(alive_key(me))
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(())
+        }))
+    }
+
+    fn is_alive<'a>(&'a self, instance: &'a str) -> StoreFuture<'a, bool> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let alive: bool = redis::cmd("EXISTS")
+                .arg(alive_key(instance))
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(alive)
+        }))
+    }
+
+    fn orphans<'a>(&'a self, me: &'a str, limit: usize) -> StoreFuture<'a, Vec<Orphan>> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let instances: Vec<String> = redis::cmd("SMEMBERS")
+                .arg(INSTANCES)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            let others: Vec<String> = instances.into_iter().filter(|i| i != me).collect();
+            let mut found = Vec::new();
+            if !others.is_empty() {
+                let mut pipe = redis::pipe();
+                for other in &others {
+                    pipe.exists(alive_key(other));
+                }
+                let alive: Vec<bool> = pipe
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(StoreError::from)?;
+                for (dead, _) in others.iter().zip(alive).filter(|(_, alive)| !alive) {
+                    let codes: Vec<String> = redis::cmd("SRANDMEMBER")
+                        .arg(owned_key(dead))
+                        .arg(limit)
+                        .query_async(&mut conn)
+                        .await
+                        .map_err(StoreError::from)?;
+                    if codes.is_empty() {
+                        // Nothing left to adopt: forget the instance (it
+                        // lists itself again if it was only slow).
+                        let () = redis::pipe()
+                            .srem(INSTANCES, dead)
+                            .ignore()
+                            .query_async(&mut conn)
+                            .await
+                            .map_err(StoreError::from)?;
+                    }
+                    found.extend(codes.into_iter().map(|code| Orphan {
+                        code,
+                        dead_owner: Some(dead.clone()),
+                    }));
+                }
+            }
+            let released: Vec<String> = redis::cmd("SRANDMEMBER")
+                .arg(RELEASED)
+                .arg(limit)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            found.extend(released.into_iter().map(|code| Orphan {
+                code,
+                dead_owner: None,
+            }));
+            Ok(found)
+        }))
+    }
+
+    fn forget_orphan<'a>(&'a self, orphan: &'a Orphan) -> StoreFuture<'a, ()> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let list = orphan
+                .dead_owner
+                .as_deref()
+                .map_or(RELEASED.to_owned(), owned_key);
+            let () = redis::pipe()
+                .srem(list, &orphan.code)
+                .ignore()
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(())
+        }))
+    }
+
+    fn open_codes(&self) -> StoreFuture<'_, Vec<String>> {
+        Box::pin(observed("load", async move {
+            let mut conn = self.conn.clone();
+            let codes: Vec<String> = redis::cmd("SMEMBERS")
+                .arg(OPEN_SET)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(codes)
+        }))
+    }
+
+    fn ask_handover<'a>(&'a self, owner: &'a str, code: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let _: i64 = redis::cmd("PUBLISH")
+                .arg(handover_channel(owner))
+                .arg(code)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(())
+        }))
+    }
+
+    fn handover_requests(&self, me: &str) -> mpsc::Receiver<String> {
+        let (tx, rx) = mpsc::channel(1024);
+        let client = self.client.clone();
+        let channel = handover_channel(me);
+        tokio::spawn(async move {
+            use futures_util::StreamExt;
+            // Subscribes, and subscribes again whenever the connection is
+            // lost; a request lost meanwhile is asked again by its sender.
+            while !tx.is_closed() {
+                let subscribed = async {
+                    let mut pubsub = client.get_async_pubsub().await?;
+                    pubsub.subscribe(&channel).await?;
+                    Ok::<_, redis::RedisError>(pubsub)
+                };
+                match subscribed.await {
+                    Ok(mut pubsub) => {
+                        let mut messages = pubsub.on_message();
+                        while let Some(message) = messages.next().await {
+                            if let Ok(code) = message.get_payload::<String>()
+                                && tx.send(code).await.is_err()
+                            {
+                                return;
+                            }
+                        }
+                        tracing::warn!("handover subscription lost; subscribing again");
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot subscribe to handover requests; retrying");
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        });
+        rx
+    }
+
+    fn index_solo<'a>(&'a self, owner: &'a str, id: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let () = redis::cmd("SET")
+                .arg(format!("jg:solo:{{{owner}}}"))
+                .arg(id)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(())
+        }))
+    }
+
+    fn solo_of<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Option<String>> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let id: Option<String> = redis::cmd("GET")
+                .arg(format!("jg:solo:{{{owner}}}"))
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(id)
+        }))
+    }
+}
+
+impl RedisStore {
+    /// Runs a pipeline holding `script`, loading the script once if a
+    /// restarted Redis has forgotten it.
+    async fn query_scripted<T: redis::FromRedisValue>(
+        &self,
+        conn: &mut redis::aio::ConnectionManager,
+        pipe: &redis::Pipeline,
+        script: &redis::ScriptInvocation<'_>,
+    ) -> Result<T, StoreError> {
+        match pipe.query_async(conn).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                script.load_async(conn).await.map_err(StoreError::from)?;
+                pipe.query_async(conn).await.map_err(StoreError::from)
+            }
+            result => result.map_err(StoreError::from),
+        }
+    }
+
+    /// Sends the write script and the index update in one round trip. The
+    /// index lives outside the room's slot, so it cannot be in the script.
+    /// Adding and removing are idempotent, and an index entry whose record
+    /// is missing is dropped at start (`load_open`), so the update may land
+    /// even when the script refuses.
+    async fn send_write(&self, write: &RoomWrite) -> Result<String, StoreError> {
+        let mut conn = self.conn.clone();
+        let [room, moves, games, fence] = keys(&write.code);
+        let mut invocation = self.script.prepare_invoke();
+        invocation.key(&room).key(&moves).key(&games).key(&fence);
+        invocation
+            .arg(&write.record)
+            .arg(write.expected_version)
+            .arg(write.version)
+            .arg(&*write.owner.instance)
+            .arg(write.owner.epoch)
+            .arg(write.moves.len());
+        for m in &write.moves {
+            invocation
+                .arg(format!("{}-{}", m.game_no, m.ply))
+                .arg(&m.path)
+                .arg(&m.text)
+                .arg(m.seat)
+                .arg(m.seq);
+        }
+        invocation.arg(write.finished_games.len());
+        for (n, pdn) in &write.finished_games {
+            invocation.arg(n).arg(pdn);
+        }
+        invocation.arg(write.expire_after.map_or(0, |d| d.as_secs().max(1)));
+        let mut pipe = redis::pipe();
+        let owned = owned_key(&write.owner.instance);
+        if write.expected_version == 0 && write.owner.epoch == 1 {
+            // A new room's first write claims it: list it among the
+            // claimer's rooms first (see `Store::claim`).
+            pipe.sadd(&owned, &write.code).ignore();
+        }
+        pipe.invoke_script(&invocation)
+            .cmd(if write.open { "SADD" } else { "SREM" })
+            .arg(OPEN_SET)
+            .arg(&write.code)
+            .ignore();
+        if !write.open {
+            // A closed room has nothing left to adopt.
+            pipe.srem(&owned, &write.code).ignore();
+        }
+        let (reply,): (String,) = self.query_scripted(&mut conn, &pipe, &invocation).await?;
+        Ok(reply)
+    }
+}
+
+/// Reads one room: its record and every move in its log.
+async fn load_room(
+    conn: &mut redis::aio::ConnectionManager,
+    code: &str,
+) -> Result<Option<StoredRoom>, StoreError> {
+    let [room, moves, _, _] = keys(code);
+    let record: Option<String> = redis::cmd("GET")
+        .arg(&room)
+        .query_async(conn)
+        .await
+        .map_err(StoreError::from)?;
+    let Some(record) = record else {
+        return Ok(None);
+    };
+    let entries: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+        .arg(&moves)
+        .arg("-")
+        .arg("+")
+        .query_async(conn)
+        .await
+        .map_err(StoreError::from)?;
+    let moves = entries
+        .ids
+        .iter()
+        .map(parse_entry)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(StoredRoom {
+        code: code.to_owned(),
+        record,
+        moves,
+    }))
+}
+
+fn parse_entry(entry: &redis::streams::StreamId) -> Result<StoredMove, StoreError> {
+    let bad = || StoreError::Unreadable(format!("malformed move entry {}", entry.id));
+    let (game, ply) = entry.id.split_once('-').ok_or_else(bad)?;
+    let field =
+        |name: &str| -> Result<String, StoreError> { entry.get::<String>(name).ok_or_else(bad) };
+    Ok(StoredMove {
+        game_no: game.parse().map_err(|_| bad())?,
+        ply: ply.parse().map_err(|_| bad())?,
+        path: field("path")?,
+        text: field("text")?,
+        seat: field("seat")?.parse().map_err(|_| bad())?,
+        seq: field("seq")?.parse().map_err(|_| bad())?,
+    })
+}

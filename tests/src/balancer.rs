@@ -1,0 +1,185 @@
+//! HAProxy running `deploy/haproxy.cfg` on loopback, in front of test
+//! instances: only the addresses change, so the routing under test is the
+//! one deployed.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::{Endpoint, PATIENCE, free_port};
+
+/// How many instances the deployed configuration lists.
+pub const SERVERS: usize = 3;
+
+/// HAProxy in the foreground; killed on drop.
+#[derive(Debug)]
+pub struct Balancer {
+    pub addr: SocketAddr,
+    dir: PathBuf,
+    child: std::process::Child,
+}
+
+impl Balancer {
+    /// Starts HAProxy with the deployment's configuration, its servers at
+    /// `servers` (in order; servers not given point at closed ports, so
+    /// their checks fail and they stay out of the ring until something
+    /// listens there). Returns once every given server is in the ring.
+    pub async fn start(servers: &[SocketAddr]) -> Balancer {
+        assert!(servers.len() <= SERVERS);
+        let mut addrs: Vec<SocketAddr> = servers.to_vec();
+        while addrs.len() < SERVERS {
+            addrs.push(format!("127.0.0.1:{}", free_port()).parse().unwrap());
+        }
+        let deployed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/haproxy.cfg");
+        let config = std::fs::read_to_string(&deployed).unwrap();
+        let port = free_port();
+        let config = local_config(&config, port, &addrs);
+        let dir =
+            std::env::temp_dir().join(format!("jumpgate-haproxy-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("haproxy.cfg");
+        std::fs::write(&file, config).unwrap();
+        let child = std::process::Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&file)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("haproxy is installed (the test command installs it)");
+        let balancer = Balancer {
+            addr: format!("127.0.0.1:{port}").parse().unwrap(),
+            dir,
+            child,
+        };
+        balancer.wait_for_servers(servers.len()).await;
+        balancer
+    }
+
+    /// Waits until `n` distinct servers have answered through the balancer
+    /// (requests without a room are spread round robin over the ring).
+    pub async fn wait_for_servers(&self, n: usize) {
+        let deadline = tokio::time::Instant::now() + PATIENCE * 2;
+        let mut seen = std::collections::HashSet::new();
+        while seen.len() < n {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "haproxy did not see {n} servers (saw {seen:?})"
+            );
+            if let Some(server) = self.server_for(None).await {
+                seen.insert(server);
+            } else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+
+    /// The server HAProxy sends a request naming `room` to (its
+    /// `X-Jumpgate-Server` header), or round robin's pick without a room.
+    pub async fn server_for(&self, room: Option<&str>) -> Option<String> {
+        let path = match room {
+            Some(room) => format!("/ws?room={room}"),
+            None => "/readyz".to_owned(),
+        };
+        let (status, head) = http_head(self.addr, &path).await?;
+        (status != 503 || room.is_some())
+            .then(|| header(&head, "x-jumpgate-server"))
+            .flatten()
+    }
+
+    /// The WebSocket address, naming a lobby or solo game when given.
+    pub fn ws(&self, room: Option<&str>) -> Via {
+        Via(match room {
+            Some(room) => format!("ws://{}/ws?room={room}", self.addr),
+            None => format!("ws://{}/ws", self.addr),
+        })
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A WebSocket URL through the balancer.
+#[derive(Debug, Clone)]
+pub struct Via(pub String);
+
+impl Endpoint for Via {
+    fn ws(&self) -> String {
+        self.0.clone()
+    }
+}
+
+/// A plain GET; the status and the response head (lower-cased).
+async fn http_head(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut raw = Vec::new();
+    tokio::time::timeout(PATIENCE, stream.read_to_end(&mut raw))
+        .await
+        .ok()?
+        .ok()?;
+    let text = String::from_utf8_lossy(&raw).to_lowercase();
+    let head = text.split("\r\n\r\n").next()?.to_owned();
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, head))
+}
+
+fn header(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        (key.trim() == name).then(|| value.trim().to_owned())
+    })
+}
+
+/// `deploy/haproxy.cfg` with loopback addresses instead of compose's (the
+/// bind port, the servers, no Docker DNS resolver) and fewer connections.
+/// Fails loudly if the file no longer has what is replaced.
+fn local_config(config: &str, port: u16, servers: &[SocketAddr]) -> String {
+    let mut out = String::new();
+    let mut in_resolvers = false;
+    for line in config.lines() {
+        if line.starts_with("resolvers ") {
+            in_resolvers = true;
+            continue;
+        }
+        if in_resolvers {
+            if line.starts_with(' ') {
+                continue;
+            }
+            in_resolvers = false;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    let mut replacements = vec![
+        ("bind :8080".to_owned(), format!("bind 127.0.0.1:{port}")),
+        // 20,000 connections need more file descriptors than a test may open.
+        ("maxconn 20000".to_owned(), "maxconn 4000".to_owned()),
+        (
+            " resolvers docker init-addr last,libc,none".to_owned(),
+            String::new(),
+        ),
+    ];
+    for (i, addr) in servers.iter().enumerate() {
+        let n = i + 1;
+        replacements.push((
+            format!("server jumpgate{n} jumpgate{n}:8080"),
+            format!("server jumpgate{n} {addr}"),
+        ));
+    }
+    for (from, to) in replacements {
+        assert!(
+            out.contains(&from),
+            "deploy/haproxy.cfg no longer has {from:?}"
+        );
+        out = out.replace(&from, &to);
+    }
+    out
+}
