@@ -15,6 +15,11 @@ pub const SERVERS: usize = 3;
 #[derive(Debug)]
 pub struct Balancer {
     pub addr: SocketAddr,
+    /// HAProxy's statistics page (added for the tests): which servers are up.
+    stats: SocketAddr,
+    /// Where each server of the configuration points, in order
+    /// (`jumpgate1` first).
+    pub servers: Vec<SocketAddr>,
     dir: PathBuf,
     child: std::process::Child,
 }
@@ -33,7 +38,11 @@ impl Balancer {
         let deployed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/haproxy.cfg");
         let config = std::fs::read_to_string(&deployed).unwrap();
         let port = free_port();
-        let config = local_config(&config, port, &addrs);
+        let stats_port = free_port();
+        let mut config = local_config(&config, port, &addrs);
+        config.push_str(&format!(
+            "\nfrontend stats\n    bind 127.0.0.1:{stats_port}\n    stats enable\n    stats uri /stats\n"
+        ));
         let dir =
             std::env::temp_dir().join(format!("jumpgate-haproxy-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -49,11 +58,52 @@ impl Balancer {
             .expect("haproxy is installed (the test command installs it)");
         let balancer = Balancer {
             addr: format!("127.0.0.1:{port}").parse().unwrap(),
+            stats: format!("127.0.0.1:{stats_port}").parse().unwrap(),
+            servers: addrs,
             dir,
             child,
         };
-        balancer.wait_for_servers(servers.len()).await;
+        let up: Vec<bool> = (0..SERVERS).map(|i| i < servers.len()).collect();
+        balancer.wait_for_ring(&up).await;
         balancer
+    }
+
+    /// Which servers HAProxy counts as up (in the ring), `jumpgate1` first.
+    pub async fn ring(&self) -> Option<Vec<bool>> {
+        let (status, _, body) = http_request(self.stats, "/stats;csv").await?;
+        if status != 200 {
+            return None;
+        }
+        let mut up = vec![false; SERVERS];
+        for line in body.lines() {
+            let fields: Vec<&str> = line.split(',').collect();
+            if fields.len() > 17
+                && fields[0] == "jumpgate"
+                && let Some(n) = fields[1]
+                    .strip_prefix("jumpgate")
+                    .and_then(|n| n.parse::<usize>().ok())
+            {
+                up[n - 1] = fields[17].starts_with("UP");
+            }
+        }
+        Some(up)
+    }
+
+    /// Waits until exactly the servers marked `true` are in the ring (each
+    /// change takes HAProxy two checks a second apart).
+    pub async fn wait_for_ring(&self, up: &[bool]) {
+        let deadline = tokio::time::Instant::now() + PATIENCE * 2;
+        loop {
+            let ring = self.ring().await;
+            if ring.as_deref() == Some(up) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the ring never became {up:?} (last {ring:?})"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Waits until `n` distinct servers have answered through the balancer
@@ -81,7 +131,7 @@ impl Balancer {
             Some(room) => format!("/ws?room={room}"),
             None => "/readyz".to_owned(),
         };
-        let (status, head) = http_head(self.addr, &path).await?;
+        let (status, head, _) = http_request(self.addr, &path).await?;
         (status != 503 || room.is_some())
             .then(|| header(&head, "x-jumpgate-server"))
             .flatten()
@@ -114,8 +164,9 @@ impl Endpoint for Via {
     }
 }
 
-/// A plain GET; the status and the response head (lower-cased).
-async fn http_head(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+/// A plain GET; the status, the response head (lower-cased) and the body.
+/// `None` if nothing answers.
+async fn http_request(addr: SocketAddr, path: &str) -> Option<(u16, String, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
@@ -125,10 +176,11 @@ async fn http_head(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
         .await
         .ok()?
         .ok()?;
-    let text = String::from_utf8_lossy(&raw).to_lowercase();
-    let head = text.split("\r\n\r\n").next()?.to_owned();
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let head = head.to_lowercase();
     let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, head))
+    Some((status, head, body.to_owned()))
 }
 
 fn header(head: &str, name: &str) -> Option<String> {

@@ -265,7 +265,13 @@ impl Connection {
             self.session = Session::Idle {
                 identity: identity.clone(),
             };
-            self.refuse(Some(seq), ErrorCode::NotInLobby, "the lobby has closed");
+            // A room stops under a connected member only when it moved to
+            // another instance (the connection is being closed with 4001).
+            self.refuse(
+                Some(seq),
+                ErrorCode::RoomUnavailable,
+                "the lobby moved to another server instance; reconnect naming it and send again",
+            );
         }
     }
 
@@ -445,7 +451,11 @@ impl Connection {
             reply: reply_tx,
         };
         if handle.commands.send(command).await.is_err() {
-            self.refuse(Some(seq), ErrorCode::UnknownLobby, "the lobby has closed");
+            self.refuse(
+                Some(seq),
+                ErrorCode::RoomUnavailable,
+                "the lobby closed or moved just now; reconnect naming it and try again",
+            );
             return;
         }
         match reply_rx.await {

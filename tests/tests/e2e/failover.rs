@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use jumpgate_e2e::balancer::Balancer;
+use jumpgate_e2e::table::Table;
 use jumpgate_e2e::{JumpgateProcess, PATIENCE, Player, RedisServer, lobby_pair};
 use jumpgate_protocol::client::ClientError;
 use jumpgate_protocol::{ClientMessage, Encoding, RuleSet, ServerMessage};
@@ -127,4 +129,251 @@ async fn a_frozen_owner_is_fenced_after_its_room_is_taken_over() {
     let game = resumed.game.unwrap();
     assert_eq!(game.ply, 2);
     assert_eq!(game.moves, [first, second]);
+}
+
+/// Opens `n` tables through the balancer, a few at a time, each with
+/// `moves` acknowledged moves.
+async fn open_tables(balancer: &Balancer, n: usize, moves: usize) -> Vec<Table> {
+    let ws = format!("ws://{}/ws", balancer.addr);
+    let mut tables = Vec::new();
+    for batch in 0..n.div_ceil(25) {
+        let tasks: Vec<_> = (0..25.min(n - batch * 25))
+            .map(|_| {
+                let ws = ws.clone();
+                tokio::spawn(async move {
+                    let mut table = Table::open(&ws, RuleSet::American).await;
+                    for _ in 0..moves {
+                        table.play().await;
+                    }
+                    table
+                })
+            })
+            .collect();
+        for task in tasks {
+            tables.push(task.await.unwrap());
+        }
+    }
+    tables
+}
+
+/// Every table plays `moves` more moves, all at once; returns them.
+async fn play_all(tables: Vec<Table>, moves: usize) -> Vec<Table> {
+    let tasks: Vec<_> = tables
+        .into_iter()
+        .map(|mut table| {
+            tokio::spawn(async move {
+                for _ in 0..moves {
+                    table.play().await;
+                }
+                table
+            })
+        })
+        .collect();
+    let mut tables = Vec::new();
+    for task in tasks {
+        tables.push(task.await.unwrap());
+    }
+    tables
+}
+
+/// Every acknowledged move is stored, in order, once; no game has ended.
+async fn nothing_lost(redis: &RedisServer, tables: &[Table]) {
+    for table in tables {
+        assert_eq!(
+            stored_moves(redis, &table.code).await,
+            table.acknowledged,
+            "{}: the store holds exactly the acknowledged moves",
+            table.code
+        );
+        for seat in &table.seats {
+            let state = seat.state.as_ref().unwrap();
+            let game = state.game.as_ref().unwrap();
+            assert!(game.result.is_none(), "{}: no game ended", table.code);
+            assert_eq!(game.ply as usize, table.acknowledged.len());
+        }
+    }
+}
+
+async fn start_instances(env: &[(&str, String)], n: usize) -> Vec<JumpgateProcess> {
+    let mut instances = Vec::new();
+    for _ in 0..n {
+        instances.push(JumpgateProcess::start(env).await);
+    }
+    instances
+}
+
+/// kill -9 one of three instances with 150 games in play through the
+/// balancer: every game comes back (its players reconnect by themselves and
+/// another instance takes the room over) with no acknowledged move lost and
+/// no game lost on time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_one_of_three_instances_loses_no_move_and_no_game() {
+    const GAMES: usize = 150;
+    let redis = RedisServer::start().await;
+    let env = env(&redis);
+    let mut instances = start_instances(&env, 3).await;
+    let addrs: Vec<_> = instances.iter().map(|i| i.addr).collect();
+    let balancer = Balancer::start(&addrs).await;
+    let tables = open_tables(&balancer, GAMES, 2).await;
+    let mut affected = 0;
+    for table in &tables {
+        if balancer.server_for(Some(&table.code)).await.as_deref() == Some("jumpgate1") {
+            affected += 1;
+        }
+    }
+    assert!(affected > 0, "some games live on the instance killed");
+
+    instances[0].kill_9();
+    let killed = tokio::time::Instant::now();
+    let tables = play_all(tables, 2).await;
+    eprintln!(
+        "{affected} of {GAMES} games were on the killed instance; every game had two more \
+         moves acknowledged {:.1} s after the kill",
+        killed.elapsed().as_secs_f64()
+    );
+    nothing_lost(&redis, &tables).await;
+    let reconnections: u32 = tables
+        .iter()
+        .flat_map(|t| &t.seats)
+        .map(|s| s.client.reconnections())
+        .sum();
+    assert!(
+        reconnections > 0,
+        "the players of the killed instance came back"
+    );
+}
+
+/// A surge rollout (a new instance up, then the old one stopped with
+/// SIGTERM) and scaling 2 → 3 → 2, with games in play throughout: no
+/// acknowledged move lost, every lobby reachable afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_surge_rollout_and_scaling_lose_nothing() {
+    const GAMES: usize = 45;
+    let redis = RedisServer::start().await;
+    let env = env(&redis);
+    let mut a = JumpgateProcess::start(&env).await;
+    let b = JumpgateProcess::start(&env).await;
+    let balancer = Balancer::start(&[a.addr, b.addr]).await;
+    let tables = open_tables(&balancer, GAMES, 1).await;
+
+    // 2 → 3: the third slot comes up; rooms keep playing where they are.
+    let mut c = JumpgateProcess::start_at(balancer.servers[2], &env).await;
+    balancer.wait_for_ring(&[true, true, true]).await;
+    let tables = play_all(tables, 1).await;
+
+    // Surge rollout of A: its replacement is up (C), A is stopped with
+    // SIGTERM while games are played: A hands its rooms over.
+    a.begin_terminate();
+    let tables = play_all(tables, 2).await;
+    assert!(a.wait().success(), "A exited cleanly");
+    balancer.wait_for_ring(&[false, true, true]).await;
+    let tables = play_all(tables, 1).await;
+
+    // A's new version comes back in its slot, then 3 → 2: C leaves.
+    let a2 = JumpgateProcess::start_at(balancer.servers[0], &env).await;
+    balancer.wait_for_ring(&[true, true, true]).await;
+    c.begin_terminate();
+    let tables = play_all(tables, 2).await;
+    assert!(c.wait().success(), "C exited cleanly");
+    balancer.wait_for_ring(&[true, true, false]).await;
+    let tables = play_all(tables, 1).await;
+    nothing_lost(&redis, &tables).await;
+    drop((a2, b));
+}
+
+const ISSUER_SECRET: &[u8] = b"failover-issuer-secret-0123456789abcd";
+
+/// Staked series on an instance that dies with nobody connected: another
+/// instance adopts the rooms, their clocks end the series, and every stake
+/// is settled exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphaned_staked_series_are_adopted_and_settled_exactly_once() {
+    use jumpgate_server::wallet::{RedisWallets, WalletRules, Wallets};
+    const LOBBIES: usize = 4;
+    const STAKE: u32 = 50;
+    let redis = RedisServer::start().await;
+    let mut env = env(&redis);
+    env.retain(|(k, _)| *k != "JUMPGATE_MOVE_CLOCK_MS");
+    env.extend([
+        ("JUMPGATE_MOVE_CLOCK_MS", "1500".to_owned()),
+        ("JUMPGATE_RESUME_GRACE_MS", "1500".to_owned()),
+        ("JUMPGATE_JWT_ISSUER", "https://id.test".to_owned()),
+        (
+            "JUMPGATE_JWT_HS256",
+            format!("k1={}", std::str::from_utf8(ISSUER_SECRET).unwrap()),
+        ),
+    ]);
+    let mut a = JumpgateProcess::start(&env).await;
+    let b = JumpgateProcess::start(&env).await;
+    let mut accounts = Vec::new();
+    for lobby in 0..LOBBIES {
+        // Account identities are `a_` + the token's subject.
+        let [host_sub, guest_sub] = [format!("orphan{lobby}h"), format!("orphan{lobby}g")];
+        let token = |sub: &str| jumpgate_e2e::account_token(ISSUER_SECRET, sub, sub);
+        let mut host = Player::connect_to(&a, Encoding::Json, Some(token(&host_sub))).await;
+        host.request(|seq| ClientMessage::CreateLobby {
+            seq,
+            rule_set: RuleSet::American,
+            series_length: 1,
+            invite_only: false,
+            stake: Some(STAKE),
+        })
+        .await
+        .unwrap();
+        let code = host.state_until(|_| true).await.code;
+        let mut guest = Player::connect_to(&a, Encoding::Json, Some(token(&guest_sub))).await;
+        guest.join(&code).await;
+        host.state_until(|s| s.game.is_some()).await;
+        accounts.push((format!("a_{host_sub}"), format!("a_{guest_sub}")));
+        // Both leave the connection (not the seat): nobody is connected.
+    }
+    let wallets = RedisWallets::open(&redis.url(), PATIENCE, WalletRules::default()).unwrap();
+    let totals = wallets.totals().await.unwrap();
+    assert_eq!(
+        totals.escrow,
+        i64::from(STAKE) * 2 * LOBBIES as i64,
+        "all staked"
+    );
+
+    // A dies before any clock runs out; B adopts the rooms on its own.
+    a.kill_9();
+    let deadline = tokio::time::Instant::now() + PATIENCE * 3;
+    loop {
+        let totals = wallets.totals().await.unwrap();
+        assert_eq!(totals.balances + totals.escrow, totals.granted, "conserved");
+        if totals.escrow == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the orphaned series never settled ({} still in escrow)",
+            totals.escrow
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for (host, guest) in &accounts {
+        let h = wallets.wallet(host).await.unwrap();
+        let g = wallets.wallet(guest).await.unwrap();
+        // One of the two lost on time: the pot went to the other, once.
+        let mut ends = [h.balance, g.balance];
+        ends.sort();
+        assert_eq!(ends, [950, 1050], "{host} vs {guest}");
+        for view in [&h, &g] {
+            let mut keys: Vec<&str> = view.ledger.iter().map(|e| e.key.as_str()).collect();
+            let all = keys.len();
+            keys.sort();
+            keys.dedup();
+            assert_eq!(keys.len(), all, "no ledger entry applied twice");
+        }
+    }
+    let (_, metrics) = jumpgate_e2e::http_get(b.addr, "/metrics").await;
+    let adopted = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("jumpgate_room_takeovers_total "))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    assert!(
+        adopted >= LOBBIES as u64,
+        "B took the rooms over ({adopted})"
+    );
 }
