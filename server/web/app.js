@@ -289,7 +289,11 @@ connection.addEventListener('notice', ({ detail }) => {
   if (!connection.room && !$('room').hidden) showHome();
 });
 
-connection.addEventListener('shutdown', () => notify('The server is restarting; reconnecting shortly.', 'info'));
+// A room that moved to another server instance asks for no wait and needs
+// no word: the page is back in it at once.
+connection.addEventListener('shutdown', ({ detail }) => {
+  if (detail.reconnect_after_ms > 0) notify('The server is restarting; reconnecting shortly.', 'info');
+});
 
 window.addEventListener('popstate', () => {
   if (location.pathname === '/' && connection.room) leave();

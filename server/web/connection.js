@@ -1,6 +1,8 @@
 // connection.js — the WebSocket to the server: hello with a remembered guest
 // token, numbered requests answered by ack/error, room versions, and
-// reconnecting with back-off and re-joining the room (PROTOCOL.md §3, §4, §10).
+// reconnecting with back-off and re-joining the room (PROTOCOL.md §3, §4, §10),
+// at once when the room has moved to another server instance (close 4001) and
+// again after a back-off while it is between instances (`room_unavailable`).
 
 import { SUBPROTOCOL, hello, joinLobby, resumeSolo, watch } from './protocol.js';
 
@@ -8,6 +10,18 @@ const TOKEN_KEY = 'jumpgate.token';
 const SOLO_KEY = 'jumpgate.solo';
 const SEQ_KEY = 'jumpgate.seq';
 const MAX_SEQ = 0xffff_ff00;
+
+/** The close code for "the room moved to another server instance": come back at once. */
+const CLOSE_ROOM_MOVED = 4001;
+/** Reconnections after `room_unavailable` before the refusal stands (about 25 s of waits). */
+const MAX_ROOM_RETRIES = 6;
+
+/** Requests that enter a room: repeatable by nature (§10). */
+const ENTERING = new Set(['join_lobby', 'watch', 'resume_solo']);
+/** Lobby actions the server applies once however often they arrive; a repeated `leave` is answered again (§4). */
+const LOBBY_ACTIONS = new Set([
+  'move', 'offer_draw', 'accept_draw', 'decline_draw', 'resign', 'next_round', 'rematch', 'end_match', 'leave',
+]);
 
 /** Whether a JWT is an account token: its header names a key (`kid`), §3. */
 export function isAccountToken(token) {
@@ -47,8 +61,10 @@ export class Connection extends EventTarget {
     this.identity = null;
     this.ready = false;
     this.waiters = [];
-    this.pending = new Map(); // seq -> { message, resolve, reject }
+    this.pending = new Map(); // seq -> { message, resolve, reject, reentry }
     this.attempt = 0;
+    /** Reconnections since the room last answered anything but `room_unavailable`. */
+    this.roomRetries = 0;
     this.minDelay = 0;
     this.stopped = false;
     /** The room to re-enter after reconnecting: { code, invite, role }. */
@@ -91,12 +107,7 @@ export class Connection extends EventTarget {
     this.socket = null;
     this.ready = false;
     this.identity = null;
-    for (const [seq, entry] of this.pending) {
-      if (entry.message.type !== 'move') {
-        this.pending.delete(seq);
-        entry.reject(new RequestError('connection_lost', 'The connection was restarted before the server answered.'));
-      }
-    }
+    this.dropUnrepeatable('The connection was restarted before the server answered.');
     clearTimeout(this.reconnectTimer);
     if (socket) socket.close(1000);
     if (!this.stopped) this.open();
@@ -152,21 +163,37 @@ export class Connection extends EventTarget {
       if (this.socket !== socket) return;
       this.socket = null;
       this.ready = false;
-      // Only moves are safe to send again (the server applies a repeated
-      // move once); anything else is reported lost so the person decides.
-      for (const [seq, entry] of this.pending) {
-        if (entry.message.type !== 'move') {
-          this.pending.delete(seq);
-          entry.reject(new RequestError('connection_lost', 'The connection dropped before the server answered.'));
-        }
-      }
+      this.dropUnrepeatable('The connection dropped before the server answered.');
       if (event.code === 1002 && this.outdated) {
         this.emit('status', 'outdated');
         return;
       }
       this.emit('status', 'offline');
-      if (!this.stopped) this.scheduleReconnect();
+      if (this.stopped) return;
+      // The room is on another instance by now: come back at once, naming
+      // it, with a little jitter so that its members do not arrive in step.
+      if (event.code === CLOSE_ROOM_MOVED) this.reconnectAfter(Math.random() * 250);
+      else this.scheduleReconnect();
     });
+  }
+
+  /** Whether an unanswered request may go again, unchanged, on a new connection. */
+  repeatable(entry) {
+    // A re-entry is sent afresh by every connection; in a solo game nothing
+    // is de-duplicated (§14), and its fresh `solo_state` shows what took effect.
+    if (entry.reentry) return false;
+    const { type } = entry.message;
+    return ENTERING.has(type) || (LOBBY_ACTIONS.has(type) && !this.solo);
+  }
+
+  /** Reports the unanswered requests that will not be sent again as lost. */
+  dropUnrepeatable(why) {
+    for (const [seq, entry] of this.pending) {
+      if (!this.repeatable(entry)) {
+        this.pending.delete(seq);
+        entry.reject(new RequestError('connection_lost', why));
+      }
+    }
   }
 
   /**
@@ -187,6 +214,7 @@ export class Connection extends EventTarget {
     if (!socket) return;
     this.socket = null;
     this.ready = false;
+    this.dropUnrepeatable('The connection was restarted before the server answered.');
     socket.close(1000);
     this.open();
   }
@@ -194,10 +222,36 @@ export class Connection extends EventTarget {
   scheduleReconnect() {
     const base = Math.min(15000, 500 * 2 ** this.attempt);
     this.attempt += 1;
-    const delay = Math.max(base * (0.5 + Math.random()), this.minDelay);
+    this.reconnectAfter(Math.max(base * (0.5 + Math.random()), this.minDelay));
+  }
+
+  reconnectAfter(delay) {
     this.minDelay = 0;
     clearTimeout(this.reconnectTimer);
     this.reconnectTimer = setTimeout(() => this.open(), delay);
+  }
+
+  /**
+   * After `room_unavailable` (the room is between server instances, §15):
+   * drops this connection and opens one naming the room after a back-off,
+   * showing "reconnecting" meanwhile. False once that has happened too often
+   * in a row, so that the refusal stands.
+   */
+  retryRoomLater() {
+    if (this.roomRetries >= MAX_ROOM_RETRIES) {
+      this.roomRetries = 0;
+      return false;
+    }
+    const delay = Math.min(8000, 500 * 2 ** this.roomRetries) * (0.5 + Math.random());
+    this.roomRetries += 1;
+    const socket = this.socket;
+    this.socket = null;
+    this.ready = false;
+    this.dropUnrepeatable('The connection was restarted before the server answered.');
+    if (socket) socket.close(1000);
+    this.emit('status', 'offline');
+    this.reconnectAfter(delay);
+    return true;
   }
 
   sendRaw(message) {
@@ -214,10 +268,15 @@ export class Connection extends EventTarget {
   /** Sends a message; resolves on its `ack`, rejects with a RequestError. */
   async request(message) {
     await this.whenReady();
+    return this.send(message);
+  }
+
+  /** Sends a message now, ready or not; `reentry` marks this connection's own re-entry. */
+  send(message, reentry = false) {
     const seq = this.nextSeq();
     const full = { ...message, seq };
     return new Promise((resolve, reject) => {
-      this.pending.set(seq, { message: full, resolve, reject });
+      this.pending.set(seq, { message: full, resolve, reject, reentry });
       this.sendRaw(full);
     });
   }
@@ -255,6 +314,7 @@ export class Connection extends EventTarget {
         const entry = this.pending.get(message.seq);
         if (entry) {
           this.pending.delete(message.seq);
+          if (ENTERING.has(entry.message.type)) this.roomRetries = 0;
           entry.resolve(message);
         }
         break;
@@ -288,6 +348,8 @@ export class Connection extends EventTarget {
   handleError(message) {
     const entry = message.seq === undefined ? undefined : this.pending.get(message.seq);
     if (entry) {
+      // Kept unanswered, it goes again on the connection that replaces this one.
+      if (message.code === 'room_unavailable' && this.repeatable(entry) && this.retryRoomLater()) return;
       this.pending.delete(message.seq);
       entry.reject(new RequestError(message.code, message.message));
       return;
@@ -307,44 +369,53 @@ export class Connection extends EventTarget {
     this.emit('notice', message);
   }
 
-  /** Re-enters the remembered room, then re-sends unanswered moves (§10). */
+  /**
+   * Re-enters the remembered room or solo game, then re-sends the unanswered
+   * requests (§10). A player whose `leave` is unanswered re-enters by
+   * `watch`, which gives back a seat still held but never takes a free one.
+   */
   async afterWelcome() {
-    const moves = [...this.pending.values()];
+    const socket = this.socket;
+    const unanswered = [...this.pending.values()];
     if (this.room) {
       const { code, invite, role } = this.room;
-      const seq = this.nextSeq();
-      const message = role === 'spectator' ? watch(code, invite) : joinLobby(code);
-      const rejoined = new Promise((resolve, reject) => {
-        this.pending.set(seq, { message: { ...message, seq }, resolve, reject });
-      });
-      this.sendRaw({ ...message, seq });
+      const leaving = unanswered.some((entry) => entry.message.type === 'leave');
+      const message = role === 'spectator' || leaving ? watch(code, invite) : joinLobby(code);
       try {
-        await rejoined;
+        await this.send(message, true);
       } catch (error) {
-        this.emit('notice', { code: error.code, message: error.message });
-        this.forgetRoom();
+        if (!this.keepRoomAfter(error)) {
+          this.emit('notice', { code: error.code, message: error.message });
+          this.forgetRoom();
+        }
       }
     } else if (this.solo) {
       // A solo game is detached when its connection drops: attach again.
-      const seq = this.nextSeq();
-      const message = resumeSolo();
-      const resumed = new Promise((resolve, reject) => {
-        this.pending.set(seq, { message: { ...message, seq }, resolve, reject });
-      });
-      this.sendRaw({ ...message, seq });
       try {
-        await resumed;
+        await this.send(resumeSolo(), true);
       } catch (error) {
-        const lost = this.solo;
-        this.solo = null;
-        this.emit('solo-lost', { id: lost, code: error.code, message: error.message });
+        if (!this.keepRoomAfter(error)) {
+          const lost = this.solo;
+          this.solo = null;
+          this.emit('solo-lost', { id: lost, code: error.code, message: error.message });
+        }
       }
     }
-    for (const entry of moves) this.sendRaw(entry.message);
+    if (this.socket !== socket) return; // gone meanwhile: the next connection carries on
+    for (const entry of unanswered) this.sendRaw(entry.message);
     this.ready = true;
     this.emit('status', 'online');
     const waiters = this.waiters;
     this.waiters = [];
     for (const wake of waiters) wake();
+  }
+
+  /**
+   * Whether a refused re-entry leaves the room to the next connection: this
+   * one dropped first, or the room is between instances and will be asked
+   * again on a new connection.
+   */
+  keepRoomAfter(error) {
+    return error.code === 'connection_lost' || (error.code === 'room_unavailable' && this.retryRoomLater());
   }
 }

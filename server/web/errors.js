@@ -1,5 +1,5 @@
 // errors.js — a sentence for people for every error code of protocol v1
-// (PROTOCOL.md §13). The server's own `message` is for logs; we branch on
+// (PROTOCOL.md §15). The server's own `message` is for logs; we branch on
 // `code` only, and fall back to a generic sentence for codes added later.
 
 const MESSAGES = {
@@ -28,7 +28,11 @@ const MESSAGES = {
   account_required: 'Sign in to play for Bold Points',
   insufficient_funds: 'Not enough Bold Points to start this series.',
   storage_unavailable: 'The server could not confirm that yet; it may still go through. The board updates when it knows.',
+  room_unavailable: 'This game is moving to another server and could not be reached just now. Try again in a moment.',
   internal_error: 'Something went wrong on the server. Try again.',
+  // Not a server code: connection.js gives it to a request whose connection
+  // dropped before any answer, when the request is not safe to send again.
+  connection_lost: 'The connection dropped before the server answered. The board shows what went through; try again if needed.',
 };
 
 /** Every code this client knows, for tests and completeness checks. */

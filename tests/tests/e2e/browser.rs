@@ -1,15 +1,18 @@
 //! The web client in a real browser: headless Chromium, driven by the
-//! Playwright script in `tests/browser/`, against a real server on port 0.
+//! Playwright scripts in `tests/browser/`, against a real server on port 0,
+//! or against three on one Redis behind the deployed HAProxy configuration.
 //!
 //! Needs Debian's `chromium` and `npm ci --prefix tests/browser`; `.ci/test`
-//! installs both. Without them this test fails rather than skips, so a
+//! installs both. Without them these tests fail rather than skip, so a
 //! missing browser can never pass for a working client.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use jumpgate_e2e::TestServer;
+use jumpgate_e2e::balancer::{Balancer, SERVERS};
+use jumpgate_e2e::{RedisServer, TestServer};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 /// Each scenario (a few browsers, a few games) normally takes seconds.
 const SCENARIO_LIMIT: Duration = Duration::from_secs(300);
@@ -41,26 +44,32 @@ fn require_tooling(root: &Path) {
     );
 }
 
-/// Runs one Playwright script against a fresh server; fails with its output
-/// (and where its screenshots are) unless it passes.
-async fn run_scenario(script: &str, artifacts: &Path) {
+/// The command that runs one Playwright script against `base`, its output
+/// piped; fails clearly when the tooling is missing.
+fn node(script: &str, base: &str, artifacts: &Path) -> tokio::process::Command {
     let root = workspace_root();
     require_tooling(&root);
-    let server = TestServer::start(|settings| {
-        settings.break_time = Duration::from_secs(2);
-    })
-    .await;
-    let base = server.http_url("");
-
-    let child = tokio::process::Command::new("node")
+    let mut command = tokio::process::Command::new("node");
+    command
         .arg(root.join("tests/browser").join(script))
-        .arg(&base)
+        .arg(base)
         .arg(artifacts)
         .env("CHROMIUM", chromium())
         .current_dir(&root)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    command
+}
+
+/// Runs one Playwright script against a fresh server; fails with its output
+/// (and where its screenshots are) unless it passes.
+async fn run_scenario(script: &str, artifacts: &Path) {
+    let server = TestServer::start(|settings| {
+        settings.break_time = Duration::from_secs(2);
+    })
+    .await;
+    let child = node(script, &server.http_url(""), artifacts)
         .spawn()
         .unwrap_or_else(|e| panic!("could not start node ({e}); run .ci/test"));
     let output = tokio::time::timeout(SCENARIO_LIMIT, child.wait_with_output())
@@ -98,5 +107,109 @@ async fn web_client_plays_the_space_rule_sets_in_chromium() {
     assert!(
         artifacts.join("space.png").exists() && artifacts.join("orbit.png").exists(),
         "screenshots of both boards were saved"
+    );
+}
+
+/// The client's connection against a scripted socket and clock: a moved
+/// room (4001) is rejoined at once, `room_unavailable` retried with a
+/// bounded back-off, a restart waited out (what no real server does on
+/// demand).
+#[tokio::test(flavor = "multi_thread")]
+async fn web_client_connection_comes_back_as_it_should_in_chromium() {
+    let artifacts = workspace_root().join("target/browser-artifacts/reconnect");
+    run_scenario("reconnect.mjs", &artifacts).await;
+}
+
+/// Three instances on one Redis behind the deployed HAProxy configuration.
+/// Two pages play a lobby through the balancer; mid-game the instance the
+/// balancer sends the lobby's code to shuts down, handing the lobby over and
+/// closing their sockets with 4001. Both pages come back by themselves,
+/// through the balancer, to another instance and play on.
+///
+/// The script prints `room CODE` when the lobby is under way and waits for
+/// `stopped NAME` on its stdin, which this test writes once it has shut
+/// that instance down.
+#[tokio::test(flavor = "multi_thread")]
+async fn web_client_follows_its_lobby_to_another_instance_in_chromium() {
+    let artifacts = workspace_root().join("target/browser-artifacts/failover");
+    let redis = RedisServer::start().await;
+    let secret = b"one token secret for the three instances".to_vec();
+    let mut servers = Vec::new();
+    for _ in 0..SERVERS {
+        let server = TestServer::start(|settings| {
+            settings.redis_url = Some(redis.url());
+            // A guest's token is good on every instance.
+            settings.token_secret = secret.clone();
+            // No side may lose on time while its lobby moves.
+            settings.move_clock = Duration::from_secs(120);
+        })
+        .await;
+        servers.push(Some(server));
+    }
+    let addrs: Vec<_> = servers.iter().flatten().map(|s| s.addr).collect();
+    let balancer = Balancer::start(&addrs).await;
+
+    let mut child = node(
+        "failover.mjs",
+        &format!("http://{}", balancer.addr),
+        &artifacts,
+    )
+    .stdin(Stdio::piped())
+    .spawn()
+    .unwrap_or_else(|e| panic!("could not start node ({e}); run .ci/test"));
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let stderr = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text).await;
+        text
+    });
+
+    let mut transcript = String::new();
+    let mut stopped = None;
+    let status = tokio::time::timeout(SCENARIO_LIMIT, async {
+        while let Some(line) = lines.next_line().await.expect("node's output is text") {
+            println!("{line}");
+            transcript.push_str(&line);
+            transcript.push('\n');
+            let Some(code) = line.strip_prefix("room ") else {
+                continue;
+            };
+            let name = balancer
+                .server_for(Some(code))
+                .await
+                .expect("the balancer names the instance for the lobby");
+            let index: usize = name
+                .strip_prefix("jumpgate")
+                .and_then(|n| n.parse().ok())
+                .expect("instances are named jumpgate1 to jumpgate3");
+            // Dropping an instance shuts it down gracefully: it hands its
+            // lobbies over, closing their members with 4001.
+            drop(servers[index - 1].take().expect("each instance stops once"));
+            stdin
+                .write_all(format!("stopped {name}\n").as_bytes())
+                .await
+                .expect("the script reads its stdin");
+            stopped = Some(name);
+        }
+        child.wait().await.expect("node ran")
+    })
+    .await
+    .expect("the browser scenario did not finish in time");
+    let stderr = stderr.await.unwrap_or_default();
+    eprintln!("{stderr}");
+    assert!(
+        status.success(),
+        "browser scenario failover.mjs failed ({status}); screenshots in {}\n{transcript}\n{stderr}",
+        artifacts.display()
+    );
+    assert!(
+        stopped.is_some(),
+        "the script asked for the lobby's instance to stop"
+    );
+    assert!(
+        artifacts.join("failover.png").exists(),
+        "a screenshot of the game after the move was saved"
     );
 }
