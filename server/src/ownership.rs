@@ -203,11 +203,23 @@ pub fn spawn_background(state: &Arc<AppState>) {
     let beat = state.clone();
     tokio::spawn(async move {
         let period = beat.settings.heartbeat_ttl / 3;
+        let mut first = true;
         while !beat.is_draining() {
             let me = &beat.settings.instance_id;
-            if let Err(e) = beat.store.heartbeat(me, beat.settings.heartbeat_ttl).await {
-                tracing::warn!(error = %e, "heartbeat not stored");
+            match beat.store.heartbeat(me, beat.settings.heartbeat_ttl).await {
+                // Counted dead meanwhile (frozen, cut off): others may have
+                // taken rooms over. Rooms that are no longer ours stop now,
+                // rather than at their next write.
+                Ok(false) if !first => {
+                    tracing::warn!(
+                        "this instance's heartbeat had expired; checking which rooms are still ours"
+                    );
+                    check_all_owners(&beat).await;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "heartbeat not stored"),
             }
+            first = false;
             tokio::time::sleep(period).await;
         }
     });
@@ -244,6 +256,18 @@ pub fn spawn_background(state: &Arc<AppState>) {
             tokio::spawn(async move { hand_over(&state, &id).await });
         }
     });
+}
+
+/// Asks every room and solo game here to check that the store still names
+/// this instance as its owner (each stops if not).
+async fn check_all_owners(state: &Arc<AppState>) {
+    for id in state.running_ids() {
+        if let Some(room) = crate::code::RoomCode::parse(&id).and_then(|c| state.room(&c)) {
+            let _ = room.commands.send(RoomCommand::CheckOwner).await;
+        } else if let Some(solo) = state.solo_by_id(&id) {
+            let _ = solo.commands.send(SoloCommand::CheckOwner).await;
+        }
+    }
 }
 
 /// Hands one room or solo game over, if it runs here. A room this

@@ -285,8 +285,15 @@ impl Connection {
                     out: self.out_tx.clone(),
                 };
                 if room.commands.send(command).await.is_err() {
+                    // The room task stopped under a connected member: it
+                    // moved to another instance, where the seat is still
+                    // held. Nothing was applied.
                     self.session = Session::Idle { identity };
-                    self.reply(ServerMessage::Ack { seq });
+                    self.refuse(
+                        Some(seq),
+                        ErrorCode::RoomUnavailable,
+                        "the lobby moved to another server instance; reconnect naming it and send again",
+                    );
                 }
             }
             Session::Solo { .. } => {

@@ -65,6 +65,9 @@ pub enum RoomCommand {
     HandOver {
         reply: oneshot::Sender<bool>,
     },
+    /// Stop if the store names another owner (after this instance was
+    /// counted dead for a while).
+    CheckOwner,
 }
 
 /// Handle to a running room.
@@ -407,6 +410,7 @@ impl Room {
                 let done = self.hand_over().await;
                 let _ = reply.send(done);
             }
+            RoomCommand::CheckOwner => self.check_owner().await,
             RoomCommand::Act { conn, seq, action } => {
                 let is_move = matches!(action, Action::Move { .. });
                 let started = std::time::Instant::now();

@@ -199,6 +199,17 @@ impl Room {
         }
     }
 
+    /// Stops the room if the store names another owner or epoch. A store
+    /// that cannot be read changes nothing: writes are fenced anyway.
+    pub(super) async fn check_owner(&mut self) {
+        if let Ok(Some(fence)) = self.store.fence(self.lobby.code.as_str()).await
+            && !self.owner.holds(&fence)
+        {
+            tracing::warn!(room = %self.lobby.code, owner = ?fence.owner, epoch = fence.epoch, "another instance took the room over; stopping it here");
+            self.moved();
+        }
+    }
+
     /// Stops the room here because it belongs to another instance now:
     /// nothing more is acknowledged, and the members are told to
     /// reconnect (which takes them to the new owner).

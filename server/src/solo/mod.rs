@@ -7,20 +7,20 @@ use std::sync::Arc;
 
 use jumpgate_protocol as wire;
 use jumpgate_protocol::{ErrorCode, ServerMessage};
-use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::bots::Level;
 use crate::config::Settings;
-use crate::identity::Identity;
 use crate::leaderboard::{Leaderboards, RankedOutcome};
 use crate::outbound::{ConnId, Outbound, Refusal};
-use crate::rules::{Color, MoveInfo, Variant, VariantGame};
+use crate::rules::{MoveInfo, VariantGame};
 use crate::store::{OwnerEpoch, RoomWrite, Store, WriteError};
 use crate::wire_view;
 
 mod pool;
+mod record;
 pub use pool::BotPool;
+pub use record::{SoloMove, SoloRecord, new_record, solo_record};
+use record::{replay, undo_point, wire_level};
 
 /// Messages to a solo game's task.
 #[derive(Debug)]
@@ -65,6 +65,8 @@ pub enum SoloCommand {
     HandOver {
         reply: tokio::sync::oneshot::Sender<bool>,
     },
+    /// Stop if the store names another owner (see `RoomCommand::CheckOwner`).
+    CheckOwner,
 }
 
 /// Handle to a running solo game.
@@ -72,52 +74,6 @@ pub enum SoloCommand {
 pub struct SoloHandle {
     pub id: String,
     pub commands: mpsc::Sender<SoloCommand>,
-}
-
-/// The stored form of a solo game (JSON, in the store like a room record).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SoloRecord {
-    /// Always "solo", to tell these apart from rooms at resume.
-    pub kind: String,
-    pub id: String,
-    pub owner: String,
-    pub owner_name: String,
-    pub rule_set: Variant,
-    /// Space Mode's wormhole seed.
-    #[serde(default)]
-    pub seed: u64,
-    pub same_device: bool,
-    pub level: Option<Level>,
-    pub ranked: bool,
-    pub you: Color,
-    /// The moves played, as stored.
-    pub moves: Vec<SoloMove>,
-    pub result: Option<wire::GameResult>,
-    pub version: u64,
-    /// A ranked result not yet on the leaderboard.
-    pub pending_score: bool,
-}
-
-/// A stored solo move: the form [`VariantGame::play_stored`] reads.
-/// Records written before the space rule sets hold lists of square indices.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum SoloMove {
-    Stored(String),
-    Squares(Vec<u8>),
-}
-
-impl SoloMove {
-    fn stored(&self) -> String {
-        match self {
-            SoloMove::Stored(s) => s.clone(),
-            SoloMove::Squares(squares) => squares
-                .iter()
-                .map(u8::to_string)
-                .collect::<Vec<_>>()
-                .join(","),
-        }
-    }
 }
 
 /// One solo game.
@@ -133,8 +89,9 @@ pub struct SoloGame {
     attached: Option<(ConnId, mpsc::Sender<Outbound>)>,
     /// This instance's claim on the game: every write is fenced by it.
     owner: OwnerEpoch,
-    /// The game belongs to another instance now: the task stops.
-    moved: bool,
+    /// The task stops: the game belongs to another instance now, or a new
+    /// game could not be stored.
+    stopped: bool,
     thinking: bool,
     notations: Vec<String>,
     last_move: Option<MoveInfo>,
@@ -144,67 +101,6 @@ pub struct SoloGame {
     /// but may still have landed, so the next write takes a new version
     /// above it, and the store accepts it over the one that landed.
     highest_attempt: u64,
-}
-
-fn bot_level(level: Option<wire::BotLevel>) -> Level {
-    match level {
-        Some(wire::BotLevel::Tamer) => Level::Tamer,
-        Some(wire::BotLevel::Driver) => Level::Driver,
-        Some(wire::BotLevel::Warden) => Level::Warden,
-        Some(wire::BotLevel::Executive) | None => Level::Executive,
-    }
-}
-
-fn wire_level(level: Level) -> wire::BotLevel {
-    match level {
-        Level::Tamer => wire::BotLevel::Tamer,
-        Level::Driver => wire::BotLevel::Driver,
-        Level::Warden => wire::BotLevel::Warden,
-        Level::Executive => wire::BotLevel::Executive,
-    }
-}
-
-/// Checks a `start_solo` request and builds the record of the new game; its
-/// id is `S` + a room code, which the load balancer routes like the code.
-pub fn new_record(
-    identity: &Identity,
-    rule_set: Variant,
-    mode: wire::SoloMode,
-    level: Option<wire::BotLevel>,
-    ranked: bool,
-) -> Result<SoloRecord, Refusal> {
-    let same_device = mode == wire::SoloMode::SameDevice;
-    let level = (!same_device).then(|| bot_level(level));
-    if ranked {
-        if identity.guest {
-            return Err(Refusal::new(
-                ErrorCode::AccountRequired,
-                "ranked games need an account: sign in, or play practice",
-            ));
-        }
-        if same_device || level != Some(Level::Executive) {
-            return Err(Refusal::new(
-                ErrorCode::InvalidOptions,
-                "only games against the Executive are ranked",
-            ));
-        }
-    }
-    Ok(SoloRecord {
-        kind: "solo".into(),
-        id: format!("S{}", crate::code::RoomCode::generate()),
-        owner: identity.id.clone(),
-        owner_name: identity.name.clone(),
-        rule_set,
-        seed: rand::random(),
-        same_device,
-        level,
-        ranked,
-        you: Color::Dark,
-        moves: Vec::new(),
-        result: None,
-        version: 0,
-        pending_score: false,
-    })
 }
 
 impl SoloGame {
@@ -231,7 +127,7 @@ impl SoloGame {
             self_tx,
             attached: None,
             owner,
-            moved: false,
+            stopped: false,
             thinking: false,
             notations,
             last_move,
@@ -275,7 +171,7 @@ impl SoloGame {
                 continue;
             }
             self.handle(command).await;
-            if self.moved {
+            if self.stopped {
                 break;
             }
             self.score_pending().await;
@@ -406,7 +302,7 @@ impl SoloGame {
 
     /// Stops the game here for good: the player is told to reconnect.
     fn move_away(&mut self) {
-        self.moved = true;
+        self.stopped = true;
         if let Some((_, out)) = self.attached.take() {
             let _ = out.try_send(Outbound::Moved);
         }
@@ -513,6 +409,9 @@ impl SoloGame {
                         code: refusal.code,
                         message: refusal.message,
                     })));
+                    // Not stored, so nobody could resume it: it ends here
+                    // and `start_solo` may simply be sent again.
+                    self.stopped = true;
                     return;
                 }
                 self.attached = Some((conn, out));
@@ -579,6 +478,14 @@ impl SoloGame {
                         self.record = before;
                         self.refuse(conn, seq, r);
                     }
+                }
+            }
+            SoloCommand::CheckOwner => {
+                if let Ok(Some(fence)) = self.store.fence(&self.record.id).await
+                    && !self.owner.holds(&fence)
+                {
+                    tracing::warn!(game = %self.record.id, "another instance took the game over; stopping it here");
+                    self.move_away();
                 }
             }
             SoloCommand::CloseIfPractice { .. } | SoloCommand::HandOver { .. } => {}
@@ -681,52 +588,6 @@ impl SoloGame {
         self.rebuild();
         Ok(())
     }
-}
-
-/// How many moves stay after an undo, or `None` when there is nothing to
-/// undo. On one device: all but the last. Against the computer: those
-/// before your last move, so the computer's replies go with it (on the
-/// orbit board a side that cannot move passes, so turns do not always
-/// alternate).
-fn undo_point(record: &SoloRecord) -> Option<usize> {
-    if record.same_device {
-        record.moves.len().checked_sub(1)
-    } else {
-        movers(record)
-            .iter()
-            .rposition(|&mover| mover == record.you)
-    }
-}
-
-/// Who made each of a record's moves.
-fn movers(record: &SoloRecord) -> Vec<Color> {
-    let mut game = VariantGame::new(record.rule_set, record.seed);
-    record
-        .moves
-        .iter()
-        .map(|m| {
-            let mover = game.turn();
-            let _ = game.play_stored(&m.stored());
-            mover
-        })
-        .collect()
-}
-
-/// The game, its move texts and its last move, replayed from a record.
-fn replay(record: &SoloRecord) -> Result<(VariantGame, Vec<String>, Option<MoveInfo>), String> {
-    let stored: Vec<String> = record.moves.iter().map(SoloMove::stored).collect();
-    let stored: Vec<&str> = stored.iter().map(String::as_str).collect();
-    let (game, mut played) = VariantGame::replay(record.rule_set, record.seed, &stored)?;
-    let notations = played.iter().map(|m| m.notation.clone()).collect();
-    Ok((game, notations, played.pop()))
-}
-
-/// The solo game a stored record holds, if it is one (rooms have no
-/// `kind: "solo"`).
-pub fn solo_record(json: &str) -> Option<SoloRecord> {
-    serde_json::from_str::<SoloRecord>(json)
-        .ok()
-        .filter(|r| r.kind == "solo")
 }
 
 #[cfg(test)]

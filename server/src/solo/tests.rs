@@ -1,6 +1,9 @@
 //! Undo in solo games, on the record alone.
 
 use super::*;
+use crate::bots::Level;
+use crate::rules::{Color, Variant};
+use record::movers;
 
 /// An orbit game from the start in which some side had to pass: the
 /// first found by playing pseudo-random moves from a fixed seed.

@@ -112,6 +112,11 @@ pub struct OwnerEpoch {
 }
 
 impl OwnerEpoch {
+    /// Whether a stored fence names this owner at this epoch.
+    pub fn holds(&self, fence: &Fence) -> bool {
+        fence.owner.as_deref() == Some(&*self.instance) && fence.epoch == self.epoch
+    }
+
     /// The owner of a room this instance creates: its first write claims it.
     pub fn first(instance: &Arc<str>) -> OwnerEpoch {
         OwnerEpoch {
@@ -209,8 +214,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Gives a room up (keeping its epoch) if `owner` still holds it, and
     /// lists it as released so any instance takes it at once.
     fn release<'a>(&'a self, code: &'a str, owner: &'a OwnerEpoch) -> StoreFuture<'a, bool>;
-    /// Says `me` is alive for `ttl` more.
-    fn heartbeat<'a>(&'a self, me: &'a str, ttl: Duration) -> StoreFuture<'a, ()>;
+    /// Says `me` is alive for `ttl` more. Returns whether the previous
+    /// heartbeat was still current: `false` after a pause long enough for
+    /// the others to count this instance dead (and take its rooms).
+    fn heartbeat<'a>(&'a self, me: &'a str, ttl: Duration) -> StoreFuture<'a, bool>;
     /// Says `me` is gone (its rooms are adopted without waiting).
     fn retire<'a>(&'a self, me: &'a str) -> StoreFuture<'a, ()>;
     /// Whether an instance's heartbeat is current.
@@ -418,8 +425,8 @@ impl Store for MemoryStore {
         Box::pin(async move { Ok(released) })
     }
 
-    fn heartbeat<'a>(&'a self, _me: &'a str, _ttl: Duration) -> StoreFuture<'a, ()> {
-        Box::pin(async { Ok(()) })
+    fn heartbeat<'a>(&'a self, _me: &'a str, _ttl: Duration) -> StoreFuture<'a, bool> {
+        Box::pin(async { Ok(true) })
     }
 
     fn retire<'a>(&'a self, _me: &'a str) -> StoreFuture<'a, ()> {

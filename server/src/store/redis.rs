@@ -1,6 +1,11 @@
 //! The Redis store: room writes (one Lua script, fenced and conditional),
 //! loads, and ownership (claims, releases, heartbeats, orphans, handover
 //! requests).
+//!
+//! About 700 lines: one `impl Store` holds both the room scripts and the
+//! ownership commands, which share the connection, the script loading and
+//! the key layout documented on [`RedisStore`]; splitting it would scatter
+//! that layout over two files.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -387,23 +392,23 @@ impl Store for RedisStore {
         }))
     }
 
-    fn heartbeat<'a>(&'a self, me: &'a str, ttl: Duration) -> StoreFuture<'a, ()> {
+    fn heartbeat<'a>(&'a self, me: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
         Box::pin(observed("ownership", async move {
             let mut conn = self.conn.clone();
             let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-            let () = redis::pipe()
+            let (previous,): (Option<String>,) = redis::pipe()
                 .cmd("SET")
                 .arg(alive_key(me))
                 .arg(1)
                 .arg("PX")
                 .arg(ttl_ms)
-                .ignore()
+                .arg("GET")
                 .sadd(INSTANCES, me)
                 .ignore()
                 .query_async(&mut conn)
                 .await
                 .map_err(StoreError::from)?;
-            Ok(())
+            Ok(previous.is_some())
         }))
     }
 

@@ -86,7 +86,9 @@ async fn a_frozen_owner_is_fenced_after_its_room_is_taken_over() {
     let second = on_b.play_first_legal().await;
 
     // A thaws. Its room still thinks it is that player's move; the player's
-    // old connection to A sends another move. A must not acknowledge it.
+    // old connection to A sends another move at once. A must not
+    // acknowledge it, whether the move reaches A's room before or after A
+    // notices (its heartbeat had expired) that the room is not its own.
     a.signal("CONT");
     let legal = waiter
         .state
@@ -102,8 +104,10 @@ async fn a_frozen_owner_is_fenced_after_its_room_is_taken_over() {
         .map(|m| m.notation.clone())
         .find(|n| *n != second)
         .unwrap_or_else(|| second.clone());
-    let seq = waiter
-        .send(|seq| ClientMessage::Move {
+    let seq = waiter.seq();
+    let _ = waiter
+        .client
+        .send(&ClientMessage::Move {
             seq,
             notation: Some(other),
             path: None,
@@ -112,8 +116,10 @@ async fn a_frozen_owner_is_fenced_after_its_room_is_taken_over() {
     let (code_waiter, notice) = closed_without_ack(waiter, seq).await;
     assert_eq!(code_waiter, jumpgate_protocol::CLOSE_ROOM_MOVED);
     assert!(notice, "told to reconnect before the close");
-    let (code_mover, _) = closed_without_ack(mover, 0).await;
+    // The other player, who sent nothing, is told too.
+    let (code_mover, notice) = closed_without_ack(mover, 0).await;
     assert_eq!(code_mover, jumpgate_protocol::CLOSE_ROOM_MOVED);
+    assert!(notice);
 
     // Exactly the acknowledged moves, in order, in the store and in a fresh
     // instance that resumes the room.
@@ -129,6 +135,27 @@ async fn a_frozen_owner_is_fenced_after_its_room_is_taken_over() {
     let game = resumed.game.unwrap();
     assert_eq!(game.ply, 2);
     assert_eq!(game.moves, [first, second]);
+}
+
+/// A thawed owner notices by itself that it was counted dead (its heartbeat
+/// had expired) and sends away the players of rooms taken over meanwhile,
+/// though none of them sends anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thawed_owner_sends_away_the_players_of_rooms_it_lost() {
+    let redis = RedisServer::start().await;
+    let env = env(&redis);
+    let a = JumpgateProcess::start(&env).await;
+    let b = JumpgateProcess::start(&env).await;
+    let (mut host, mut guest, code) = lobby_pair(&a, RuleSet::American, 1).await;
+    a.signal("STOP");
+    let mut on_b = Player::connect_to(&b, Encoding::Json, Some(guest.token.clone())).await;
+    on_b.join(&code).await;
+    a.signal("CONT");
+    for player in [&mut host, &mut guest] {
+        let (code, notice) = closed_without_ack(player, 0).await;
+        assert_eq!(code, jumpgate_protocol::CLOSE_ROOM_MOVED);
+        assert!(notice);
+    }
 }
 
 /// Opens `n` tables through the balancer, a few at a time, each with

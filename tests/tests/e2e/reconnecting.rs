@@ -304,8 +304,9 @@ async fn after_kill_9_clients_reconnect_by_themselves_and_play_on() {
     }
 }
 
-/// SIGTERM: the server tells its clients it is restarting and closes with 1001; the
-/// clients wait as asked, come back, get their seats back and play on.
+/// SIGTERM: the server hands the lobby over (its members get a `shutdown` notice and
+/// the close 4001, "room moved") and exits; the clients come back, get their seats
+/// back and play on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_graceful_restart_clients_reconnect_by_themselves_and_play_on() {
     let redis = RedisServer::start().await;
