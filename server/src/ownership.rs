@@ -27,6 +27,8 @@ use crate::store::{Fence, Orphan, StoreError};
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// Most orphans looked at per list and sweep.
 const SWEEP_BATCH: usize = 100;
+/// Rooms taken over at once by one instance.
+const ADOPT_AT_ONCE: usize = 16;
 /// How often a waiting request asks the owner again to hand the room over.
 const ASK_AGAIN: Duration = Duration::from_millis(500);
 /// How often a waiting request looks at the fence.
@@ -160,38 +162,64 @@ async fn adopt(state: &Arc<AppState>, id: &str, seen: &Fence) -> Result<Adoption
 }
 
 /// Takes over one room found on an orphan list, if it is still free, and
-/// takes it off the list unless it must be tried again.
-async fn adopt_orphan(state: &Arc<AppState>, orphan: &Orphan) -> Result<(), StoreError> {
+/// takes it off the list (`true`) unless it must be tried again.
+async fn adopt_orphan(state: &Arc<AppState>, orphan: &Orphan) -> Result<bool, StoreError> {
     let Some(fence) = state.store.fence(&orphan.code).await? else {
         // Closed or expired: nothing to adopt.
-        return state.store.forget_orphan(orphan).await;
+        state.store.forget_orphan(orphan).await?;
+        return Ok(true);
     };
     if owner_if_alive(state, &fence).await?.is_none() && !state.runs(&orphan.code) {
         match adopt(state, &orphan.code, &fence).await? {
             // Someone else moved first: look again next time.
-            Adoption::Lost => return Ok(()),
+            Adoption::Lost => return Ok(false),
             Adoption::Adopted | Adoption::Unresumable => {}
         }
     }
-    state.store.forget_orphan(orphan).await
+    state.store.forget_orphan(orphan).await?;
+    Ok(true)
+}
+
+/// Takes over a batch of orphans, several at a time (each is a few round
+/// trips to Redis); returns how many are off their lists.
+async fn adopt_orphans(state: &Arc<AppState>, orphans: Vec<Orphan>) -> usize {
+    use futures_util::StreamExt;
+    futures_util::stream::iter(orphans)
+        .map(|orphan| async move {
+            if state.is_draining() {
+                return false;
+            }
+            match adopt_orphan(state, &orphan).await {
+                Ok(done) => done,
+                Err(e) => {
+                    tracing::debug!(room = %orphan.code, error = %e, "orphan not adopted yet");
+                    false
+                }
+            }
+        })
+        .buffer_unordered(ADOPT_AT_ONCE)
+        .filter(|done| std::future::ready(*done))
+        .count()
+        .await
 }
 
 /// Adopts every open room without a live owner: at start, this catches
 /// rooms stored before ownership existed as well as those of instances
 /// that died. Returns how many rooms run here afterwards.
 pub async fn adopt_open_rooms(state: &Arc<AppState>) -> Result<usize, StoreError> {
-    let mut adopted = 0;
-    for code in state.store.open_codes().await? {
-        let Some(fence) = state.store.fence(&code).await? else {
-            continue;
-        };
-        if owner_if_alive(state, &fence).await?.is_none()
-            && adopt(state, &code, &fence).await? == Adoption::Adopted
-        {
-            adopted += 1;
-        }
-    }
-    Ok(adopted)
+    use futures_util::{StreamExt, TryStreamExt};
+    let codes = state.store.open_codes().await?;
+    futures_util::stream::iter(codes)
+        .map(|code| async move {
+            let Some(fence) = state.store.fence(&code).await? else {
+                return Ok(false);
+            };
+            Ok(owner_if_alive(state, &fence).await?.is_none()
+                && adopt(state, &code, &fence).await? == Adoption::Adopted)
+        })
+        .buffer_unordered(ADOPT_AT_ONCE)
+        .try_fold(0, |n, adopted| async move { Ok(n + usize::from(adopted)) })
+        .await
 }
 
 /// Starts the tasks that keep ownership going until the instance drains:
@@ -225,8 +253,12 @@ pub fn spawn_background(state: &Arc<AppState>) {
     });
     let sweep = state.clone();
     tokio::spawn(async move {
+        let mut full = false;
         while !sweep.is_draining() {
-            tokio::time::sleep(SWEEP_EVERY).await;
+            // A full batch means more may be waiting: go on at once.
+            if !full {
+                tokio::time::sleep(SWEEP_EVERY).await;
+            }
             let orphans = match sweep
                 .store
                 .orphans(&sweep.settings.instance_id, SWEEP_BATCH)
@@ -235,17 +267,13 @@ pub fn spawn_background(state: &Arc<AppState>) {
                 Ok(orphans) => orphans,
                 Err(e) => {
                     tracing::debug!(error = %e, "cannot look for orphaned rooms now");
+                    full = false;
                     continue;
                 }
             };
-            for orphan in orphans {
-                if sweep.is_draining() {
-                    break;
-                }
-                if let Err(e) = adopt_orphan(&sweep, &orphan).await {
-                    tracing::debug!(room = %orphan.code, error = %e, "orphan not adopted yet");
-                }
-            }
+            let batch = orphans.len();
+            let done = adopt_orphans(&sweep, orphans).await;
+            full = batch >= SWEEP_BATCH && done > 0;
         }
     });
     let listen = state.clone();
