@@ -283,6 +283,17 @@ pub(crate) async fn start_jumpgate(
     cpus: Option<&str>,
     extra: &[String],
 ) -> Result<Spawned, String> {
+    start_jumpgate_logging(name, program, cpus, extra, "error").await
+}
+
+/// [`start_jumpgate`] with the server's `RUST_LOG` set to `log`.
+pub(crate) async fn start_jumpgate_logging(
+    name: &str,
+    program: &Path,
+    cpus: Option<&str>,
+    extra: &[String],
+    log: &str,
+) -> Result<Spawned, String> {
     let addr = net::free_loopback_addr().map_err(|e| e.to_string())?;
     let mut argv = vec!["serve".to_owned(), "--listen".to_owned(), addr.to_string()];
     argv.extend_from_slice(extra);
@@ -293,7 +304,7 @@ pub(crate) async fn start_jumpgate(
             "JUMPGATE_TOKEN_SECRET",
             "jumpgate-loadtest-not-secret".to_owned(),
         ),
-        ("RUST_LOG", "error".to_owned()),
+        ("RUST_LOG", log.to_owned()),
     ];
     Spawned::start(name, program, &argv, &envs, cpus, addr).await
 }

@@ -126,6 +126,8 @@ pub struct PhaseStats {
     pub lobbies: u64,
     /// Round trips in microseconds.
     pub latency_us: Histogram<u64>,
+    /// When the measured window began (it lasts `seconds`).
+    pub window_start: Instant,
 }
 
 impl PhaseStats {
@@ -867,6 +869,7 @@ pub async fn run_phase(
         first_error,
         lobbies,
         latency_us,
+        window_start: start,
     })
 }
 

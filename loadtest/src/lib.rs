@@ -1,18 +1,30 @@
 //! Jumpgate load tester: drives real protocol clients against a Jumpgate server and a
 //! bare WebSocket echo server in the same run, and reports the two side by side.
 //!
-//! The binary (`jumpgate-loadtest`) has three subcommands: `bench`, which spawns both
+//! The binary (`jumpgate-loadtest`) has these subcommands: `bench`, which spawns both
 //! servers and runs every phase ([`bench`]), `bench-bots`, which measures human move
 //! latency with and without solo games against the computer ([`bots`]), and
 //! `echo-server` ([`echo`]). The phases
 //! themselves live in [`driver`] and take plain URLs, so tests can run them against
 //! servers started in-process.
+//!
+//! Three more measure ownership across instances, on a [`cluster`] of instances
+//! sharing one Redis: `failover` ([`failover`]: how long the rooms of a killed instance
+//! take to be playable again), `ownership-cost` ([`ownership_cost`]: Redis commands
+//! spent on ownership while rooms sit idle) and `bench-fencing` ([`fencing`]: move
+//! latency and throughput with fencing against a build without it). Their players are
+//! [`seated`] lobbies on reconnecting clients.
 
 pub mod bench;
 pub mod bots;
+pub mod cluster;
 pub mod driver;
 pub mod echo;
+pub mod failover;
+pub mod fencing;
 pub mod net;
+pub mod ownership_cost;
 pub mod procs;
 pub mod report;
+pub mod seated;
 pub mod svg;

@@ -1,12 +1,14 @@
 //! The `jumpgate-loadtest` binary: `bench` runs the whole comparison, `bench-bots`
 //! compares human move latency with and without bot games, `echo-server` runs the
-//! baseline server on its own.
+//! baseline server on its own; `failover`, `ownership-cost` and `bench-fencing`
+//! measure ownership across several instances on one Redis.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use jumpgate_loadtest::{bench, bots, echo, net, svg};
+use jumpgate_loadtest::{bench, bots, echo, failover, fencing, net, ownership_cost, svg};
+use serde::Serialize;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -26,6 +28,14 @@ enum Command {
     /// Start Jumpgate and measure human move latency without and then with solo games
     /// against the Executive keeping the bot pool busy.
     BenchBots(Box<bots::BotsArgs>),
+    /// Start Redis, several instances and HAProxy, kill the instance owning most
+    /// rooms, and time its rooms until they are playable again.
+    Failover(Box<failover::FailoverArgs>),
+    /// Start Redis and several instances and count the Redis commands they send
+    /// with no rooms and with idle rooms.
+    OwnershipCost(Box<ownership_cost::OwnershipCostArgs>),
+    /// Run the same load on a Redis-backed server with fencing and on one without.
+    BenchFencing(Box<fencing::FencingArgs>),
     /// Run the echo baseline: every data frame is sent back as is.
     EchoServer {
         /// Loopback address to listen on.
@@ -40,6 +50,15 @@ fn main() -> ExitCode {
         Command::Bench(args) => run_bench(&args),
         Command::BenchBots(args) => run_bench_bots(&args),
         Command::EchoServer { listen } => run_echo(listen),
+        Command::Failover(args) => runtime().and_then(|rt| {
+            let report = rt.block_on(failover::failover(&args))?;
+            print_report(&report.table(), &report.details(), &report, &args.out_json)
+        }),
+        Command::OwnershipCost(args) => runtime().and_then(|rt| {
+            let report = rt.block_on(ownership_cost::ownership_cost(&args))?;
+            print_report(&report.table(), &report.details(), &report, &args.out_json)
+        }),
+        Command::BenchFencing(args) => run_bench_fencing(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -52,6 +71,33 @@ fn main() -> ExitCode {
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Runtime::new().map_err(|e| format!("cannot start tokio: {e}"))
+}
+
+fn run_bench_fencing(args: &fencing::FencingArgs) -> Result<(), String> {
+    // Before the runtime exists, so its worker threads inherit the affinity.
+    if let Some(cpus) = &args.client_cpus {
+        pin_self(cpus)?;
+    }
+    let report = runtime()?.block_on(fencing::bench_fencing(args))?;
+    print_report(&report.table(), &report.details(), &report, &args.out_json)
+}
+
+/// Prints the table and details, and writes the report as JSON when asked.
+fn print_report(
+    table: &str,
+    details: &str,
+    report: &impl Serialize,
+    out_json: &Option<std::path::PathBuf>,
+) -> Result<(), String> {
+    println!("{table}");
+    print!("{details}");
+    if let Some(path) = out_json {
+        let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
+        std::fs::write(path, json + "\n")
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
 }
 
 fn run_echo(listen: SocketAddr) -> Result<(), String> {

@@ -1,4 +1,5 @@
-//! Loopback checks, free ports and reading a process's resident memory.
+//! Loopback checks, free ports, reading a process's resident memory, and a plain HTTP
+//! GET (for `/readyz` through HAProxy and the servers' `/metrics`).
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -49,12 +50,75 @@ pub fn vm_rss_kib(pid: u32) -> Option<u64> {
     parse_vm_rss(&status)
 }
 
+/// CPU time process `pid` has used so far, all threads, user and system (from
+/// `/proc/PID/stat`, in the kernel's USER_HZ ticks of 10 ms).
+pub fn cpu_time(pid: u32) -> Option<std::time::Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_cpu_ticks(&stat).map(|ticks| std::time::Duration::from_millis(ticks * 10))
+}
+
+fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    // The command name may hold spaces and parentheses: fields count from the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(user + system)
+}
+
 fn parse_vm_rss(status: &str) -> Option<u64> {
     status
         .lines()
         .find_map(|line| line.strip_prefix("VmRSS:"))
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kib| kib.parse().ok())
+}
+
+/// The answer to [`http_get`].
+#[derive(Debug, Clone)]
+pub struct HttpAnswer {
+    /// The status code.
+    pub status: u16,
+    /// The response head, lower-cased.
+    pub head: String,
+    /// The body, as text.
+    pub body: String,
+}
+
+impl HttpAnswer {
+    /// The value of header `name` (lower-case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim() == name).then(|| value.trim())
+        })
+    }
+}
+
+/// `GET path` over a fresh connection with `Connection: close`; `None` if anything
+/// fails or takes more than five seconds.
+pub async fn http_get(addr: SocketAddr, path: &str) -> Option<HttpAnswer> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+        let request = format!("GET {path} HTTP/1.1\r\nHost: loadtest\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await.ok()?;
+        Some(raw)
+    };
+    let raw = tokio::time::timeout(std::time::Duration::from_secs(5), exchange)
+        .await
+        .ok()??;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let head = head.to_lowercase();
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some(HttpAnswer {
+        status,
+        head,
+        body: body.to_owned(),
+    })
 }
 
 #[cfg(test)]
@@ -69,6 +133,12 @@ mod tests {
         assert!(require_loopback_url("ws://10.0.0.1:8080/ws").is_err());
         assert!(require_loopback_url("ws://example.com/ws").is_err());
         assert!(require_loopback_url("wss://127.0.0.1/ws").is_err());
+    }
+
+    #[test]
+    fn reads_cpu_ticks() {
+        let stat = "4242 (jump gate) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 31 0 0 20 0 9";
+        assert_eq!(parse_cpu_ticks(stat), Some(281));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Child processes: the servers `bench` starts, optionally pinned with `taskset`, and
-//! always killed when dropped (so also on error or panic).
+//! Child processes: the servers `bench` starts (and Redis and HAProxy for the
+//! multi-instance benchmarks), optionally pinned with `taskset`, and always killed when
+//! dropped (so also on error or panic).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -14,7 +15,7 @@ use tokio::time::Instant;
 
 /// How long a child may take to start listening.
 const START_PATIENCE: Duration = Duration::from_secs(15);
-/// Lines of a child's stderr kept for error messages.
+/// Lines of a child's output kept for error messages and reports.
 const TAIL_LINES: usize = 20;
 
 /// A running child server.
@@ -28,7 +29,47 @@ pub struct Spawned {
     /// execs it).
     pub pid: Option<u32>,
     child: Child,
-    tail: Arc<Mutex<VecDeque<String>>>,
+    transcript: Arc<Mutex<Transcript>>,
+}
+
+/// What a child wrote (stdout and stderr together): the last lines, and the
+/// warnings and errors of a `tracing` log.
+#[derive(Debug, Default, Clone)]
+pub struct Transcript {
+    /// The last [`TAIL_LINES`] lines.
+    pub tail: VecDeque<String>,
+    /// Lines logged at WARN.
+    pub warnings: usize,
+    /// Lines logged at ERROR.
+    pub errors: usize,
+    /// The first [`TAIL_LINES`] of those lines.
+    pub first_notable: Vec<String>,
+}
+
+impl Transcript {
+    fn add(&mut self, line: String) {
+        let warning = line.contains(" WARN ");
+        let error = line.contains(" ERROR ");
+        self.warnings += usize::from(warning);
+        self.errors += usize::from(error);
+        if (warning || error) && self.first_notable.len() < TAIL_LINES {
+            self.first_notable.push(line.clone());
+        }
+        if self.tail.len() == TAIL_LINES {
+            self.tail.pop_front();
+        }
+        self.tail.push_back(line);
+    }
+}
+
+async fn transcribe(stream: impl tokio::io::AsyncRead + Unpin, transcript: Arc<Mutex<Transcript>>) {
+    let mut lines = BufReader::new(stream).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        transcript
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add(line);
+    }
 }
 
 impl Spawned {
@@ -54,33 +95,26 @@ impl Spawned {
             .args(args)
             .envs(envs.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         let mut child = command
             .spawn()
             .map_err(|e| format!("cannot start {name} ({}): {e}", program.display()))?;
-        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let transcript = Arc::new(Mutex::new(Transcript::default()));
+        // Keep draining both streams so the child never blocks on a full pipe.
+        if let Some(stdout) = child.stdout.take() {
+            tokio::spawn(transcribe(stdout, transcript.clone()));
+        }
         if let Some(stderr) = child.stderr.take() {
-            // Keep draining so the child never blocks on a full pipe.
-            let tail = tail.clone();
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
-                    if tail.len() == TAIL_LINES {
-                        tail.pop_front();
-                    }
-                    tail.push_back(line);
-                }
-            });
+            tokio::spawn(transcribe(stderr, transcript.clone()));
         }
         let mut spawned = Spawned {
             name: name.to_owned(),
             addr,
             pid: child.id(),
             child,
-            tail,
+            transcript,
         };
         spawned.wait_listening().await?;
         Ok(spawned)
@@ -90,12 +124,12 @@ impl Spawned {
         let give_up = Instant::now() + START_PATIENCE;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
-                // Give the stderr reader a moment to catch the last words.
+                // Give the output readers a moment to catch the last words.
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 return Err(format!(
                     "{} exited at start ({status}): {}",
                     self.name,
-                    self.stderr_tail()
+                    self.output_tail()
                 ));
             }
             if tokio::net::TcpStream::connect(self.addr).await.is_ok() {
@@ -111,10 +145,18 @@ impl Spawned {
         }
     }
 
-    /// The last lines the child wrote to stderr, joined.
-    pub fn stderr_tail(&self) -> String {
-        let tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
-        tail.iter().cloned().collect::<Vec<_>>().join(" / ")
+    /// The last lines the child wrote, joined.
+    pub fn output_tail(&self) -> String {
+        let transcript = self.transcript();
+        transcript.tail.into_iter().collect::<Vec<_>>().join(" / ")
+    }
+
+    /// What the child has written so far.
+    pub fn transcript(&self) -> Transcript {
+        self.transcript
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// `ws://ADDR/ws`.
@@ -124,6 +166,24 @@ impl Spawned {
 
     /// Kills the child and reaps it.
     pub async fn stop(mut self) {
+        self.halt().await;
+    }
+
+    /// Kills the child and reaps it, keeping the handle.
+    pub async fn halt(&mut self) {
         let _ = self.child.kill().await;
+    }
+
+    /// Sends the child SIGKILL and returns at once, without reaping it: the moment an
+    /// instance dies, for the failover benchmark.
+    pub fn kill_now(&mut self) -> Result<(), String> {
+        self.child
+            .start_kill()
+            .map_err(|e| format!("cannot kill {}: {e}", self.name))
+    }
+
+    /// Whether the child has exited.
+    pub fn has_exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
     }
 }

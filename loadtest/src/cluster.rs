@@ -1,0 +1,638 @@
+//! Several Jumpgate instances on one Redis, all on loopback, for the benchmarks of
+//! fenced ownership: a fresh `redis-server`, `jumpgate serve` instances sharing it, and
+//! HAProxy running the deployed configuration (`deploy/haproxy.cfg`) with only its
+//! addresses changed. Every process is killed when dropped.
+//!
+//! [`RedisProbe`] reads what the benchmarks need from that Redis: who owns each room,
+//! how many moves each room has stored, the command counters (`INFO commandstats`) and a
+//! `MONITOR` sample sorted by what each command is for.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::time::Instant;
+
+use crate::bench::start_jumpgate_logging;
+use crate::net;
+use crate::procs::Spawned;
+
+/// How many instances `deploy/haproxy.cfg` lists.
+pub const DEPLOYED_SERVERS: usize = 3;
+
+/// A `redis-server` of our own on a free loopback port, in a scratch directory that is
+/// removed with it.
+#[derive(Debug)]
+pub struct RedisServer {
+    /// `redis://127.0.0.1:PORT/0`.
+    pub url: String,
+    process: Spawned,
+    dir: PathBuf,
+}
+
+impl RedisServer {
+    /// Starts `program` with nothing saved, and with an append-only file (fsync every
+    /// second, Redis's default) when `append_only`; under `taskset -c cpus` if given.
+    pub async fn start(
+        program: &Path,
+        append_only: bool,
+        cpus: Option<&str>,
+    ) -> Result<RedisServer, String> {
+        let addr = net::free_loopback_addr().map_err(|e| e.to_string())?;
+        let dir = std::env::temp_dir().join(format!(
+            "jumpgate-loadtest-redis-{}-{}",
+            std::process::id(),
+            addr.port()
+        ));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let args: Vec<String> = [
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            &addr.port().to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            if append_only { "yes" } else { "no" },
+            "--dir",
+            &dir.to_string_lossy(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let process = Spawned::start("redis-server", program, &args, &[], cpus, addr).await?;
+        Ok(RedisServer {
+            url: format!("redis://{addr}/0"),
+            process,
+            dir,
+        })
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.pid
+    }
+
+    /// Stops Redis and removes its directory.
+    pub async fn stop(mut self) {
+        self.process.halt().await;
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Refuses a Redis URL that is not on loopback.
+pub fn require_loopback_redis(url: &str) -> Result<(), String> {
+    let info = redis::IntoConnectionInfo::into_connection_info(url)
+        .map_err(|e| format!("bad Redis URL {url}: {e}"))?;
+    let host = match info.addr() {
+        redis::ConnectionAddr::Tcp(host, _) => host.clone(),
+        other => {
+            return Err(format!(
+                "{url}: only redis:// over TCP is supported ({other})"
+            ));
+        }
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if loopback {
+        Ok(())
+    } else {
+        Err(format!(
+            "refusing non-loopback Redis {url}: the load tester stays on loopback"
+        ))
+    }
+}
+
+/// One `jumpgate serve` of the cluster.
+#[derive(Debug)]
+pub struct Instance {
+    /// Its `--instance-id`, which is also its server name in HAProxy.
+    pub id: String,
+    /// The process.
+    pub process: Spawned,
+}
+
+impl Instance {
+    /// `ws://ADDR/ws` of this instance itself.
+    pub fn ws_url(&self) -> String {
+        self.process.ws_url()
+    }
+}
+
+/// How to start the instances.
+#[derive(Debug, Clone)]
+pub struct InstanceOptions {
+    /// The `jumpgate` binary.
+    pub program: PathBuf,
+    /// How many.
+    pub count: usize,
+    /// `--redis-url`.
+    pub redis_url: String,
+    /// `--heartbeat-ttl-ms`.
+    pub heartbeat_ttl_ms: u64,
+    /// The servers' `RUST_LOG`.
+    pub log: String,
+}
+
+/// Starts `jumpgate1`, `jumpgate2`… one after the other (the names HAProxy's
+/// configuration gives its servers), each on its own free port.
+pub async fn start_instances(options: &InstanceOptions) -> Result<Vec<Instance>, String> {
+    let mut instances = Vec::with_capacity(options.count);
+    for n in 1..=options.count {
+        let id = format!("jumpgate{n}");
+        let extra = [
+            "--redis-url".to_owned(),
+            options.redis_url.clone(),
+            "--instance-id".to_owned(),
+            id.clone(),
+            "--heartbeat-ttl-ms".to_owned(),
+            options.heartbeat_ttl_ms.to_string(),
+        ];
+        let process =
+            start_jumpgate_logging(&id, &options.program, None, &extra, &options.log).await?;
+        instances.push(Instance { id, process });
+    }
+    Ok(instances)
+}
+
+/// HAProxy in the foreground with the deployed configuration; killed on drop, and its
+/// scratch directory removed.
+#[derive(Debug)]
+pub struct Balancer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    process: Spawned,
+    dir: PathBuf,
+}
+
+impl Balancer {
+    /// Starts `program` with the configuration at `deployed` rewritten by
+    /// [`loopback_config`], and waits until every one of `servers` has answered
+    /// through it.
+    pub async fn start(
+        program: &Path,
+        deployed: &Path,
+        servers: &[SocketAddr],
+        maxconn: usize,
+    ) -> Result<Balancer, String> {
+        let text = std::fs::read_to_string(deployed)
+            .map_err(|e| format!("cannot read {}: {e}", deployed.display()))?;
+        let addr = net::free_loopback_addr().map_err(|e| e.to_string())?;
+        let config = loopback_config(&text, addr.port(), servers, maxconn)?;
+        let dir = std::env::temp_dir().join(format!(
+            "jumpgate-loadtest-haproxy-{}-{}",
+            std::process::id(),
+            addr.port()
+        ));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let file = dir.join("haproxy.cfg");
+        std::fs::write(&file, config)
+            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        let args = vec![
+            "-db".to_owned(),
+            "-f".to_owned(),
+            file.to_string_lossy().into_owned(),
+        ];
+        let process = Spawned::start("haproxy", program, &args, &[], None, addr).await?;
+        let balancer = Balancer { addr, process, dir };
+        balancer
+            .wait_for_servers(servers.len(), Duration::from_secs(20))
+            .await?;
+        Ok(balancer)
+    }
+
+    /// Waits until `n` distinct servers have answered `/readyz` through the balancer
+    /// (requests without a room go round robin).
+    async fn wait_for_servers(&self, n: usize, limit: Duration) -> Result<(), String> {
+        let give_up = Instant::now() + limit;
+        let mut seen = std::collections::BTreeSet::new();
+        while seen.len() < n {
+            if Instant::now() >= give_up {
+                return Err(format!(
+                    "HAProxy did not reach {n} servers within {limit:?} (saw {seen:?}): {}",
+                    self.process.output_tail()
+                ));
+            }
+            match net::http_get(self.addr, "/readyz").await {
+                Some(answer) if answer.status == 200 => {
+                    if let Some(server) = answer.header("x-jumpgate-server") {
+                        seen.insert(server.to_owned());
+                    }
+                }
+                _ => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        Ok(())
+    }
+
+    /// The WebSocket URL, naming a room when given (HAProxy hashes it).
+    pub fn ws_url(&self, room: Option<&str>) -> String {
+        match room {
+            Some(room) => format!("ws://{}/ws?room={room}", self.addr),
+            None => format!("ws://{}/ws", self.addr),
+        }
+    }
+
+    /// The server HAProxy sends a connection naming `room` to (its
+    /// `X-Jumpgate-Server` header on a plain GET, which the server refuses as it is
+    /// no WebSocket upgrade, so nothing moves).
+    pub async fn server_for(&self, room: &str) -> Option<String> {
+        let answer = net::http_get(self.addr, &format!("/ws?room={room}")).await?;
+        answer.header("x-jumpgate-server").map(str::to_owned)
+    }
+
+    /// The last lines HAProxy wrote to stderr.
+    pub fn output_tail(&self) -> String {
+        self.process.output_tail()
+    }
+
+    /// Stops HAProxy and removes its directory.
+    pub async fn stop(mut self) {
+        self.process.halt().await;
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `deploy/haproxy.cfg` for loopback: it binds `127.0.0.1:port`, server `jumpgateN`
+/// is at `servers[N-1]` (servers beyond them are left out), without Docker's DNS
+/// resolver, and with `maxconn` connections. Everything else (hashing by room code,
+/// retries, redispatch, health checks) is as deployed. Fails if the file no longer
+/// has what is replaced.
+pub fn loopback_config(
+    deployed: &str,
+    port: u16,
+    servers: &[SocketAddr],
+    maxconn: usize,
+) -> Result<String, String> {
+    if servers.is_empty() || servers.len() > DEPLOYED_SERVERS {
+        return Err(format!(
+            "the deployed configuration has {DEPLOYED_SERVERS} servers; use 1 to \
+             {DEPLOYED_SERVERS} instances"
+        ));
+    }
+    let mut out = String::new();
+    let mut in_resolvers = false;
+    for line in deployed.lines() {
+        if line.starts_with("resolvers ") {
+            in_resolvers = true;
+            continue;
+        }
+        if in_resolvers {
+            if line.starts_with(' ') {
+                continue;
+            }
+            in_resolvers = false;
+        }
+        let unused_server = (servers.len() + 1..=DEPLOYED_SERVERS).any(|n| {
+            line.trim_start()
+                .starts_with(&format!("server jumpgate{n} "))
+        });
+        if unused_server {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    let mut replacements = vec![
+        ("bind :8080".to_owned(), format!("bind 127.0.0.1:{port}")),
+        ("maxconn 20000".to_owned(), format!("maxconn {maxconn}")),
+        (
+            " resolvers docker init-addr last,libc,none".to_owned(),
+            String::new(),
+        ),
+    ];
+    for (i, addr) in servers.iter().enumerate() {
+        let n = i + 1;
+        replacements.push((
+            format!("server jumpgate{n} jumpgate{n}:8080"),
+            format!("server jumpgate{n} {addr}"),
+        ));
+    }
+    for (from, to) in replacements {
+        if !out.contains(&from) {
+            return Err(format!(
+                "the HAProxy configuration no longer has {from:?}; update cluster.rs"
+            ));
+        }
+        out = out.replace(&from, &to);
+    }
+    Ok(out)
+}
+
+/// A room's ownership as stored: `jg:{CODE}:fence`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredFence {
+    /// The owning instance; empty once released.
+    pub owner: String,
+    /// Its epoch.
+    pub epoch: u64,
+    /// The stored version of the room.
+    pub version: u64,
+}
+
+/// Reads from the benchmark's Redis.
+#[derive(Clone)]
+pub struct RedisProbe {
+    client: redis::Client,
+    conn: redis::aio::MultiplexedConnection,
+}
+
+impl std::fmt::Debug for RedisProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RedisProbe { .. }")
+    }
+}
+
+fn redis_error(e: redis::RedisError) -> String {
+    format!("Redis: {e}")
+}
+
+impl RedisProbe {
+    /// Connects to `url`.
+    pub async fn open(url: &str) -> Result<RedisProbe, String> {
+        let client = redis::Client::open(url).map_err(redis_error)?;
+        // The load tester's own runtime is busy during a failover, so an answer may
+        // be read long after it came: more patience than the default half second.
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_response_timeout(Some(Duration::from_secs(10)));
+        let conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(redis_error)?;
+        Ok(RedisProbe { client, conn })
+    }
+
+    /// How many keys the database holds.
+    pub async fn db_size(&mut self) -> Result<u64, String> {
+        redis::cmd("DBSIZE")
+            .query_async(&mut self.conn)
+            .await
+            .map_err(redis_error)
+    }
+
+    /// How long instance `id`'s heartbeat key has left to live (`PTTL
+    /// jg:alive:{ID}`); `None` if it has none.
+    pub async fn heartbeat_left(&mut self, id: &str) -> Result<Option<Duration>, String> {
+        let ms: i64 = redis::cmd("PTTL")
+            .arg(format!("jg:alive:{{{id}}}"))
+            .query_async(&mut self.conn)
+            .await
+            .map_err(redis_error)?;
+        Ok(u64::try_from(ms).ok().map(Duration::from_millis))
+    }
+
+    /// The fence of each room, in order (`None` where there is none).
+    pub async fn fences(&mut self, codes: &[String]) -> Result<Vec<Option<StoredFence>>, String> {
+        let mut fences = Vec::with_capacity(codes.len());
+        for chunk in codes.chunks(500) {
+            let mut pipe = redis::pipe();
+            for code in chunk {
+                pipe.cmd("HMGET")
+                    .arg(format!("jg:{{{code}}}:fence"))
+                    .arg("owner")
+                    .arg("epoch")
+                    .arg("version");
+            }
+            let rows: Vec<(Option<String>, Option<u64>, Option<u64>)> = pipe
+                .query_async(&mut self.conn)
+                .await
+                .map_err(redis_error)?;
+            fences.extend(rows.into_iter().map(|(owner, epoch, version)| {
+                owner.map(|owner| StoredFence {
+                    owner,
+                    epoch: epoch.unwrap_or(0),
+                    version: version.unwrap_or(0),
+                })
+            }));
+        }
+        Ok(fences)
+    }
+
+    /// How many moves each room's log holds (`XLEN jg:{CODE}:moves`), in order.
+    pub async fn stored_moves(&mut self, codes: &[String]) -> Result<Vec<u64>, String> {
+        let mut counts = Vec::with_capacity(codes.len());
+        for chunk in codes.chunks(500) {
+            let mut pipe = redis::pipe();
+            for code in chunk {
+                pipe.cmd("XLEN").arg(format!("jg:{{{code}}}:moves"));
+            }
+            let rows: Vec<u64> = pipe
+                .query_async(&mut self.conn)
+                .await
+                .map_err(redis_error)?;
+            counts.extend(rows);
+        }
+        Ok(counts)
+    }
+
+    /// Calls so far of every command (`INFO commandstats`), by lower-case name.
+    /// Commands run inside Lua scripts are counted under their own names too.
+    pub async fn command_calls(&mut self) -> Result<BTreeMap<String, u64>, String> {
+        let text: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut self.conn)
+            .await
+            .map_err(redis_error)?;
+        Ok(parse_commandstats(&text))
+    }
+
+    /// Every command Redis runs for `window`, by [`command_class`], from `MONITOR`.
+    pub async fn monitor(&self, window: Duration) -> Result<BTreeMap<String, u64>, String> {
+        let monitor = self.client.get_async_monitor().await.map_err(redis_error)?;
+        let mut lines = monitor.into_on_message::<String>();
+        let mut classes = BTreeMap::new();
+        let end = Instant::now() + window;
+        while let Ok(Some(line)) = tokio::time::timeout_at(end, lines.next()).await {
+            if let Some(class) = command_class(&line) {
+                *classes.entry(class).or_insert(0) += 1;
+            }
+        }
+        Ok(classes)
+    }
+}
+
+fn parse_commandstats(text: &str) -> BTreeMap<String, u64> {
+    text.lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest
+                .split(',')
+                .find_map(|field| field.strip_prefix("calls="))?
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
+/// What a `MONITOR` line is for: the command, where it came from (`lua` for a
+/// command inside a script), and its key with instance ids and room codes replaced by
+/// `ID` and `CODE`; for `EVALSHA`, which script by its keys. `None` for lines that
+/// are not commands, and for the probe's own `INFO`.
+pub fn command_class(line: &str) -> Option<String> {
+    let line = line.strip_prefix('+').unwrap_or(line);
+    let (source, rest) = line.split_once(" [")?.1.split_once("] ")?;
+    let from_lua = source.ends_with(" lua");
+    let args = quoted_args(rest);
+    let command = args.first()?.to_ascii_uppercase();
+    if command == "INFO" {
+        return None;
+    }
+    let key = match command.as_str() {
+        "EVALSHA" | "EVAL" => {
+            let keys: usize = args.get(2)?.parse().ok()?;
+            let script = match (keys, args.get(3).map(|k| k.as_str())) {
+                (2, Some(k)) if k.ends_with(":room") => "claim script",
+                (1, Some(k)) if k.ends_with(":fence") => "release script",
+                (4, _) => "room write script",
+                _ => "other script",
+            };
+            script.to_owned()
+        }
+        _ => args.get(1).map_or(String::new(), |k| key_shape(k)),
+    };
+    let source = if from_lua { " (in a script)" } else { "" };
+    Some(format!("{command} {key}{source}").trim_end().to_owned())
+}
+
+/// `jg:alive:{jumpgate1}` → `jg:alive:{ID}`, `jg:{ABCD2345}:fence` → `jg:{CODE}:fence`,
+/// `jg:handover:jumpgate2` → `jg:handover:ID`.
+fn key_shape(key: &str) -> String {
+    if let Some(rest) = key.strip_prefix("jg:handover:") {
+        return if rest.is_empty() {
+            key.to_owned()
+        } else {
+            "jg:handover:ID".to_owned()
+        };
+    }
+    match (key.find('{'), key.find('}')) {
+        (Some(open), Some(close)) if open < close => {
+            let inner = if key[..open].ends_with("alive:") || key[..open].ends_with("owned:") {
+                "ID"
+            } else if key[..open].ends_with("solo:") {
+                "IDENTITY"
+            } else {
+                "CODE"
+            };
+            format!("{}{{{inner}}}{}", &key[..open], &key[close + 1..])
+        }
+        _ => key.to_owned(),
+    }
+}
+
+/// The double-quoted arguments of a `MONITOR` line, unescaped enough to read keys.
+fn quoted_args(text: &str) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            continue;
+        }
+        let mut arg = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some(escaped) = chars.next() {
+                        arg.push(escaped);
+                    }
+                }
+                '"' => break,
+                c => arg.push(c),
+            }
+        }
+        args.push(arg);
+    }
+    args
+}
+
+/// Sums the samples of the Prometheus counter `name` (over all its labels) in a
+/// `/metrics` page.
+pub fn metric_total(page: &str, name: &str) -> f64 {
+    page.lines()
+        .filter(|line| {
+            line.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .fold(0.0, |sum, v| sum + v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_commandstats() {
+        let text = "# Commandstats\r\ncmdstat_set:calls=12,usec=30,usec_per_call=2.50,\
+                    rejected_calls=0,failed_calls=0\r\ncmdstat_client|setinfo:calls=2,usec=1\r\n";
+        let calls = parse_commandstats(text);
+        assert_eq!(calls.get("set"), Some(&12));
+        assert_eq!(calls.get("client|setinfo"), Some(&2));
+    }
+
+    #[test]
+    fn sorts_monitor_lines() {
+        let line =
+            r#"1732999999.123456 [0 127.0.0.1:4321] "SET" "jg:alive:{jumpgate1}" "1" "PX" "3000""#;
+        assert_eq!(command_class(line).unwrap(), "SET jg:alive:{ID}");
+        let line = r#"1732999999.1 [0 127.0.0.1:4321] "EVALSHA" "abc" "2" "jg:{ABCD2345}:room" "jg:{ABCD2345}:fence" "jumpgate2" "" "0""#;
+        assert_eq!(command_class(line).unwrap(), "EVALSHA claim script");
+        let line = r#"1732999999.1 [0 lua] "HGET" "jg:{ABCD2345}:fence" "owner""#;
+        assert_eq!(
+            command_class(line).unwrap(),
+            "HGET jg:{CODE}:fence (in a script)"
+        );
+        let line = r#"1732999999.1 [0 127.0.0.1:1] "PUBLISH" "jg:handover:jumpgate3" "ABCD2345""#;
+        assert_eq!(command_class(line).unwrap(), "PUBLISH jg:handover:ID");
+        let line = r#"1732999999.1 [0 127.0.0.1:1] "SMEMBERS" "jg:instances""#;
+        assert_eq!(command_class(line).unwrap(), "SMEMBERS jg:instances");
+        assert_eq!(command_class("OK"), None);
+        let line = r#"1732999999.1 [0 127.0.0.1:1] "INFO" "commandstats""#;
+        assert_eq!(command_class(line), None);
+    }
+
+    #[test]
+    fn sums_counters() {
+        let page = "# HELP x\njumpgate_room_takeovers_total 7\n\
+                    jumpgate_redis_errors_total{op=\"write\"} 2\n\
+                    jumpgate_redis_errors_total{op=\"load\"} 1\n";
+        assert_eq!(metric_total(page, "jumpgate_room_takeovers_total"), 7.0);
+        assert_eq!(metric_total(page, "jumpgate_redis_errors_total"), 3.0);
+        assert_eq!(metric_total(page, "jumpgate_room_takeovers"), 0.0);
+    }
+
+    #[test]
+    fn rewrites_the_deployed_balancer_for_loopback() {
+        let deployed = include_str!("../../deploy/haproxy.cfg");
+        let servers: Vec<SocketAddr> = vec![
+            "127.0.0.1:4001".parse().unwrap(),
+            "127.0.0.1:4002".parse().unwrap(),
+        ];
+        let config = loopback_config(deployed, 4000, &servers, 5000).unwrap();
+        assert!(config.contains("bind 127.0.0.1:4000"));
+        assert!(config.contains("server jumpgate1 127.0.0.1:4001 id 1"));
+        assert!(config.contains("server jumpgate2 127.0.0.1:4002 id 2"));
+        assert!(!config.contains("jumpgate3"));
+        assert!(!config.contains("resolvers"));
+        assert!(config.contains("maxconn 5000"));
+        assert!(config.contains("hash-type consistent"));
+    }
+}
