@@ -175,6 +175,19 @@ if check(isinstance(compose, dict), "compose.yaml: missing or empty"):
               f"compose.yaml: {name} stop_grace_period must exceed the shutdown grace ({grace_s}s)")
         test = " ".join(map(str, (svc.get("healthcheck") or {}).get("test") or []))
         check("/healthz" in test, f"compose.yaml: {name} has no healthcheck on /healthz")
+        # The operator API: its own port, published on the host's loopback only,
+        # its token from the environment, never written in the file.
+        admin_port = str(env.get("JUMPGATE_ADMIN_LISTEN", "")).rpartition(":")[2]
+        if admin_port:
+            check(admin_port != str(env.get("JUMPGATE_LISTEN", "")).rpartition(":")[2],
+                  f"compose.yaml: {name} serves the operator API on its public port")
+            for port in svc.get("ports") or []:
+                if str(port).rpartition(":")[2] == admin_port:
+                    check(str(port).startswith("127.0.0.1:"),
+                          f"compose.yaml: {name} publishes the operator API beyond the host's loopback")
+        token = str(env.get("JUMPGATE_ADMIN_TOKEN", ""))
+        check(not token or token.startswith("${"),
+              f"compose.yaml: {name} has an admin token written in the file; take it from the environment")
     # HAProxy config: mounted, and its servers are the compose services.
     if check(cfg_path.exists(), "haproxy.cfg is missing"):
         cfg = cfg_path.read_text()
@@ -216,6 +229,14 @@ check("JUMPGATE_TOKEN_SECRET" not in configmap, "k8s: the token secret must not 
 check("JUMPGATE_INSTANCE_ID" not in configmap, "k8s ConfigMap: JUMPGATE_INSTANCE_ID would be shared by every pod")
 shutdown_ms = int(configmap.get("JUMPGATE_SHUTDOWN_GRACE_MS", 10000))
 check(configmap.get("JUMPGATE_LISTEN", "").startswith("0.0.0.0:"), "k8s ConfigMap: JUMPGATE_LISTEN must be 0.0.0.0:...")
+
+check("JUMPGATE_ADMIN_TOKEN" not in configmap, "k8s: the admin token must not be in the ConfigMap")
+admin_listen = configmap.get("JUMPGATE_ADMIN_LISTEN", "")
+if admin_listen:
+    check(admin_listen.startswith("127.0.0.1:"),
+          "k8s ConfigMap: JUMPGATE_ADMIN_LISTEN must be on the pod's loopback (reach it with kubectl port-forward)")
+    check(admin_listen.rpartition(":")[2] != configmap.get("JUMPGATE_LISTEN", "").rpartition(":")[2],
+          "k8s ConfigMap: the operator API must not share the public port")
 
 secret = (by_kind.get("Secret") or [{}])[0]
 check("JUMPGATE_TOKEN_SECRET" in (secret.get("stringData") or {}), "k8s: Secret has no stringData JUMPGATE_TOKEN_SECRET")

@@ -302,7 +302,7 @@ pub(crate) async fn start_jumpgate_logging(
         ("JUMPGATE_MOVE_CLOCK_MS", "600000".to_owned()),
         (
             "JUMPGATE_TOKEN_SECRET",
-            "jumpgate-loadtest-not-secret".to_owned(),
+            "jumpgate-loadtest-token-secret-0123456789".to_owned(),
         ),
         ("RUST_LOG", log.to_owned()),
     ];

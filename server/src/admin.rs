@@ -1,11 +1,19 @@
 //! The operator API: read a wallet and its ledger, grant points, list the
-//! stored lobbies that could not be resumed and settle their stakes. Guarded
-//! by a bearer token from configuration; off when none is set.
+//! stored lobbies that could not be resumed and settle their stakes.
+//!
+//! It is served only on its own listener (`--admin-listen`), never on the
+//! public one, and is guarded by a bearer token from configuration (off
+//! without one). The token is checked before anything of the request is
+//! read, and every answer, refusals included, is JSON
+//! `{"error": CODE, "message": …}` or the documented success body.
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, PathRejection};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -13,12 +21,30 @@ use serde::Deserialize;
 
 use crate::AppState;
 
+/// The longest grant key accepted, in bytes (keys are kept for ever).
+const MAX_GRANT_KEY_BYTES: usize = 200;
+
+/// The most points one grant may add.
+const MAX_GRANT: u64 = 1_000_000;
+
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/api/admin/wallets/{account}", get(wallet))
         .route("/api/admin/wallets/{account}/grant", post(grant))
         .route("/api/admin/rooms/unresumable", get(unresumable))
         .route("/api/admin/rooms/{code}/settle", post(settle_unresumable))
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "not_found", "no such endpoint") })
+        .method_not_allowed_fallback(|| async {
+            error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this endpoint takes another method",
+            )
+        })
+        // A layer, not a check in each handler: it runs before the
+        // handlers' extractors, so nothing of a request without the token
+        // is parsed, and it guards the fallbacks too.
+        .layer(middleware::from_fn_with_state(state.clone(), authorise))
         .with_state(state)
 }
 
@@ -30,99 +56,143 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response {
         .into_response()
 }
 
-/// Compares the bearer token in constant time.
-fn authorised(state: &AppState, headers: &HeaderMap) -> Result<(), Box<Response>> {
+fn storage_unavailable(e: &impl std::fmt::Display) -> Response {
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "storage_unavailable",
+        &e.to_string(),
+    )
+}
+
+/// Lets a request through only with the configured bearer token, compared
+/// in constant time.
+async fn authorise(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let Some(expected) = &state.settings.admin_token else {
-        return Err(Box::new(error(
+        return error(
             StatusCode::NOT_FOUND,
             "admin_disabled",
             "the operator API is off",
-        )));
+        );
     };
+    if bearer_matches(request.headers(), expected) {
+        next.run(request).await
+    } else {
+        let mut refused = error(
+            StatusCode::UNAUTHORIZED,
+            "unauthorised",
+            "a valid admin token is required",
+        );
+        refused.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
+        refused
+    }
+}
+
+fn bearer_matches(headers: &HeaderMap, expected: &str) -> bool {
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    let same = given.len() == expected.len()
+    given.len() == expected.len()
         && given
             .bytes()
             .zip(expected.bytes())
             .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    if same {
-        Ok(())
-    } else {
-        Err(Box::new(error(
-            StatusCode::UNAUTHORIZED,
-            "unauthorised",
-            "a valid admin token is required",
-        )))
-    }
+            == 0
+}
+
+/// A path segment that could not be read (say, invalid UTF-8 once decoded).
+fn bad_path() -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        "invalid_path",
+        "a path segment is not readable text",
+    )
 }
 
 async fn wallet(
     State(state): State<Arc<AppState>>,
-    Path(account): Path<String>,
-    headers: HeaderMap,
+    account: Result<Path<String>, PathRejection>,
 ) -> Response {
-    if let Err(r) = authorised(&state, &headers) {
-        return *r;
-    }
+    let Path(account) = match account {
+        Ok(path) => path,
+        Err(_) => return bad_path(),
+    };
     match state.wallets.wallet(&account).await {
         Ok(view) => Json(view).into_response(),
-        Err(e) => error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "storage_unavailable",
-            &e.to_string(),
-        ),
+        Err(e) => storage_unavailable(&e),
     }
 }
 
 #[derive(Debug, Deserialize)]
 struct GrantBody {
     amount: u64,
-    /// Idempotency key: a grant with a key already used does nothing.
+    /// Idempotency key, per account: a grant to the same account with a
+    /// key already used there does nothing.
     key: String,
+}
+
+/// Reads a grant body; the error is the `invalid_grant` message.
+fn read_grant(body: &[u8]) -> Result<GrantBody, String> {
+    let grant: GrantBody = serde_json::from_slice(body).map_err(|e| {
+        // The kind of problem only: serde's own text quotes the input.
+        let problem = match e.classify() {
+            serde_json::error::Category::Io | serde_json::error::Category::Syntax => {
+                "not valid JSON"
+            }
+            serde_json::error::Category::Eof => "the JSON ends too soon",
+            serde_json::error::Category::Data => "a field is missing or of the wrong type",
+        };
+        format!("the body must be JSON {{\"amount\": N, \"key\": \"…\"}}: {problem}")
+    })?;
+    if grant.amount == 0 || grant.amount > MAX_GRANT {
+        return Err("amount must be 1 to 1,000,000".into());
+    }
+    if grant.key.is_empty() || grant.key.len() > MAX_GRANT_KEY_BYTES {
+        return Err(format!("key must be 1 to {MAX_GRANT_KEY_BYTES} bytes"));
+    }
+    Ok(grant)
+}
+
+/// The idempotency key a grant is stored under: the operator's key scoped
+/// to the account, so one key may grant to many accounts, each once. The
+/// account is escaped so that no two (account, key) pairs give one key.
+fn scoped_grant_key(account: &str, key: &str) -> String {
+    let account = account.replace('%', "%25").replace(':', "%3A");
+    format!("{account}:{key}")
 }
 
 async fn grant(
     State(state): State<Arc<AppState>>,
-    Path(account): Path<String>,
-    headers: HeaderMap,
-    Json(body): Json<GrantBody>,
+    account: Result<Path<String>, PathRejection>,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    if let Err(r) = authorised(&state, &headers) {
-        return *r;
-    }
-    if body.amount == 0 || body.amount > 1_000_000 || body.key.is_empty() {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "invalid_grant",
-            "amount must be 1 to 1,000,000 and key non-empty",
-        );
-    }
-    if let Err(e) = state.wallets.grant(&account, body.amount, &body.key).await {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "storage_unavailable",
-            &e.to_string(),
-        );
+    let Path(account) = match account {
+        Ok(path) => path,
+        Err(_) => return bad_path(),
+    };
+    let parsed = match &body {
+        Ok(bytes) => read_grant(bytes),
+        Err(_) => Err("the body could not be read".to_owned()),
+    };
+    let body = match parsed {
+        Ok(body) => body,
+        Err(why) => return error(StatusCode::BAD_REQUEST, "invalid_grant", &why),
+    };
+    let key = scoped_grant_key(&account, &body.key);
+    if let Err(e) = state.wallets.grant(&account, body.amount, &key).await {
+        return storage_unavailable(&e);
     }
     match state.wallets.wallet(&account).await {
         Ok(view) => Json(view).into_response(),
-        Err(e) => error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "storage_unavailable",
-            &e.to_string(),
-        ),
+        Err(e) => storage_unavailable(&e),
     }
 }
 
-async fn unresumable(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    if let Err(r) = authorised(&state, &headers) {
-        return *r;
-    }
+async fn unresumable(State(state): State<Arc<AppState>>) -> Response {
     let list = state
         .unresumable
         .lock()
@@ -135,12 +205,12 @@ async fn unresumable(State(state): State<Arc<AppState>>, headers: HeaderMap) -> 
 /// (idempotent: settling twice moves nothing the second time).
 async fn settle_unresumable(
     State(state): State<Arc<AppState>>,
-    Path(code): Path<String>,
-    headers: HeaderMap,
+    code: Result<Path<String>, PathRejection>,
 ) -> Response {
-    if let Err(r) = authorised(&state, &headers) {
-        return *r;
-    }
+    let Path(code) = match code {
+        Ok(path) => path,
+        Err(_) => return bad_path(),
+    };
     let stakes = state
         .unresumable
         .lock()
@@ -172,10 +242,49 @@ async fn settle_unresumable(
             }))
             .into_response()
         }
-        Err(e) => error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "storage_unavailable",
-            &e.to_string(),
-        ),
+        Err(e) => storage_unavailable(&e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grant_keys_are_scoped_to_their_account_without_collisions() {
+        assert_eq!(scoped_grant_key("a_ann", "seed-1"), "a_ann:seed-1");
+        assert_ne!(
+            scoped_grant_key("a_ann", "k"),
+            scoped_grant_key("a_bob", "k")
+        );
+        // An account id may hold ':' (it is `a_` and the issuer's `sub`).
+        assert_ne!(
+            scoped_grant_key("a_x:y", "z"),
+            scoped_grant_key("a_x", "y:z")
+        );
+        assert_ne!(
+            scoped_grant_key("a_x%3Ay", "z"),
+            scoped_grant_key("a_x:y", "z")
+        );
+    }
+
+    #[test]
+    fn grant_bodies_are_read_strictly_and_explained_without_echo() {
+        assert!(read_grant(br#"{"amount": 5, "key": "k"}"#).is_ok());
+        for bad in [
+            &br#"{"amount": 0, "key": "k"}"#[..],
+            br#"{"amount": 1000001, "key": "k"}"#,
+            br#"{"amount": -5, "key": "k"}"#,
+            br#"{"amount": 5, "key": ""}"#,
+            br#"{"amount": 5}"#,
+            br#"{"amount": "5", "key": "k"}"#,
+            b"amount=5&key=k",
+            b"",
+        ] {
+            let why = read_grant(bad).unwrap_err();
+            assert!(!why.contains("1000001") && !why.contains("key=k"), "{why}");
+        }
+        let long = format!(r#"{{"amount": 5, "key": "{}"}}"#, "k".repeat(201));
+        assert!(read_grant(long.as_bytes()).is_err());
     }
 }

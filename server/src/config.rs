@@ -19,8 +19,9 @@ pub struct ServeConfig {
     /// Break between the rounds of a series, in milliseconds.
     #[arg(long, env = "JUMPGATE_BREAK_MS", default_value_t = 8_000)]
     pub break_ms: u64,
-    /// Secret that signs guest tokens. Without it a random one is used and
-    /// tokens stop working when the server restarts.
+    /// Secret that signs guest tokens: at least 32 bytes, not a placeholder
+    /// (the server refuses to start otherwise). Without it a random one is
+    /// used and tokens stop working when the server restarts.
     #[arg(long, env = "JUMPGATE_TOKEN_SECRET", hide_env_values = true)]
     pub token_secret: Option<String>,
     /// Redis URL (e.g. redis://127.0.0.1:6379/0). Without it lobbies live
@@ -85,8 +86,14 @@ pub struct ServeConfig {
     #[arg(long, env = "JUMPGATE_DAILY_CAP", default_value_t = 5_000)]
     pub daily_cap: u64,
     /// Bearer token for the operator API (/api/admin/…); off without it.
+    /// At least 32 bytes, not a placeholder (the server refuses to start
+    /// otherwise); needs --admin-listen.
     #[arg(long, env = "JUMPGATE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Address of the operator API, never served on --listen. Keep it
+    /// private (loopback, or a port no load balancer or Service exposes).
+    #[arg(long, env = "JUMPGATE_ADMIN_LISTEN")]
+    pub admin_listen: Option<SocketAddr>,
     /// Series won for each rank (Rookie … Legend), six comma-separated
     /// numbers.
     #[arg(long, env = "JUMPGATE_RANK_THRESHOLDS", value_delimiter = ',', default_values_t = [0, 3, 10, 25, 50, 100])]
@@ -154,6 +161,8 @@ pub struct Settings {
     pub wallet_rules: crate::wallet::WalletRules,
     /// Bearer token of the operator API; `None` turns it off.
     pub admin_token: Option<String>,
+    /// Where the operator API is served (only there); `None`: nowhere.
+    pub admin_listen: Option<SocketAddr>,
     pub rank_thresholds: crate::records::RankThresholds,
     /// Plies after which a ranked game is drawn.
     pub ranked_ply_cap: usize,
@@ -187,6 +196,7 @@ impl Settings {
             accounts: None,
             wallet_rules: crate::wallet::WalletRules::default(),
             admin_token: None,
+            admin_listen: None,
             rank_thresholds: crate::records::RankThresholds::default(),
             ranked_ply_cap: 500,
             bot_threads: std::thread::available_parallelism()
@@ -220,6 +230,21 @@ impl Settings {
             daily_cap: config.daily_cap,
         };
         settings.admin_token = config.admin_token.clone().filter(|t| !t.is_empty());
+        if let Some(token) = &settings.admin_token {
+            check_secret(
+                "the admin token (JUMPGATE_ADMIN_TOKEN, --admin-token)",
+                token,
+            )?;
+            if config.admin_listen.is_none() {
+                return Err(
+                    "an admin token is set but no --admin-listen (JUMPGATE_ADMIN_LISTEN): \
+                     the operator API is served only on an address of its own; give it a \
+                     private one, e.g. 127.0.0.1:8081"
+                        .into(),
+                );
+            }
+        }
+        settings.admin_listen = config.admin_listen;
         let thresholds: [u32; 6] = config
             .rank_thresholds
             .clone()
@@ -266,12 +291,137 @@ impl Settings {
             });
         }
         match &config.token_secret {
-            Some(secret) => settings.token_secret = secret.clone().into_bytes(),
+            Some(secret) => {
+                check_secret(
+                    "the guest-token secret (JUMPGATE_TOKEN_SECRET, --token-secret)",
+                    secret,
+                )?;
+                settings.token_secret = secret.clone().into_bytes();
+            }
             None => tracing::warn!(
                 "JUMPGATE_TOKEN_SECRET is not set: using a random secret; guest tokens \
                  will not survive a restart"
             ),
         }
         Ok(settings)
+    }
+}
+
+/// The shortest secret the server accepts from its configuration, in bytes:
+/// an HS256 key must be at least as long as the hash (RFC 7518, 3.2), and
+/// `openssl rand -hex 32` gives twice that.
+pub const MIN_SECRET_BYTES: usize = 32;
+
+/// Words that mark a value as a placeholder nobody replaced, compared with
+/// the value lower-cased and stripped to letters and digits.
+const PLACEHOLDER_MARKS: &[&str] = &[
+    "changeme",
+    "replaceme",
+    "placeholder",
+    "yoursecret",
+    "yourtoken",
+    "example",
+];
+
+/// Refuses a configured secret that is short, a placeholder, or made of a
+/// handful of characters. The message names the setting, never the value.
+pub fn check_secret(what: &str, value: &str) -> Result<(), String> {
+    let advice = "use a random value, e.g. `openssl rand -hex 32`";
+    if value.len() < MIN_SECRET_BYTES {
+        return Err(format!(
+            "{what} is too short ({} bytes, at least {MIN_SECRET_BYTES} needed); {advice}",
+            value.len()
+        ));
+    }
+    let folded: String = value
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if let Some(mark) = PLACEHOLDER_MARKS.iter().find(|m| folded.contains(*m)) {
+        return Err(format!(
+            "{what} looks like a placeholder (it contains \"{mark}\"); {advice}"
+        ));
+    }
+    let distinct = value
+        .bytes()
+        .collect::<std::collections::BTreeSet<u8>>()
+        .len();
+    if distinct < 8 {
+        return Err(format!(
+            "{what} repeats a few characters ({distinct} different ones); {advice}"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeConfig,
+    }
+
+    const GOOD: &str = "6f1c0e2a9b8d4c7e5a3f1b2d8c9e0a4b";
+
+    fn settings(args: &[&str]) -> Result<Settings, String> {
+        let mut argv = vec!["jumpgate"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+        Settings::from_config(&cli.serve, "127.0.0.1:8080".parse().unwrap())
+    }
+
+    #[test]
+    fn weak_or_placeholder_secrets_are_refused() {
+        for weak in [
+            "changeme",
+            "secret",
+            "0123456789abcdef0123456789abcde",
+            "CHANGE_ME-CHANGE_ME-CHANGE_ME-CHANGE_ME",
+            "REPLACE-ME-with-a-long-random-string",
+            "please-change-me-before-production-use",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "abababababababababababababababababababab",
+        ] {
+            let error = check_secret("X", weak).unwrap_err();
+            assert!(!error.contains(weak), "the value is not echoed: {error}");
+            assert!(
+                settings(&["--token-secret", weak]).is_err(),
+                "{weak} as token secret"
+            );
+            assert!(
+                settings(&["--admin-token", weak, "--admin-listen", "127.0.0.1:0"]).is_err(),
+                "{weak} as admin token"
+            );
+        }
+        check_secret("the secret", GOOD).unwrap();
+        let s = settings(&[
+            "--token-secret",
+            GOOD,
+            "--admin-token",
+            GOOD,
+            "--admin-listen",
+            "127.0.0.1:8081",
+        ])
+        .unwrap();
+        assert_eq!(s.token_secret, GOOD.as_bytes());
+        assert_eq!(s.admin_token.as_deref(), Some(GOOD));
+        assert_eq!(s.admin_listen, Some("127.0.0.1:8081".parse().unwrap()));
+    }
+
+    #[test]
+    fn the_operator_api_needs_its_own_address() {
+        let error = settings(&["--admin-token", GOOD]).unwrap_err();
+        assert!(error.contains("--admin-listen"), "{error}");
+        // An address without a token serves `admin_disabled`; an empty
+        // token is no token.
+        let s = settings(&["--admin-listen", "127.0.0.1:8081", "--admin-token", ""]).unwrap();
+        assert_eq!(s.admin_token, None);
+        assert!(settings(&[]).unwrap().admin_listen.is_none());
     }
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, Query, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -30,6 +30,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/readyz", get(ready))
         .route("/api/leaderboards/{rule_set}", get(leaderboard))
         .route("/metrics", get(metrics))
+        // The operator API is not here: it has a listener of its own
+        // (`crate::admin`, `--admin-listen`).
         .merge(crate::web::router())
         .with_state(state)
 }
@@ -44,7 +46,7 @@ struct PageQuery {
 async fn leaderboard(
     State(state): State<Arc<AppState>>,
     Path(rule_set): Path<String>,
-    axum::extract::Query(q): axum::extract::Query<PageQuery>,
+    Query(q): Query<PageQuery>,
 ) -> Response {
     let Ok(rs) = rule_set.parse::<crate::rules::Variant>() else {
         return (
@@ -107,8 +109,16 @@ fn choose_encoding(headers: &HeaderMap) -> Option<Encoding> {
 async fn upgrade(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
+    Query(params): Query<Vec<(String, String)>>,
     ws: WebSocketUpgrade,
 ) -> Response {
+    // The room the client names for the balancer (`/ws?room=CODE`): only
+    // for that room may this connection make another instance hand one
+    // over (see `ownership::acquire`).
+    let named = params
+        .iter()
+        .find(|(name, _)| name == "room")
+        .map(|(_, value)| value.to_ascii_uppercase());
     let Some(encoding) = choose_encoding(&headers) else {
         return (
             StatusCode::BAD_REQUEST,
@@ -124,62 +134,95 @@ async fn upgrade(
         .read_buffer_size(4 * 1024)
         .write_buffer_size(4 * 1024)
         .max_write_buffer_size(256 * 1024)
-        .on_upgrade(move |socket| crate::net::serve(socket, encoding, state))
+        .on_upgrade(move |socket| crate::net::serve(socket, encoding, state, named))
+}
+
+/// The `invite` query parameter, as invite links carry it
+/// (`/r/{CODE}?invite=…`; see `room::view`).
+fn invite_param(params: &[(String, String)]) -> Option<String> {
+    params
+        .iter()
+        .find(|(name, _)| name == "invite")
+        .map(|(_, value)| value.clone())
 }
 
 /// The lobby's JSON summary for API clients; the web client's page for
-/// browsers (see [`crate::web::wants_json`]).
+/// browsers (see [`crate::web::wants_json`]), the same page whatever the
+/// code. An invite-only lobby asked without its `?invite=` answers exactly
+/// as a code without a lobby.
 async fn lobby_summary(
     State(state): State<Arc<AppState>>,
     Path(code): Path<String>,
     RawQuery(query): RawQuery,
+    Query(params): Query<Vec<(String, String)>>,
     headers: HeaderMap,
 ) -> Response {
     if !crate::web::wants_json(&headers, query.as_deref()) {
         return crate::web::index(headers).await;
     }
-    let handle = match state.acquire_room(&code).await {
-        Ok(Some(handle)) => handle,
-        Ok(None) => return not_found(),
-        Err(refusal) => return try_again(&refusal),
-    };
-    let (tx, rx) = oneshot::channel();
-    if handle
-        .commands
-        .send(RoomCommand::Summary { reply: tx })
-        .await
-        .is_err()
+    let invite = invite_param(&params);
+    match ask_room(&state, &code, |reply| RoomCommand::Summary {
+        invite,
+        reply,
+    })
+    .await
     {
-        return not_found();
-    }
-    match rx.await {
         Ok(summary) => Json(summary).into_response(),
-        Err(_) => not_found(),
+        Err(response) => response,
     }
 }
 
-async fn lobby_games(State(state): State<Arc<AppState>>, Path(code): Path<String>) -> Response {
-    let handle = match state.acquire_room(&code).await {
-        Ok(Some(handle)) => handle,
-        Ok(None) => return not_found(),
-        Err(refusal) => return try_again(&refusal),
-    };
-    let (tx, rx) = oneshot::channel();
-    if handle
-        .commands
-        .send(RoomCommand::Games { reply: tx })
-        .await
-        .is_err()
-    {
-        return not_found();
-    }
-    match rx.await {
+/// The lobby's finished games as PDN, behind the same invite rule as its
+/// summary.
+async fn lobby_games(
+    State(state): State<Arc<AppState>>,
+    Path(code): Path<String>,
+    Query(params): Query<Vec<(String, String)>>,
+) -> Response {
+    let invite = invite_param(&params);
+    match ask_room(&state, &code, |reply| RoomCommand::Games { invite, reply }).await {
         Ok(games) => (
             [(header::CONTENT_TYPE, "application/x-pdn; charset=utf-8")],
             games.join("\n"),
         )
             .into_response(),
-        Err(_) => not_found(),
+        Err(response) => response,
+    }
+}
+
+/// Asks the room with this code (taken over if it runs elsewhere) and
+/// waits for its answer. No room, a room that stopped, and a room that
+/// does not show itself to this request (`None`) all answer [`not_found`].
+async fn ask_room<T>(
+    state: &Arc<AppState>,
+    code: &str,
+    command: impl FnOnce(oneshot::Sender<Option<T>>) -> RoomCommand,
+) -> Result<T, Response> {
+    // A code exactly as issued (any case): the balancer hashes only those,
+    // so a padded one could reach an instance the room's players do not,
+    // and make the room move back and forth.
+    if code.trim() != code {
+        return Err(not_found());
+    }
+    let handle = match state.acquire_room(code, true).await {
+        Ok(Some(handle)) => handle,
+        Ok(None) => return Err(not_found()),
+        Err(refusal) => return Err(try_again(&refusal)),
+    };
+    // A room that stops before answering moved just now: ask again.
+    let moved = || {
+        try_again(&crate::outbound::Refusal::new(
+            jumpgate_protocol::ErrorCode::RoomUnavailable,
+            "the lobby moved between server instances just now; try again",
+        ))
+    };
+    let (tx, rx) = oneshot::channel();
+    if handle.commands.send(command(tx)).await.is_err() {
+        return Err(moved());
+    }
+    match rx.await {
+        Ok(answer) => answer.ok_or_else(not_found),
+        Err(_) => Err(moved()),
     }
 }
 
@@ -194,10 +237,15 @@ fn try_again(refusal: &crate::outbound::Refusal) -> Response {
         .into_response()
 }
 
+/// What a code without a lobby gets, word for word what a WebSocket
+/// `join_lobby` gets.
 fn not_found() -> Response {
     (
         StatusCode::NOT_FOUND,
-        Json(serde_json::json!({"error": "unknown_lobby", "message": "no lobby has that code"})),
+        Json(serde_json::json!({
+            "error": "unknown_lobby",
+            "message": crate::lobby::NO_SUCH_LOBBY,
+        })),
     )
         .into_response()
 }

@@ -189,20 +189,24 @@ impl AppState {
 
     /// The room with this code: running here, or taken over (see
     /// [`ownership::acquire`]). `Ok(None)`: no open lobby has that code.
+    /// `may_ask`: whether a live owner may be asked to hand it over.
     pub async fn acquire_room(
         self: &Arc<Self>,
         code: &str,
+        may_ask: bool,
     ) -> Result<Option<RoomHandle>, outbound::Refusal> {
         let Some(code) = RoomCode::parse(code) else {
             return Ok(None);
         };
-        ownership::acquire(self, code.as_str(), || self.room(&code)).await
+        ownership::acquire(self, code.as_str(), may_ask, || self.room(&code)).await
     }
 
-    /// The player's unfinished solo game: running here, or taken over.
+    /// The player's unfinished solo game: running here, or taken over;
+    /// `named` is the room the connection named in its address.
     pub async fn acquire_solo(
         self: &Arc<Self>,
         player: &str,
+        named: Option<&str>,
     ) -> Result<Option<solo::SoloHandle>, outbound::Refusal> {
         if let Some(handle) = self.solo_of(player) {
             return Ok(Some(handle));
@@ -220,7 +224,12 @@ impl AppState {
                 ));
             }
         };
-        ownership::acquire(self, &id, || self.solo_of(player).filter(|h| h.id == id)).await
+        // Only a connection that names the game may have it handed over.
+        let may_ask = named == Some(id.as_str());
+        ownership::acquire(self, &id, may_ask, || {
+            self.solo_of(player).filter(|h| h.id == id)
+        })
+        .await
     }
 
     /// The solo game with this id, if its task runs here.
@@ -272,16 +281,19 @@ impl AppState {
         Ok(handle)
     }
 
-    /// Starts the task of a room resumed from the store, claimed at `owner`.
+    /// Starts the task of a room resumed from the store, claimed at
+    /// `owner`; the side to move gets at least `grace`.
     pub fn resume_room(
         self: &Arc<Self>,
         stored: StoredRoom,
         owner: OwnerEpoch,
+        grace: std::time::Duration,
     ) -> Result<RoomCode, String> {
         let code = stored.code.clone();
         let room = Room::resume(
             stored,
             owner,
+            grace,
             self.settings.clone(),
             self.store.clone(),
             self.wallets.clone(),
@@ -413,11 +425,19 @@ pub fn open_leaderboards(
 
 /// Serves until `shutdown` resolves, then tells clients and closes. With a
 /// Redis URL in the settings, first resumes every open lobby stored there.
+/// The operator API is served only on `settings.admin_listen`, when set.
 pub async fn run(
     listener: TcpListener,
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartupError> {
+    // Bound at once, like the public listener: its connections wait in the
+    // backlog until the stored rooms are back, and a bad address stops the
+    // start.
+    let admin_listener = match settings.admin_listen {
+        Some(addr) => Some(TcpListener::bind(addr).await?),
+        None => None,
+    };
     let store = open_store(&settings)?;
     let wallets = open_wallets(&settings)?;
     let records = open_records(&settings)?;
@@ -427,6 +447,9 @@ pub async fn run(
         // A Redis that is slow or away at start is waited for: serving
         // before the stored lobbies without a live owner are back would
         // answer `unknown_lobby` for games that exist.
+        // Alive before claiming anything: others must not count this
+        // instance dead while it takes rooms over.
+        ownership::start_heartbeat(&state).await;
         let adopted = loop {
             match ownership::adopt_open_rooms(&state).await {
                 Ok(adopted) => break adopted,
@@ -473,7 +496,20 @@ pub async fn run(
                 .await;
         });
     }
-    let app = http::router(state.clone()).merge(admin::router(state.clone()));
+    // The operator API has a listener of its own, never the public one.
+    if let Some(admin_listener) = admin_listener {
+        let mut stop = state.shutdown.subscribe();
+        let admin = admin::router(state.clone());
+        tokio::spawn(async move {
+            let stopped = async move {
+                let _ = stop.wait_for(|s| *s).await;
+            };
+            let _ = axum::serve(admin_listener, admin)
+                .with_graceful_shutdown(stopped)
+                .await;
+        });
+    }
+    let app = http::router(state.clone());
     let mut stop = state.draining.subscribe();
     // Moves are small and latency matters more than packet count.
     let nodelay = state.settings.tcp_nodelay;
@@ -494,8 +530,12 @@ pub async fn run(
     // Upgraded WebSocket connections outlive the HTTP server's graceful
     // shutdown, so wait for them too: each sends `shutdown` and closes.
     let mut live = state.live_connections.subscribe();
+    // ... and for the rooms to be handed over (the closing flag flips only
+    // after that), even when no connection is left to wait for.
+    let mut handed = state.shutdown.subscribe();
     let all_done = async move {
         let result = server.await;
+        let _ = handed.wait_for(|s| *s).await;
         let _ = live.wait_for(|n| *n == 0).await;
         result
     };

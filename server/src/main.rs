@@ -185,6 +185,7 @@ fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
             initial_grant = settings.wallet_rules.initial_grant,
             daily_cap = settings.wallet_rules.daily_cap,
             admin_api = settings.admin_token.is_some(),
+            admin_listen = ?settings.admin_listen,
             rank_thresholds = ?settings.rank_thresholds.0,
             ranked_ply_cap = settings.ranked_ply_cap,
             bot_threads = settings.bot_threads,

@@ -21,7 +21,7 @@ use crate::AppState;
 use crate::outbound::Refusal;
 use crate::room::RoomCommand;
 use crate::solo::SoloCommand;
-use crate::store::{Fence, Orphan, StoreError};
+use crate::store::{Beat, Fence, Orphan, StoreError};
 
 /// How often the rooms of dead instances and released rooms are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -61,11 +61,15 @@ fn storage_unavailable() -> Refusal {
 }
 
 /// Finds the room or solo game `id` here, taking it over if it has no live
-/// owner and asking its live owner to hand it over otherwise. `local` looks
-/// it up among this instance's rooms. `Ok(None)`: no open room has that id.
+/// owner and, if `may_ask`, asking its live owner to hand it over (else it
+/// waits, in case the owner is dying, then answers `room_unavailable`, and
+/// the client comes back naming the room, which the balancer sends where
+/// the room's players are). `local` looks it up
+/// among this instance's rooms. `Ok(None)`: no open room has that id.
 pub async fn acquire<H>(
     state: &Arc<AppState>,
     id: &str,
+    may_ask: bool,
     local: impl Fn() -> Option<H>,
 ) -> Result<Option<H>, Refusal> {
     if let Some(handle) = local() {
@@ -99,9 +103,12 @@ pub async fn acquire<H>(
                 Err(_) => return Err(storage_unavailable()),
             },
             Some(owner) => {
-                if asked.is_none_or(|t| t.elapsed() >= ASK_AGAIN) {
+                // Without the right to ask, wait only in case the owner is
+                // dying (its heartbeat running out).
+                if may_ask && asked.is_none_or(|t| t.elapsed() >= ASK_AGAIN) {
                     tracing::debug!(room = %id, %owner, "asking the owner to hand the room over");
-                    let _ = state.store.ask_handover(&owner, id).await;
+                    let me = &state.settings.instance_id;
+                    let _ = state.store.ask_handover(&owner, id, me).await;
                     asked = Some(Instant::now());
                 }
                 tokio::time::sleep(POLL).await;
@@ -136,6 +143,17 @@ async fn adopt(state: &Arc<AppState>, id: &str, seen: &Fence) -> Result<Adoption
     let Some(stored) = state.store.load(id).await? else {
         return Ok(Adoption::Lost);
     };
+    // A room handed to this instance on its request moved in a moment, its
+    // clock stored to the millisecond: it keeps its deadline. Any other
+    // takeover follows an owner that died, froze or shut down: the side to
+    // move gets at least the resume grace. (So nobody can stretch a clock
+    // by making a room move: only a handover follows a request.)
+    let handed_here = seen.handed && seen.owner.as_deref() == Some(&**me);
+    let grace = if handed_here {
+        Duration::ZERO
+    } else {
+        state.settings.resume_grace
+    };
     let stakes = crate::lobby::stranded_stakes(&stored.record);
     let started = match crate::solo::solo_record(&stored.record) {
         Some(record) => {
@@ -146,7 +164,7 @@ async fn adopt(state: &Arc<AppState>, id: &str, seen: &Fence) -> Result<Adoption
             }
             started
         }
-        None => state.resume_room(stored, owner).map(|_| ()),
+        None => state.resume_room(stored, owner, grace).map(|_| ()),
     };
     match started {
         Ok(()) => {
@@ -169,10 +187,27 @@ async fn adopt_orphan(state: &Arc<AppState>, orphan: &Orphan) -> Result<bool, St
         state.store.forget_orphan(orphan).await?;
         return Ok(true);
     };
-    if owner_if_alive(state, &fence).await?.is_none() && !state.runs(&orphan.code) {
+    let me = &*state.settings.instance_id;
+    let ours = fence.owner.as_deref() == Some(me);
+    if state.runs(&orphan.code) {
+        if ours {
+            // Running here, as the store says: an entry of our own list
+            // stays (it is how others find the room if we die).
+            if orphan.dead_owner.as_deref() == Some(me) {
+                return Ok(false);
+            }
+        } else {
+            // A task here that lost the room (claimed while this instance
+            // looked dead): it stops now; the room is looked at again.
+            check_owner(state, &orphan.code).await;
+            return Ok(false);
+        }
+    } else if owner_if_alive(state, &fence).await?.is_none() {
         match adopt(state, &orphan.code, &fence).await? {
             // Someone else moved first: look again next time.
             Adoption::Lost => return Ok(false),
+            // Now ours and listed under us: keep our own entry.
+            Adoption::Adopted if orphan.dead_owner.as_deref() == Some(me) => return Ok(true),
             Adoption::Adopted | Adoption::Unresumable => {}
         }
     }
@@ -222,35 +257,51 @@ pub async fn adopt_open_rooms(state: &Arc<AppState>) -> Result<usize, StoreError
         .await
 }
 
-/// Starts the tasks that keep ownership going until the instance drains:
-/// the heartbeat, the sweep for orphans, and answering handover requests.
-pub fn spawn_background(state: &Arc<AppState>) {
+/// Starts the heartbeat, before this instance claims anything, and keeps
+/// it until the instance drains. Returns once the first beat is stored.
+pub async fn start_heartbeat(state: &Arc<AppState>) {
     if !state.store.is_durable() {
         return;
     }
+    // Tells this process from another one started with the same id.
+    let token = nanoid::nanoid!(16);
+    let me = state.settings.instance_id.clone();
+    let ttl = state.settings.heartbeat_ttl;
+    while let Err(e) = state.store.heartbeat(&me, &token, ttl).await {
+        tracing::warn!(error = %e, "cannot store the first heartbeat yet; retrying");
+        tokio::time::sleep(ttl / 3).await;
+    }
     let beat = state.clone();
     tokio::spawn(async move {
-        let period = beat.settings.heartbeat_ttl / 3;
-        let mut first = true;
         while !beat.is_draining() {
-            let me = &beat.settings.instance_id;
-            match beat.store.heartbeat(me, beat.settings.heartbeat_ttl).await {
+            tokio::time::sleep(ttl / 3).await;
+            match beat.store.heartbeat(&me, &token, ttl).await {
                 // Counted dead meanwhile (frozen, cut off): others may have
                 // taken rooms over. Rooms that are no longer ours stop now,
                 // rather than at their next write.
-                Ok(false) if !first => {
+                Ok(Beat::Lapsed) => {
                     tracing::warn!(
                         "this instance's heartbeat had expired; checking which rooms are still ours"
                     );
                     check_all_owners(&beat).await;
                 }
-                Ok(_) => {}
+                Ok(Beat::Shared) => {
+                    tracing::error!(instance = %me, "another process renews this instance id: give every instance its own --instance-id");
+                    check_all_owners(&beat).await;
+                }
+                Ok(Beat::Continued) => {}
                 Err(e) => tracing::warn!(error = %e, "heartbeat not stored"),
             }
-            first = false;
-            tokio::time::sleep(period).await;
         }
     });
+}
+
+/// Starts the tasks that keep ownership going until the instance drains:
+/// the sweep for orphans, and answering handover requests.
+pub fn spawn_background(state: &Arc<AppState>) {
+    if !state.store.is_durable() {
+        return;
+    }
     let sweep = state.clone();
     tokio::spawn(async move {
         let mut full = false;
@@ -279,9 +330,13 @@ pub fn spawn_background(state: &Arc<AppState>) {
     let listen = state.clone();
     tokio::spawn(async move {
         let mut requests = listen.store.handover_requests(&listen.settings.instance_id);
-        while let Some(id) = requests.recv().await {
+        while let Some(request) = requests.recv().await {
+            let (id, to) = match request.split_once(' ') {
+                Some((id, to)) => (id.to_owned(), Some(to.to_owned())),
+                None => (request, None),
+            };
             let state = listen.clone();
-            tokio::spawn(async move { hand_over(&state, &id).await });
+            tokio::spawn(async move { hand_over(&state, &id, to).await });
         }
     });
 }
@@ -290,26 +345,31 @@ pub fn spawn_background(state: &Arc<AppState>) {
 /// this instance as its owner (each stops if not).
 async fn check_all_owners(state: &Arc<AppState>) {
     for id in state.running_ids() {
-        if let Some(room) = crate::code::RoomCode::parse(&id).and_then(|c| state.room(&c)) {
-            let _ = room.commands.send(RoomCommand::CheckOwner).await;
-        } else if let Some(solo) = state.solo_by_id(&id) {
-            let _ = solo.commands.send(SoloCommand::CheckOwner).await;
-        }
+        check_owner(state, &id).await;
+    }
+}
+
+/// Asks the room or solo game `id`, if it runs here, to check its owner.
+async fn check_owner(state: &Arc<AppState>, id: &str) {
+    if let Some(room) = crate::code::RoomCode::parse(id).and_then(|c| state.room(&c)) {
+        let _ = room.commands.send(RoomCommand::CheckOwner).await;
+    } else if let Some(solo) = state.solo_by_id(id) {
+        let _ = solo.commands.send(SoloCommand::CheckOwner).await;
     }
 }
 
 /// Hands one room or solo game over, if it runs here. A room this
 /// instance owns in the store without running it is released.
-async fn hand_over(state: &Arc<AppState>, id: &str) -> bool {
+async fn hand_over(state: &Arc<AppState>, id: &str, to: Option<String>) -> bool {
     let (tx, rx) = oneshot::channel();
     let asked = if let Some(room) = crate::code::RoomCode::parse(id).and_then(|c| state.room(&c)) {
         room.commands
-            .send(RoomCommand::HandOver { reply: tx })
+            .send(RoomCommand::HandOver { to, reply: tx })
             .await
             .is_ok()
     } else if let Some(solo) = state.solo_by_id(id) {
         solo.commands
-            .send(SoloCommand::HandOver { reply: tx })
+            .send(SoloCommand::HandOver { to, reply: tx })
             .await
             .is_ok()
     } else {
@@ -337,7 +397,7 @@ async fn release_unrun(state: &Arc<AppState>, id: &str) {
             instance: state.settings.instance_id.clone(),
             epoch: fence.epoch,
         };
-        let _ = state.store.release(id, &owner).await;
+        let _ = state.store.release(id, &owner, None).await;
     }
 }
 
@@ -351,7 +411,7 @@ pub async fn hand_over_all(state: &Arc<AppState>) -> usize {
     let handed = futures_util::stream::iter(ids)
         .map(|id| {
             let state = state.clone();
-            async move { hand_over(&state, &id).await }
+            async move { hand_over(&state, &id, None).await }
         })
         .buffer_unordered(32)
         .filter(|done| std::future::ready(*done))

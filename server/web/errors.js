@@ -11,8 +11,9 @@ const MESSAGES = {
   already_greeted: 'Already connected.',
   invalid_token: 'Your guest identity expired; you are now a new guest.',
   invalid_options: 'Those lobby options are not allowed: choose a series of 1, 3, 5 or 7 rounds, and a stake of 0 (free) or 10 to 1,000 Bold Points.',
-  unknown_lobby: 'No lobby has that code. It may have closed — check the code and try again.',
+  unknown_lobby: 'No lobby has that code. It may have closed, or be invite-only — check the code, or open the full invite link.',
   lobby_full: 'This lobby already has two players.',
+  // No longer sent: an invite-only lobby without its invite answers unknown_lobby.
   invite_required: 'This lobby is invite-only: open the full invite link you were sent.',
   already_in_lobby: 'You are already in a lobby. Leave it first.',
   not_in_lobby: 'You are not in a lobby any more.',

@@ -530,7 +530,9 @@ export class GameScreen {
     const host = seated && s.host === this.identity?.id;
     $('end-match').hidden = !(host && ['playing', 'break', 'finished'].includes(s.phase));
     const pdn = $('download-pdn');
-    pdn.href = `/r/${s.code}/games.pdn`;
+    // An invite-only lobby shows its games only to its invite (PROTOCOL.md §1).
+    const invite = s.invite ? `?invite=${encodeURIComponent(s.invite)}` : '';
+    pdn.href = `/r/${s.code}/games.pdn${invite}`;
     pdn.setAttribute('download', `jumpgate-${s.code}.pdn`);
     pdn.hidden = s.series.round === 0;
   }

@@ -261,7 +261,10 @@ try {
   await waitStatus(host, /host ended the match/);
   await waitStatus(guest, /host ended the match/);
   const href = await host.getAttribute('#download-pdn', 'href');
-  check(href === `/r/${code}/games.pdn`, `PDN link: ${href}`);
+  const invite = new URL(link).searchParams.get('invite');
+  check(href === `/r/${code}/games.pdn?invite=${invite}`, `PDN link: ${href}`);
+  const hidden = await host.request.get(`/r/${code}/games.pdn`);
+  check(hidden.status() === 404, 'without the invite, the games are not there');
   const pdn = await host.request.get(href);
   check(pdn.ok(), 'the PDN downloads');
   const text = await pdn.text();
@@ -273,10 +276,10 @@ try {
   await watcher.locator('#home').waitFor();
   check(new URL(watcher.url()).pathname === '/', 'back on the home page');
 
-  step('the code alone (typed in lower case) does not open an invite-only lobby');
+  step('the code alone (typed in lower case) does not open an invite-only lobby, nor show it exists');
   await watcher.fill('#join-code', ` ${code.toLowerCase()} `);
   await watcher.click('#watch-button');
-  await watcher.locator('#notice', { hasText: 'invite-only' }).waitFor();
+  await watcher.locator('#notice', { hasText: 'No lobby has that code' }).waitFor();
   check(await watcher.locator('#room').isHidden(), 'still on the home page');
 
   step('solo: a practice game against the Tamer, one move, the reply, undo');

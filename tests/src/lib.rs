@@ -446,7 +446,7 @@ pub struct JumpgateProcess {
 
 /// Token secret shared by the processes of one test, so tokens survive a
 /// restart.
-pub const TEST_SECRET: &str = "jumpgate-test-secret-0123456789";
+pub const TEST_SECRET: &str = "jumpgate-test-secret-0123456789abcdef";
 
 impl JumpgateProcess {
     pub async fn start(env: &[(&str, String)]) -> JumpgateProcess {

@@ -148,11 +148,18 @@ pub enum Applied {
     Resync,
 }
 
+/// What a code that names no lobby is answered, on every path: the lobby
+/// an invite-only code names without its invite gets the very same words.
+pub const NO_SUCH_LOBBY: &str = "no lobby has that code";
+
 /// Why the lobby refused a request. Texts are defined here, once.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LobbyError {
-    #[error("this lobby is invite-only: open the invite link")]
-    InviteRequired,
+    /// An invite-only lobby, entered without its invite by someone holding
+    /// no seat: refused exactly as a code no lobby has, so that the code
+    /// alone does not even tell that the lobby exists.
+    #[error("{}", NO_SUCH_LOBBY)]
+    NotInvited,
     #[error("this lobby is played for Bold Points: sign in to take a seat (you can watch)")]
     AccountRequired,
     #[error("both seats are taken; you can watch instead")]
@@ -173,6 +180,16 @@ pub enum LobbyError {
     NotNow(&'static str),
     #[error("{0}")]
     IllegalMove(String),
+}
+
+/// Compares two secrets in time that depends on their lengths only.
+fn same_secret(given: &str, expected: &str) -> bool {
+    given.len() == expected.len()
+        && given
+            .bytes()
+            .zip(expected.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
 }
 
 /// One lobby's durable state.
@@ -250,6 +267,19 @@ impl Lobby {
             .position(|s| s.as_ref().is_some_and(|s| s.id == id))
     }
 
+    /// Whether the lobby shows itself to `who` (an identity id; `None` for
+    /// an anonymous HTTP request) bringing `invite`: any lobby that is not
+    /// invite-only, an invite-only one to those with its invite and to
+    /// identities holding a seat. Everyone else must be told what a code
+    /// without a lobby is told.
+    pub fn admits(&self, who: Option<&str>, invite: Option<&str>) -> bool {
+        let Some(expected) = &self.invite else {
+            return true;
+        };
+        who.is_some_and(|id| self.seat_of(id).is_some())
+            || invite.is_some_and(|given| same_secret(given, expected))
+    }
+
     /// Whether a game is being played (not over).
     pub fn game_in_play(&self) -> bool {
         self.phase == Phase::Playing && self.round.as_ref().is_some_and(|r| r.result.is_none())
@@ -280,10 +310,10 @@ impl Lobby {
         watch: bool,
         now: Instant,
     ) -> Result<(), LobbyError> {
-        let seated = self.seat_of(&who.id).is_some();
-        if !seated && self.invite.is_some() && invite != self.invite.as_deref() {
-            return Err(LobbyError::InviteRequired);
+        if !self.admits(Some(&who.id), invite) {
+            return Err(LobbyError::NotInvited);
         }
+        let seated = self.seat_of(&who.id).is_some();
         if watch || seated {
             return Ok(());
         }

@@ -17,6 +17,65 @@ fn a_series_scored_by_points_ends_when_it_is_decided() {
     assert!(points_series_over([0, 0], 1, 1));
 }
 
+#[test]
+fn an_invite_only_lobby_shows_itself_only_to_its_invite_and_its_seats() {
+    let options = LobbyOptions {
+        rule_set: Variant::Draughts(crate::rules::RuleSet::American),
+        series_length: 1,
+        invite_only: true,
+        stake: 0,
+    };
+    let timing = Timing {
+        move_clock: Duration::from_secs(10),
+        break_time: Duration::from_secs(3),
+    };
+    let invite = "abcdefghijklmnopqrstuv";
+    let mut lobby = Lobby::new(
+        RoomCode::generate(),
+        options,
+        Some(invite.into()),
+        "a_ann",
+        timing,
+        1,
+    );
+    let person = |id: &str| Identity {
+        id: id.into(),
+        name: id.into(),
+        guest: false,
+    };
+    let now = Instant::now();
+    let before = lobby.version;
+    for (who, given) in [
+        (None, None),
+        (None, Some("abcdefghijklmnopqrstuw")),
+        (None, Some("abcdefghijklmnopqrstu")),
+        (Some("a_ann"), Some("")),
+    ] {
+        assert!(!lobby.admits(who, given), "{who:?} with {given:?}");
+    }
+    for watch in [false, true] {
+        assert_eq!(
+            lobby.enter(&person("a_ann"), Some("wrong"), watch, now),
+            Err(LobbyError::NotInvited)
+        );
+    }
+    assert_eq!(LobbyError::NotInvited.to_string(), NO_SUCH_LOBBY);
+    assert_eq!(lobby.version, before, "a refusal changes nothing");
+    assert!(lobby.seats.iter().all(Option::is_none));
+
+    assert!(lobby.admits(None, Some(invite)));
+    lobby
+        .enter(&person("a_ann"), Some(invite), false, now)
+        .unwrap();
+    // A seat is its own pass: no invite needed to come back, to play or
+    // to watch; the HTTP summary (no identity) still needs the invite.
+    assert!(lobby.admits(Some("a_ann"), None));
+    lobby.enter(&person("a_ann"), None, false, now).unwrap();
+    lobby.enter(&person("a_ann"), None, true, now).unwrap();
+    assert!(!lobby.admits(None, None));
+    assert!(!lobby.admits(Some("a_bob"), None));
+}
+
 mod properties {
     //! Random command sequences over two players, a third person and a
     //! guest, with the clock moving and the stakes taken or not, checked

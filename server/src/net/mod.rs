@@ -2,7 +2,9 @@
 //! applies the size and rate limits, decodes client messages and hands them
 //! to its [`session`]; everything the connection is told — acks, errors,
 //! states — leaves through its one bounded, ordered outbound queue. A slow
-//! reader is dropped; a flooding one is refused, then closed.
+//! reader is dropped; a flooding one is refused, then closed. A frame the
+//! WebSocket layer refuses is answered with its close code (1009 too big,
+//! 1007 invalid UTF-8, 1002 any other protocol error) in a close frame.
 
 mod session;
 
@@ -23,7 +25,9 @@ use session::Session;
 /// Close codes (RFC 6455).
 const CLOSE_GOING_AWAY: u16 = 1001;
 const CLOSE_PROTOCOL_ERROR: u16 = 1002;
+const CLOSE_INVALID_DATA: u16 = 1007;
 const CLOSE_POLICY: u16 = 1008;
+const CLOSE_TOO_BIG: u16 = 1009;
 const CLOSE_ROOM_MOVED: u16 = wire::CLOSE_ROOM_MOVED;
 /// The most queued messages written before one flush.
 const MAX_WRITE_BATCH: usize = 16;
@@ -39,6 +43,10 @@ struct Connection {
     kick: Arc<Notify>,
     window_start: Instant,
     window_count: u32,
+    /// The room or solo game named in the address (`/ws?room=…`), upper
+    /// case: the only one this connection may have handed over to this
+    /// instance.
+    named_room: Option<String>,
 }
 
 enum Flow {
@@ -47,18 +55,29 @@ enum Flow {
 }
 
 /// Serves one connection, inside a `conn` span (id, encoding).
-pub async fn serve(socket: WebSocket, encoding: Encoding, state: Arc<AppState>) {
+pub async fn serve(
+    socket: WebSocket,
+    encoding: Encoding,
+    state: Arc<AppState>,
+    named_room: Option<String>,
+) {
     use tracing::Instrument;
     let id = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
     let span = tracing::debug_span!("conn", id, encoding = ?encoding);
     state.live_connections.send_modify(|n| *n += 1);
-    serve_inner(socket, encoding, state.clone(), id)
+    serve_inner(socket, encoding, state.clone(), id, named_room)
         .instrument(span)
         .await;
     state.live_connections.send_modify(|n| *n -= 1);
 }
 
-async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppState>, id: ConnId) {
+async fn serve_inner(
+    mut socket: WebSocket,
+    encoding: Encoding,
+    state: Arc<AppState>,
+    id: ConnId,
+    named_room: Option<String>,
+) {
     let metrics = &crate::metrics::METRICS;
     metrics.connections_open.inc();
     tracing::debug!("connection opened");
@@ -72,13 +91,18 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
         kick: Arc::new(Notify::new()),
         window_start: Instant::now(),
         window_count: 0,
+        named_room,
     };
     let mut shutdown = state.shutdown.subscribe();
     let kick = conn.kick.clone();
     let close = loop {
         tokio::select! {
             incoming = socket.recv() => {
-                let Some(Ok(message)) = incoming else { break None };
+                let message = match incoming {
+                    Some(Ok(message)) => message,
+                    Some(Err(e)) => break refusal_close(e),
+                    None => break None,
+                };
                 match conn.on_frame(message).await {
                     Flow::Continue => {}
                     Flow::Close(code, reason) => break Some((code, reason)),
@@ -174,6 +198,36 @@ async fn serve_inner(mut socket: WebSocket, encoding: Encoding, state: Arc<AppSt
     }
 }
 
+/// The close that answers a frame the WebSocket layer refused: 1009 for a
+/// frame or message over the limit, 1007 for a text frame that is not UTF-8,
+/// 1002 for any other breach of RFC 6455 (an unmasked frame, reserved bits
+/// or opcodes, a fragmented or oversized control frame, a continuation out
+/// of place). `None` when the connection itself failed (reset, I/O error):
+/// nobody is left to read a close frame.
+///
+/// tungstenite stops reading after any of these; it can still write, so the
+/// close frame goes out, and the connection is dropped without waiting for
+/// the answer (RFC 6455 7.1.7, "Fail the WebSocket Connection").
+fn refusal_close(error: axum::Error) -> Option<(u16, &'static str)> {
+    use tungstenite::Error as E;
+    use tungstenite::error::ProtocolError as P;
+    let error = error.into_inner();
+    let Some(error) = error.downcast_ref::<E>() else {
+        tracing::debug!(%error, "websocket read failed");
+        return None;
+    };
+    let close = match error {
+        E::Capacity(_) => Some((CLOSE_TOO_BIG, "message too big")),
+        E::Utf8(_) => Some((CLOSE_INVALID_DATA, "invalid UTF-8")),
+        // The peer went away without a close frame: nothing to answer.
+        E::Protocol(P::ResetWithoutClosingHandshake) => None,
+        E::Protocol(_) | E::AttackAttempt => Some((CLOSE_PROTOCOL_ERROR, "protocol error")),
+        _ => None,
+    };
+    tracing::debug!(%error, close = ?close.map(|(code, _)| code), "websocket frame refused");
+    close
+}
+
 impl Connection {
     /// The frame for one queued message, noting a confirmed `leave` on the way.
     /// `None` for [`Outbound::Moved`], which closes the connection.
@@ -181,7 +235,12 @@ impl Connection {
         Some(match outbound {
             Outbound::Moved => return None,
             Outbound::Shared(shared) => shared.get(self.encoding).clone(),
-            Outbound::Direct(message) => {
+            Outbound::Direct(mut message) => {
+                // Whoever wrote the refusal, it quotes only a short excerpt
+                // of what the client sent, and stays small.
+                if let ServerMessage::Error { message: text, .. } = &mut *message {
+                    crate::outbound::bound_error_text(text);
+                }
                 // The room confirms a leave with its `ack` (then `left`): only
                 // then is this connection out of it, so a message sent right
                 // after the ack meets no lobby.

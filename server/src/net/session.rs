@@ -141,7 +141,11 @@ impl Connection {
                     self.refuse(Some(seq), ErrorCode::AlreadyInLobby, LEAVE_FIRST);
                     return Flow::Continue;
                 }
-                match self.state.acquire_solo(&identity.id).await {
+                match self
+                    .state
+                    .acquire_solo(&identity.id, self.named_room.as_deref())
+                    .await
+                {
                     Ok(Some(handle)) => self.attach_solo(handle, seq, identity).await,
                     Ok(None) => self.refuse(
                         Some(seq),
@@ -354,7 +358,11 @@ impl Connection {
         }
         // A ranked game in progress must be finished (or resigned) first; a
         // practice game is simply replaced.
-        let existing = match self.state.acquire_solo(&identity.id).await {
+        let existing = match self
+            .state
+            .acquire_solo(&identity.id, self.named_room.as_deref())
+            .await
+        {
             Ok(existing) => existing,
             Err(r) => {
                 self.refuse(Some(seq), r.code, &r.message);
@@ -419,7 +427,11 @@ impl Connection {
             self.refuse(Some(seq), ErrorCode::AlreadyInLobby, LEAVE_FIRST);
             return;
         }
-        let handle = match self.state.acquire_room(&code).await {
+        let named = self
+            .named_room
+            .as_deref()
+            .is_some_and(|n| n.eq_ignore_ascii_case(code.trim()));
+        let handle = match self.state.acquire_room(&code, named).await {
             Ok(Some(handle)) => handle,
             Ok(None) => {
                 self.refuse(Some(seq), ErrorCode::UnknownLobby, "no lobby has that code");

@@ -53,16 +53,24 @@ pub enum RoomCommand {
     Disconnect {
         conn: ConnId,
     },
+    /// The lobby's public summary; `None` (answered as a code without a
+    /// lobby) for an invite-only lobby asked without its invite.
     Summary {
-        reply: oneshot::Sender<serde_json::Value>,
+        invite: Option<String>,
+        reply: oneshot::Sender<Option<serde_json::Value>>,
     },
+    /// The lobby's finished games as PDN; `None` as for `Summary`.
     Games {
-        reply: oneshot::Sender<Vec<String>>,
+        invite: Option<String>,
+        reply: oneshot::Sender<Option<Vec<String>>>,
     },
     /// Give the room up for another instance: store everything, release
     /// ownership, tell the members to reconnect, stop. Replies whether it
     /// did (not while the store cannot confirm what the room holds).
     HandOver {
+        /// The instance that asked for it, or `None` (shutting down) for
+        /// whoever takes it.
+        to: Option<String>,
         reply: oneshot::Sender<bool>,
     },
     /// Stop if the store names another owner (after this instance was
@@ -195,11 +203,12 @@ impl Room {
         self.lobby.invite.as_deref()
     }
 
-    /// Rebuilds a room from the store, claimed by `owner` (see
-    /// [`Lobby::from_record`]).
+    /// Rebuilds a room from the store, claimed by `owner`; the side to move
+    /// gets at least `grace` from now (see [`Lobby::from_record`]).
     pub fn resume(
         stored: StoredRoom,
         owner: OwnerEpoch,
+        grace: std::time::Duration,
         settings: Arc<Settings>,
         store: Arc<dyn Store>,
         wallets: Arc<dyn Wallets>,
@@ -210,7 +219,7 @@ impl Room {
             &stored.moves,
             timing(&settings),
             wall_clock(),
-            settings.resume_grace,
+            grace,
             rand::random(),
         )
         .map_err(|e| e.to_string())?;
@@ -372,7 +381,17 @@ impl Room {
                 watch,
                 reply,
             } => {
-                if !self.settle_doubts().await {
+                let ready = self.settle_doubts().await;
+                // Someone the lobby does not show itself to learns nothing
+                // else either, not even that its storage is slow.
+                if !self
+                    .lobby
+                    .admits(Some(&member.identity.id), invite.as_deref())
+                {
+                    refuse_entry(&member.out, reply, seq, refusal(LobbyError::NotInvited));
+                    return;
+                }
+                if !ready {
                     refuse_entry(&member.out, reply, seq, storage_unavailable());
                     return;
                 }
@@ -406,8 +425,8 @@ impl Room {
                     }
                 }
             }
-            RoomCommand::HandOver { reply } => {
-                let done = self.hand_over().await;
+            RoomCommand::HandOver { to, reply } => {
+                let done = self.hand_over(to.as_deref()).await;
                 let _ = reply.send(done);
             }
             RoomCommand::CheckOwner => self.check_owner().await,
@@ -542,16 +561,24 @@ impl Room {
                 self.commit_or_retry().await;
                 self.broadcast();
             }
-            RoomCommand::Summary { reply } => {
-                let _ = reply.send(self.summary());
+            RoomCommand::Summary { invite, reply } => {
+                let summary = self
+                    .lobby
+                    .admits(None, invite.as_deref())
+                    .then(|| self.summary());
+                let _ = reply.send(summary);
             }
-            RoomCommand::Games { reply } => {
+            RoomCommand::Games { invite, reply } => {
+                if !self.lobby.admits(None, invite.as_deref()) {
+                    let _ = reply.send(None);
+                    return;
+                }
                 let games = self
                     .store
                     .games(self.lobby.code.as_str())
                     .await
                     .unwrap_or_default();
-                let _ = reply.send(games);
+                let _ = reply.send(Some(games));
             }
         }
     }
@@ -607,7 +634,7 @@ fn seat_ids(lobby: &Lobby) -> [Option<String>; 2] {
 /// A lobby refusal as the protocol says it.
 pub fn refusal(e: LobbyError) -> Refusal {
     let code = match &e {
-        LobbyError::InviteRequired => ErrorCode::InviteRequired,
+        LobbyError::NotInvited => ErrorCode::UnknownLobby,
         LobbyError::AccountRequired => ErrorCode::AccountRequired,
         LobbyError::LobbyFull => ErrorCode::LobbyFull,
         LobbyError::SpectatorsCannotAct => ErrorCode::SpectatorsCannotAct,

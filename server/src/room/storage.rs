@@ -143,6 +143,7 @@ impl Room {
         match Room::resume(
             stored,
             self.owner.clone(),
+            self.settings.resume_grace,
             self.settings.clone(),
             self.store.clone(),
             self.wallets.clone(),
@@ -170,7 +171,7 @@ impl Room {
     /// stored and settled first, then ownership released, then the members
     /// told to reconnect. `false` (the room carries on) while the store
     /// cannot confirm that.
-    pub(super) async fn hand_over(&mut self) -> bool {
+    pub(super) async fn hand_over(&mut self, to: Option<&str>) -> bool {
         if self.halted {
             return true;
         }
@@ -179,7 +180,7 @@ impl Room {
         }
         match self
             .store
-            .release(self.lobby.code.as_str(), &self.owner)
+            .release(self.lobby.code.as_str(), &self.owner, to)
             .await
         {
             Ok(released) => {

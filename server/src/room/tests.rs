@@ -311,7 +311,7 @@ async fn a_handed_over_room_is_released_at_its_epoch_and_its_members_sent_away()
     let before = h.store.fence(h.code.as_str()).await.unwrap().unwrap();
     let (reply, done) = oneshot::channel();
     h.commands
-        .send(RoomCommand::HandOver { reply })
+        .send(RoomCommand::HandOver { to: None, reply })
         .await
         .unwrap();
     assert!(done.await.unwrap(), "handed over");

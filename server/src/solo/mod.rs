@@ -63,6 +63,7 @@ pub enum SoloCommand {
     },
     /// Give the game up for another instance (see `RoomCommand::HandOver`).
     HandOver {
+        to: Option<String>,
         reply: tokio::sync::oneshot::Sender<bool>,
     },
     /// Stop if the store names another owner (see `RoomCommand::CheckOwner`).
@@ -154,10 +155,10 @@ impl SoloGame {
                 }
                 continue;
             }
-            if let SoloCommand::HandOver { reply } = command {
+            if let SoloCommand::HandOver { to, reply } = command {
                 let released = self
                     .store
-                    .release(&self.record.id, &self.owner)
+                    .release(&self.record.id, &self.owner, to.as_deref())
                     .await
                     .is_ok();
                 if released {

@@ -133,6 +133,21 @@ impl OwnerEpoch {
 pub struct Fence {
     pub owner: Option<String>,
     pub epoch: u64,
+    /// Its previous owner handed it to `owner` on request (a planned move:
+    /// no clock grace when it is taken up).
+    pub handed: bool,
+}
+
+/// What renewing a heartbeat found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Beat {
+    /// The previous heartbeat, this process's, was still current.
+    Continued,
+    /// There was none: a first beat, or one after a pause long enough for
+    /// the others to count this instance dead (and take its rooms).
+    Lapsed,
+    /// Another process renews the same instance id: an operator mistake.
+    Shared,
 }
 
 /// A room that may have no live owner, and where it was found.
@@ -211,28 +226,42 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         seen: &'a Fence,
         me: &'a Arc<str>,
     ) -> StoreFuture<'a, Option<OwnerEpoch>>;
-    /// Gives a room up (keeping its epoch) if `owner` still holds it, and
-    /// lists it as released so any instance takes it at once.
-    fn release<'a>(&'a self, code: &'a str, owner: &'a OwnerEpoch) -> StoreFuture<'a, bool>;
-    /// Says `me` is alive for `ttl` more. Returns whether the previous
-    /// heartbeat was still current: `false` after a pause long enough for
-    /// the others to count this instance dead (and take its rooms).
-    fn heartbeat<'a>(&'a self, me: &'a str, ttl: Duration) -> StoreFuture<'a, bool>;
+    /// Gives a room up if `owner` still holds it: to the instance `to`
+    /// (which asked for it; epoch + 1, marked handed), or to anyone (no
+    /// owner, same epoch, listed as released so any instance takes it).
+    fn release<'a>(
+        &'a self,
+        code: &'a str,
+        owner: &'a OwnerEpoch,
+        to: Option<&'a str>,
+    ) -> StoreFuture<'a, bool>;
+    /// Says `me` is alive for `ttl` more; `token` tells this process from
+    /// another started with the same id by mistake.
+    fn heartbeat<'a>(&'a self, me: &'a str, token: &'a str, ttl: Duration)
+    -> StoreFuture<'a, Beat>;
     /// Says `me` is gone (its rooms are adopted without waiting).
     fn retire<'a>(&'a self, me: &'a str) -> StoreFuture<'a, ()>;
     /// Whether an instance's heartbeat is current.
     fn is_alive<'a>(&'a self, instance: &'a str) -> StoreFuture<'a, bool>;
-    /// Up to `limit` rooms whose owner is dead or which were released.
-    /// Entries may be stale (the room was adopted since): callers check the
-    /// fence, then [`forget_orphan`](Self::forget_orphan).
+    /// Up to `limit` rooms whose owner is dead or which were released, and
+    /// up to `limit` of `me`'s own list (`dead_owner` = `me`: a room handed
+    /// to it, or claimed, that it may not run). Entries may be stale (the
+    /// room was adopted since): callers check the fence, then
+    /// [`forget_orphan`](Self::forget_orphan).
     fn orphans<'a>(&'a self, me: &'a str, limit: usize) -> StoreFuture<'a, Vec<Orphan>>;
     /// Takes a room off the list it was found on.
     fn forget_orphan<'a>(&'a self, orphan: &'a Orphan) -> StoreFuture<'a, ()>;
     /// Every open room's code (the audit at start).
     fn open_codes(&self) -> StoreFuture<'_, Vec<String>>;
-    /// Asks the instance `owner` to hand the room over.
-    fn ask_handover<'a>(&'a self, owner: &'a str, code: &'a str) -> StoreFuture<'a, ()>;
-    /// The codes other instances ask `me` to hand over, as they come.
+    /// Asks the instance `owner` to hand the room over to `to`.
+    fn ask_handover<'a>(
+        &'a self,
+        owner: &'a str,
+        code: &'a str,
+        to: &'a str,
+    ) -> StoreFuture<'a, ()>;
+    /// What other instances ask `me` to hand over, as they come: the code,
+    /// a space and the asking instance.
     fn handover_requests(&self, me: &str) -> mpsc::Receiver<String>;
     /// Notes which solo game an identity plays (read by `resume_solo` on
     /// any instance).
@@ -245,6 +274,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 struct MemoryRoom {
     owner: Option<String>,
     epoch: u64,
+    handed: bool,
     version: u64,
     record: String,
     moves: BTreeMap<(u64, u32), StoredMove>,
@@ -389,6 +419,7 @@ impl Store for MemoryStore {
             .map(|r| Fence {
                 owner: r.owner.clone(),
                 epoch: r.epoch,
+                handed: r.handed,
             });
         Box::pin(async move { Ok(fence) })
     }
@@ -404,6 +435,7 @@ impl Store for MemoryStore {
             (r.owner == seen.owner && r.epoch == seen.epoch).then(|| {
                 r.owner = Some(me.to_string());
                 r.epoch += 1;
+                r.handed = false;
                 OwnerEpoch {
                     instance: me.clone(),
                     epoch: r.epoch,
@@ -413,20 +445,34 @@ impl Store for MemoryStore {
         Box::pin(async move { Ok(claimed) })
     }
 
-    fn release<'a>(&'a self, code: &'a str, owner: &'a OwnerEpoch) -> StoreFuture<'a, bool> {
+    fn release<'a>(
+        &'a self,
+        code: &'a str,
+        owner: &'a OwnerEpoch,
+        to: Option<&'a str>,
+    ) -> StoreFuture<'a, bool> {
         let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
         let released = rooms.get_mut(code).is_some_and(|r| {
             let holds = r.owner.as_deref() == Some(&*owner.instance) && r.epoch == owner.epoch;
             if holds {
-                r.owner = None;
+                r.owner = to.map(str::to_owned);
+                if to.is_some() {
+                    r.epoch += 1;
+                    r.handed = true;
+                }
             }
             holds
         });
         Box::pin(async move { Ok(released) })
     }
 
-    fn heartbeat<'a>(&'a self, _me: &'a str, _ttl: Duration) -> StoreFuture<'a, bool> {
-        Box::pin(async { Ok(true) })
+    fn heartbeat<'a>(
+        &'a self,
+        _me: &'a str,
+        _token: &'a str,
+        _ttl: Duration,
+    ) -> StoreFuture<'a, Beat> {
+        Box::pin(async { Ok(Beat::Continued) })
     }
 
     fn retire<'a>(&'a self, _me: &'a str) -> StoreFuture<'a, ()> {
@@ -452,7 +498,12 @@ impl Store for MemoryStore {
         Box::pin(async move { Ok(codes) })
     }
 
-    fn ask_handover<'a>(&'a self, _owner: &'a str, _code: &'a str) -> StoreFuture<'a, ()> {
+    fn ask_handover<'a>(
+        &'a self,
+        _owner: &'a str,
+        _code: &'a str,
+        _to: &'a str,
+    ) -> StoreFuture<'a, ()> {
         Box::pin(async { Ok(()) })
     }
 

@@ -15,8 +15,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::{
-    Fence, Orphan, OwnerEpoch, RoomWrite, Store, StoreError, StoreFuture, StoredMove, StoredRoom,
-    WriteError, WriteFuture,
+    Beat, Fence, Orphan, OwnerEpoch, RoomWrite, Store, StoreError, StoreFuture, StoredMove,
+    StoredRoom, WriteError, WriteFuture,
 };
 
 /// The Redis store. Keys (all for one room share the hash tag `{CODE}`):
@@ -169,19 +169,24 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local owner = redis.call('HGET', KEYS[2], 'owner') or ''
 local epoch = tonumber(redis.call('HGET', KEYS[2], 'epoch')) or 0
 if owner ~= ARGV[2] or epoch ~= tonumber(ARGV[3]) then return 0 end
-redis.call('HSET', KEYS[2], 'owner', ARGV[1], 'epoch', epoch + 1)
+redis.call('HSET', KEYS[2], 'owner', ARGV[1], 'epoch', epoch + 1, 'handed', 0)
 return epoch + 1
 ";
 
-/// Gives a room up if the releaser still owns it at its epoch: the owner
-/// becomes '' and the epoch stays. Returns 1 if released.
+/// Gives a room up if the releaser still owns it at its epoch: to the
+/// instance that asked (a new epoch, marked handed), or, with '' as the
+/// receiver, to nobody (the epoch stays). Returns 1 if released.
 ///
-/// KEYS: fence. ARGV: owner, epoch.
+/// KEYS: fence. ARGV: owner, epoch, receiver ('' for nobody).
 const RELEASE_SCRIPT: &str = r"
 local owner = redis.call('HGET', KEYS[1], 'owner') or ''
 local epoch = tonumber(redis.call('HGET', KEYS[1], 'epoch')) or 0
 if owner ~= ARGV[1] or epoch ~= tonumber(ARGV[2]) then return 0 end
-redis.call('HSET', KEYS[1], 'owner', '')
+if ARGV[3] == '' then
+  redis.call('HSET', KEYS[1], 'owner', '')
+else
+  redis.call('HSET', KEYS[1], 'owner', ARGV[3], 'epoch', epoch + 1, 'handed', 1)
+end
 return 1
 ";
 
@@ -326,18 +331,20 @@ impl Store for RedisStore {
         Box::pin(observed("ownership", async move {
             let mut conn = self.conn.clone();
             let [room, _, _, fence] = keys(code);
-            let (owner, epoch, exists, open): (Option<String>, Option<u64>, bool, bool) =
-                redis::pipe()
-                    .hget(&fence, "owner")
-                    .hget(&fence, "epoch")
-                    .exists(&room)
-                    .sismember(OPEN_SET, code)
-                    .query_async(&mut conn)
-                    .await
-                    .map_err(StoreError::from)?;
+            type Read = (Option<String>, Option<u64>, Option<u8>, bool, bool);
+            let (owner, epoch, handed, exists, open): Read = redis::pipe()
+                .hget(&fence, "owner")
+                .hget(&fence, "epoch")
+                .hget(&fence, "handed")
+                .exists(&room)
+                .sismember(OPEN_SET, code)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
             Ok((exists && open).then(|| Fence {
                 owner: owner.filter(|o| !o.is_empty()),
                 epoch: epoch.unwrap_or(0),
+                handed: handed == Some(1),
             }))
         }))
     }
@@ -370,7 +377,12 @@ impl Store for RedisStore {
         }))
     }
 
-    fn release<'a>(&'a self, code: &'a str, owner: &'a OwnerEpoch) -> StoreFuture<'a, bool> {
+    fn release<'a>(
+        &'a self,
+        code: &'a str,
+        owner: &'a OwnerEpoch,
+        to: Option<&'a str>,
+    ) -> StoreFuture<'a, bool> {
         Box::pin(observed("ownership", async move {
             let mut conn = self.conn.clone();
             let [_, _, _, fence] = keys(code);
@@ -378,13 +390,17 @@ impl Store for RedisStore {
             invocation
                 .key(&fence)
                 .arg(&*owner.instance)
-                .arg(owner.epoch);
-            // Listed as released before it is, unlisted from the owner's
-            // rooms after: at every moment some list names it.
+                .arg(owner.epoch)
+                .arg(to.unwrap_or(""));
+            // Listed for its next owner (or as released) before it is given
+            // up, unlisted from this owner's rooms after: at every moment
+            // some list names it.
             let mut pipe = redis::pipe();
-            pipe.sadd(RELEASED, code)
-                .ignore()
-                .invoke_script(&invocation)
+            match to {
+                Some(to) => pipe.sadd(owned_key(to), code).ignore(),
+                None => pipe.sadd(RELEASED, code).ignore(),
+            };
+            pipe.invoke_script(&invocation)
                 .srem(owned_key(&owner.instance), code)
                 .ignore();
             let (released,): (u8,) = self.query_scripted(&mut conn, &pipe, &invocation).await?;
@@ -392,14 +408,19 @@ impl Store for RedisStore {
         }))
     }
 
-    fn heartbeat<'a>(&'a self, me: &'a str, ttl: Duration) -> StoreFuture<'a, bool> {
+    fn heartbeat<'a>(
+        &'a self,
+        me: &'a str,
+        token: &'a str,
+        ttl: Duration,
+    ) -> StoreFuture<'a, Beat> {
         Box::pin(observed("ownership", async move {
             let mut conn = self.conn.clone();
             let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
             let (previous,): (Option<String>,) = redis::pipe()
                 .cmd("SET")
                 .arg(alive_key(me))
-                .arg(1)
+                .arg(token)
                 .arg("PX")
                 .arg(ttl_ms)
                 .arg("GET")
@@ -408,7 +429,11 @@ impl Store for RedisStore {
                 .query_async(&mut conn)
                 .await
                 .map_err(StoreError::from)?;
-            Ok(previous.is_some())
+            Ok(match previous {
+                None => Beat::Lapsed,
+                Some(previous) if previous == token => Beat::Continued,
+                Some(_) => Beat::Shared,
+            })
         }))
     }
 
@@ -478,8 +503,12 @@ impl Store for RedisStore {
                     }));
                 }
             }
-            let released: Vec<String> = redis::cmd("SRANDMEMBER")
+            let (released, own): (Vec<String>, Vec<String>) = redis::pipe()
+                .cmd("SRANDMEMBER")
                 .arg(RELEASED)
+                .arg(limit)
+                .cmd("SRANDMEMBER")
+                .arg(owned_key(me))
                 .arg(limit)
                 .query_async(&mut conn)
                 .await
@@ -487,6 +516,10 @@ impl Store for RedisStore {
             found.extend(released.into_iter().map(|code| Orphan {
                 code,
                 dead_owner: None,
+            }));
+            found.extend(own.into_iter().map(|code| Orphan {
+                code,
+                dead_owner: Some(me.to_owned()),
             }));
             Ok(found)
         }))
@@ -521,12 +554,17 @@ impl Store for RedisStore {
         }))
     }
 
-    fn ask_handover<'a>(&'a self, owner: &'a str, code: &'a str) -> StoreFuture<'a, ()> {
+    fn ask_handover<'a>(
+        &'a self,
+        owner: &'a str,
+        code: &'a str,
+        to: &'a str,
+    ) -> StoreFuture<'a, ()> {
         Box::pin(observed("ownership", async move {
             let mut conn = self.conn.clone();
             let _: i64 = redis::cmd("PUBLISH")
                 .arg(handover_channel(owner))
-                .arg(code)
+                .arg(format!("{code} {to}"))
                 .query_async(&mut conn)
                 .await
                 .map_err(StoreError::from)?;
@@ -651,16 +689,30 @@ impl RedisStore {
             // claimer's rooms first (see `Store::claim`).
             pipe.sadd(&owned, &write.code).ignore();
         }
-        pipe.invoke_script(&invocation)
-            .cmd(if write.open { "SADD" } else { "SREM" })
-            .arg(OPEN_SET)
-            .arg(&write.code)
-            .ignore();
-        if !write.open {
-            // A closed room has nothing left to adopt.
-            pipe.srem(&owned, &write.code).ignore();
-        }
+        pipe.invoke_script(&invocation);
         let (reply,): (String,) = self.query_scripted(&mut conn, &pipe, &invocation).await?;
+        // The index of open rooms (outside the room's slot, so outside the
+        // script) changes only after the script applied the write: a
+        // refused write, a fenced owner's above all, changes nothing. It
+        // changes only when a room opens or closes; if this fails the
+        // write reports an unknown outcome and is sent again.
+        if reply == "ok" && (write.expected_version == 0 || !write.open) {
+            let mut index = redis::pipe();
+            if write.open {
+                index.sadd(OPEN_SET, &write.code).ignore();
+            } else {
+                // A closed room has nothing left to adopt.
+                index
+                    .srem(OPEN_SET, &write.code)
+                    .ignore()
+                    .srem(&owned, &write.code)
+                    .ignore();
+            }
+            let () = index
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+        }
         Ok(reply)
     }
 }

@@ -17,7 +17,7 @@ async fn instance(redis: &RedisServer) -> TestServer {
     let url = redis.url();
     TestServer::start(move |s| {
         s.redis_url = Some(url);
-        s.token_secret = b"balancer-test-secret-0123456789".to_vec();
+        s.token_secret = b"balancer-test-secret-0123456789abcdef".to_vec();
     })
     .await
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use jumpgate_e2e::{Player, TestServer, http_get, seated_pair};
 use jumpgate_protocol::{
     ClientMessage, Encoding, ErrorCode, GameEndReason, Phase, RuleSet, SeriesEndReason,
+    ServerMessage,
 };
 
 #[tokio::test]
@@ -160,37 +161,23 @@ async fn join_by_code_and_link_and_invite_only_lobbies() {
             .to_owned();
         let summary = http_get(server.addr, &path).await.1;
         assert!(summary.contains("\"rule_set\":\"italian\""), "{summary}");
+        assert!(summary.contains("\"invite_only\":true"), "{summary}");
         assert!(
             !summary.contains(&invite),
             "the summary never shows the invite"
         );
 
-        // The code alone admits no one, to play or to watch.
+        // The code alone admits no one, to play or to watch, and says no
+        // more than a code without a lobby.
         let mut stranger = Player::connect(&server, encoding).await;
-        let code = state.code.clone();
-        let seq = stranger
-            .send(|seq| ClientMessage::JoinLobby {
-                seq,
-                code,
-                invite: None,
-            })
-            .await;
-        assert_eq!(
-            stranger.expect_error(Some(seq)).await,
-            ErrorCode::InviteRequired
-        );
-        let code = state.code.clone();
-        let seq = stranger
-            .send(|seq| ClientMessage::Watch {
-                seq,
-                code,
-                invite: Some("wrong".into()),
-            })
-            .await;
-        assert_eq!(
-            stranger.expect_error(Some(seq)).await,
-            ErrorCode::InviteRequired
-        );
+        let nobody = refusal(&mut stranger, "ZZZZZZZZ", None, false).await;
+        assert_eq!(nobody.0, ErrorCode::UnknownLobby);
+        for (invite, watch) in [(None, false), (Some("wrong"), true)] {
+            assert_eq!(
+                refusal(&mut stranger, &state.code, invite, watch).await,
+                nobody
+            );
+        }
 
         // With the invite from the link, the seat is theirs.
         let code = state.code.clone();
@@ -226,6 +213,214 @@ async fn join_by_code_and_link_and_invite_only_lobbies() {
             .await;
         assert_eq!(third.expect_error(Some(seq)).await, ErrorCode::UnknownLobby);
     }
+}
+
+/// The code and message a `join_lobby` (or `watch`) is refused with.
+async fn refusal(
+    player: &mut Player,
+    code: &str,
+    invite: Option<&str>,
+    watch: bool,
+) -> (ErrorCode, String) {
+    let (code, invite) = (code.to_owned(), invite.map(str::to_owned));
+    let seq = player
+        .send(|seq| {
+            if watch {
+                ClientMessage::Watch { seq, code, invite }
+            } else {
+                ClientMessage::JoinLobby { seq, code, invite }
+            }
+        })
+        .await;
+    loop {
+        match player.recv().await {
+            ServerMessage::Error {
+                seq: Some(s),
+                code,
+                message,
+            } if s == seq => return (code, message),
+            ServerMessage::Ack { seq: s } if s == seq => panic!("seq {s} was accepted"),
+            _ => {}
+        }
+    }
+}
+
+/// A GET with this `Accept` header: the status and the body (headers
+/// dropped: they carry the date).
+async fn get_body(server: &TestServer, path: &str, accept: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, body)| body)
+        .to_owned();
+    (status, body)
+}
+
+/// Without its invite, an invite-only lobby is a code without a lobby on
+/// every path: `join_lobby` and `watch` (no invite, a wrong one, any case
+/// of the code), its JSON summary and its games over HTTP (no `?invite=`,
+/// a wrong one), and the browser page, which is the same for any code.
+/// Its seated players come back without the invite; the invite link's
+/// `?invite=` opens the summary and the games.
+#[tokio::test]
+async fn an_invite_only_lobby_is_indistinguishable_from_no_lobby_without_its_invite() {
+    let server = TestServer::start(|_| {}).await;
+    let mut host = Player::connect(&server, Encoding::MsgPack).await;
+    let seq = host
+        .send(|seq| ClientMessage::CreateLobby {
+            seq,
+            rule_set: RuleSet::American,
+            series_length: 1,
+            invite_only: true,
+            stake: None,
+        })
+        .await;
+    host.expect_ack(seq).await;
+    let state = host.state_until(|_| true).await;
+    let (code, invite) = (state.code.clone(), state.invite.clone().unwrap());
+    let mut guest = Player::connect(&server, Encoding::Json).await;
+    let (c, i) = (code.clone(), invite.clone());
+    guest
+        .request(|seq| ClientMessage::JoinLobby {
+            seq,
+            code: c,
+            invite: Some(i),
+        })
+        .await
+        .unwrap();
+    guest.phase(Phase::Playing).await;
+    // A spectator and a finished game: things the summary and the PDN
+    // would give away.
+    let mut fan = Player::connect(&server, Encoding::Json).await;
+    let (c, i) = (code.clone(), invite.clone());
+    fan.request(|seq| ClientMessage::Watch {
+        seq,
+        code: c,
+        invite: Some(i),
+    })
+    .await
+    .unwrap();
+    guest
+        .request(|seq| ClientMessage::Resign { seq })
+        .await
+        .unwrap();
+    host.phase(Phase::Finished).await;
+    let absent = "ZZZZZZZZ";
+
+    // WebSocket, both encodings.
+    for encoding in Encoding::ALL {
+        let mut stranger = Player::connect(&server, encoding).await;
+        let nobody = refusal(&mut stranger, absent, None, false).await;
+        assert_eq!(nobody, (ErrorCode::UnknownLobby, nobody_message()));
+        let lower = code.to_lowercase();
+        let wrong = format!("{}x", &invite[..invite.len() - 1]);
+        for (c, invite, watch) in [
+            (code.as_str(), None, false),
+            (code.as_str(), None, true),
+            (code.as_str(), Some(wrong.as_str()), false),
+            (lower.as_str(), Some(wrong.as_str()), true),
+            (code.as_str(), Some(""), false),
+        ] {
+            assert_eq!(
+                refusal(&mut stranger, c, invite, watch).await,
+                nobody,
+                "{c} with {invite:?}, watch {watch}"
+            );
+            assert_eq!(refusal(&mut stranger, absent, invite, watch).await, nobody);
+        }
+    }
+
+    // A seated player on a new connection needs no invite, to play or to
+    // watch (which gives the seat back).
+    for watch in [false, true] {
+        let mut back =
+            Player::connect_with(&server, Encoding::Json, Some(guest.token.clone())).await;
+        let c = code.clone();
+        back.request(|seq| {
+            if watch {
+                ClientMessage::Watch {
+                    seq,
+                    code: c,
+                    invite: None,
+                }
+            } else {
+                ClientMessage::JoinLobby {
+                    seq,
+                    code: c,
+                    invite: None,
+                }
+            }
+        })
+        .await
+        .unwrap();
+    }
+
+    // HTTP: the JSON summary and the games, by Accept header and by query.
+    let json = "application/json";
+    let not_found = get_body(&server, &format!("/r/{absent}"), json).await;
+    assert_eq!(not_found.0, 404);
+    assert!(not_found.1.contains("\"unknown_lobby\""), "{not_found:?}");
+    assert!(not_found.1.contains(&nobody_message()), "{not_found:?}");
+    let wrong = format!("{}x", &invite[..invite.len() - 1]);
+    for c in [code.clone(), code.to_lowercase()] {
+        for path in [
+            format!("/r/{c}"),
+            format!("/r/{c}?format=json"),
+            format!("/r/{c}?invite={wrong}&format=json"),
+            format!("/r/{c}?invite=&format=json"),
+            format!("/r/{c}/games.pdn"),
+            format!("/r/{c}/games.pdn?invite={wrong}"),
+            format!("/r/{c}/games.pdn?code={c}&invite"),
+        ] {
+            let accept = if path.contains('?') { "*/*" } else { json };
+            assert_eq!(get_body(&server, &path, accept).await, not_found, "{path}");
+        }
+    }
+    let (status, summary) = get_body(&server, &format!("/r/{code}?invite={invite}"), json).await;
+    assert_eq!(status, 200, "{summary}");
+    assert!(summary.contains("\"spectators\":1"), "{summary}");
+    let (status, summary) = get_body(
+        &server,
+        &format!("/r/{code}?format=json&invite={invite}"),
+        "*/*",
+    )
+    .await;
+    assert_eq!(status, 200, "{summary}");
+    let (status, pdn) = get_body(
+        &server,
+        &format!("/r/{code}/games.pdn?invite={invite}"),
+        "*/*",
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(pdn.contains("[Result"), "the finished game: {pdn}");
+
+    // The browser page is one page for every code.
+    let page = get_body(&server, &format!("/r/{absent}"), "text/html").await;
+    assert_eq!(page.0, 200);
+    assert!(
+        page.1.contains("<html") || page.1.contains("<!doctype") || page.1.contains("<!DOCTYPE")
+    );
+    for path in [format!("/r/{code}"), format!("/r/{code}?invite={wrong}")] {
+        assert_eq!(get_body(&server, &path, "text/html").await, page, "{path}");
+    }
+}
+
+/// What a code without a lobby is told, as the server words it.
+fn nobody_message() -> String {
+    jumpgate_server::lobby::NO_SUCH_LOBBY.to_owned()
 }
 
 #[tokio::test]

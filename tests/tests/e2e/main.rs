@@ -4,6 +4,7 @@
 mod bad_input;
 mod balancer;
 mod browser;
+mod edge;
 mod failover;
 mod faults;
 mod lobby;

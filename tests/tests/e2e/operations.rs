@@ -1,10 +1,13 @@
-//! Operations: health, readiness, metrics (main and separate address) and
-//! graceful shutdown, and what the logs leave out, against a real server.
+//! Operations: health, readiness, metrics (main and separate address),
+//! graceful shutdown, the operator API on its own address, the secrets the
+//! server refuses to start with, and what the logs leave out, against a
+//! real server.
 
 use std::time::Duration;
 
 use jumpgate_e2e::{
-    JumpgateProcess, Player, RedisServer, TEST_SECRET, TestServer, free_port, http_get, seated_pair,
+    JumpgateProcess, Player, RedisServer, TEST_SECRET, TestServer, free_port, http_get,
+    http_get_with, seated_pair,
 };
 use jumpgate_protocol::{ClientMessage, Encoding, RuleSet, ServerMessage};
 
@@ -147,6 +150,10 @@ fn account_token(sub: &str) -> String {
 
 const LOG_TEST_ISSUER_SECRET: &[u8] = b"issuer-secret-for-the-log-test";
 
+fn loopback(port: u16) -> std::net::SocketAddr {
+    std::net::SocketAddr::from(([127, 0, 0, 1], port))
+}
+
 /// Debug-level JSON logs of a whole session (accounts, a refused token, a
 /// lobby, moves, the operator API, shutdown) hold no token, secret or email.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,9 +165,11 @@ async fn logs_never_carry_tokens_secrets_or_emails() {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("jumpgate.log");
-    let admin_token = "admin-token-never-logged-4711";
+    let admin_token = "admin-token-never-logged-4711-7a1c9e";
+    let admin_addr = loopback(free_port());
     let mut server = JumpgateProcess::start_logging(
         &[
+            ("JUMPGATE_ADMIN_LISTEN", admin_addr.to_string()),
             ("RUST_LOG", "debug".into()),
             ("JUMPGATE_LOG_JSON", "true".into()),
             ("JUMPGATE_JWT_ISSUER", "https://id.test".into()),
@@ -234,7 +243,7 @@ async fn logs_never_carry_tokens_secrets_or_emails() {
     // The operator API, with its bearer token.
     {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let mut stream = tokio::net::TcpStream::connect(admin_addr).await.unwrap();
         let request = format!(
             "GET /api/admin/wallets/{} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {admin_token}\r\nConnection: close\r\n\r\n",
             ann.id
@@ -280,5 +289,226 @@ async fn logs_never_carry_tokens_secrets_or_emails() {
     ];
     for (what, secret) in secrets {
         assert!(!logs.contains(&secret), "{what} is in the logs");
+    }
+}
+
+/// An operator token of the length the server asks for.
+const ADMIN_TOKEN: &str = "operator-token-for-the-e2e-tests-3f9a";
+
+/// A request with a body: the status and the whole response.
+async fn http_send(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, response)
+}
+
+/// Waits until `addr` accepts connections: the server binds its operator
+/// address as it starts, after `TestServer::start` has returned.
+async fn listening(addr: std::net::SocketAddr) {
+    let deadline = tokio::time::Instant::now() + jumpgate_e2e::PATIENCE;
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{addr} never listened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The JSON body of a response.
+fn json_body(response: &str) -> serde_json::Value {
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {response}"))
+}
+
+/// The operator API answers on its own address only; the token is checked
+/// before the request is read; every refusal is a JSON error; grant keys
+/// are scoped per account.
+#[tokio::test]
+async fn the_operator_api_is_private_checks_its_token_first_and_scopes_grant_keys() {
+    let admin = loopback(free_port());
+    let server = TestServer::start(|s| {
+        s.admin_token = Some(ADMIN_TOKEN.into());
+        s.admin_listen = Some(admin);
+    })
+    .await;
+    listening(admin).await;
+    let auth = format!("Bearer {ADMIN_TOKEN}");
+    let with_token: &[(&str, &str)] = &[("Authorization", &auth)];
+    let wrong: &[(&str, &str)] = &[(
+        "Authorization",
+        "Bearer operator-token-for-the-e2e-tests-3f9b",
+    )];
+
+    // Not on the public listener, with or without the token: the public
+    // listener answers as for any path it does not serve.
+    let (status, elsewhere) = http_get(server.addr, "/api/no-such-thing").await;
+    assert_eq!(status, 404);
+    let body_of = |r: &str| r.split_once("\r\n\r\n").unwrap().1.to_owned();
+    for (method, path) in [
+        ("GET", "/api/admin/wallets/a_ann"),
+        ("POST", "/api/admin/wallets/a_ann/grant"),
+        ("GET", "/api/admin/rooms/unresumable"),
+        ("POST", "/api/admin/rooms/ABCDEFGH/settle"),
+    ] {
+        let (status, response) = http_send(
+            server.addr,
+            method,
+            path,
+            with_token,
+            r#"{"amount": 5, "key": "k"}"#,
+        )
+        .await;
+        assert_eq!(status, 404, "{method} {path} on the public listener");
+        assert_eq!(body_of(&response), body_of(&elsewhere), "{method} {path}");
+    }
+
+    // No token or a wrong one: 401 and the documented JSON, before the body
+    // is read (a body that would not parse, or none).
+    for headers in [&[][..], wrong] {
+        for (method, path, body) in [
+            ("GET", "/api/admin/wallets/a_ann", ""),
+            ("POST", "/api/admin/wallets/a_ann/grant", "{not json"),
+            ("POST", "/api/admin/wallets/a_ann/grant", ""),
+            ("GET", "/api/admin/no-such-endpoint", ""),
+            ("GET", "/api/admin/wallets/a_ann/grant", ""),
+        ] {
+            let (status, response) = http_send(admin, method, path, headers, body).await;
+            assert_eq!(status, 401, "{method} {path}: {response}");
+            assert_eq!(json_body(&response)["error"], "unauthorised", "{response}");
+            assert!(response.contains("application/json"), "{response}");
+        }
+    }
+
+    // With the token, a bad body is `400 invalid_grant`, always JSON, and
+    // nothing is granted.
+    let grant = "/api/admin/wallets/a_ann/grant";
+    for body in [
+        "",
+        "{not json",
+        r#"{"amount": 5}"#,
+        r#"{"amount": "5", "key": "k"}"#,
+        r#"{"amount": -5, "key": "k"}"#,
+        r#"{"amount": 0, "key": "k"}"#,
+        r#"{"amount": 1000001, "key": "k"}"#,
+        r#"{"amount": 5, "key": ""}"#,
+        "amount=5&key=k",
+    ] {
+        let (status, response) = http_send(admin, "POST", grant, with_token, body).await;
+        assert_eq!(status, 400, "{body}: {response}");
+        assert_eq!(json_body(&response)["error"], "invalid_grant", "{response}");
+    }
+    let balance = |response: &str| json_body(response)["balance"].as_i64().unwrap();
+    let (status, response) = http_get_with(admin, "/api/admin/wallets/a_ann", with_token).await;
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(balance(&response), 1_000, "only the initial grant");
+
+    // Other endpoints and methods answer JSON too.
+    let (status, response) = http_get_with(admin, "/api/admin/nothing", with_token).await;
+    assert_eq!(
+        (status, &json_body(&response)["error"]),
+        (404, &"not_found".into())
+    );
+    let (status, response) = http_get_with(admin, grant, with_token).await;
+    assert_eq!(
+        (status, &json_body(&response)["error"]),
+        (405, &"method_not_allowed".into())
+    );
+
+    // A grant key is per account: the same key grants once to each.
+    let body = r#"{"amount": 250, "key": "welcome-bonus"}"#;
+    for (account, expected) in [("a_ann", 1_250), ("a_ann", 1_250), ("a_bob", 1_250)] {
+        let path = format!("/api/admin/wallets/{account}/grant");
+        // No Content-Type needed: the body is read as JSON whatever it says.
+        let (status, response) = http_send(admin, "POST", &path, with_token, body).await;
+        assert_eq!(status, 200, "{response}");
+        assert_eq!(balance(&response), expected, "{account}: {response}");
+    }
+
+    // An admin address without a token: the API is off there.
+    let off = loopback(free_port());
+    let server = TestServer::start(|s| s.admin_listen = Some(off)).await;
+    listening(off).await;
+    let (status, response) = http_get_with(off, "/api/admin/wallets/a_ann", with_token).await;
+    assert_eq!(status, 404, "{response}");
+    assert_eq!(json_body(&response)["error"], "admin_disabled");
+    drop(server);
+}
+
+/// The process refuses to start with a short or placeholder secret, or an
+/// admin token without an address of its own, and says why without
+/// printing the value.
+#[tokio::test]
+async fn weak_secrets_and_an_admin_token_without_its_address_stop_the_start() {
+    let placeholder = "REPLACE-ME-with-a-long-random-string";
+    let cases: [(&[(&str, &str)], &str); 5] = [
+        (&[("JUMPGATE_TOKEN_SECRET", "changeme")], "too short"),
+        (&[("JUMPGATE_TOKEN_SECRET", placeholder)], "placeholder"),
+        (
+            &[
+                ("JUMPGATE_ADMIN_TOKEN", "secret"),
+                ("JUMPGATE_ADMIN_LISTEN", "127.0.0.1:0"),
+            ],
+            "too short",
+        ),
+        (
+            &[
+                (
+                    "JUMPGATE_ADMIN_TOKEN",
+                    "CHANGE_ME_CHANGE_ME_CHANGE_ME_CHANGE_ME",
+                ),
+                ("JUMPGATE_ADMIN_LISTEN", "127.0.0.1:0"),
+            ],
+            "placeholder",
+        ),
+        (&[("JUMPGATE_ADMIN_TOKEN", ADMIN_TOKEN)], "--admin-listen"),
+    ];
+    for (env, why) in cases {
+        let mut command = std::process::Command::new(jumpgate_e2e::jumpgate_binary());
+        command
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .env_remove("JUMPGATE_TOKEN_SECRET")
+            .env_remove("JUMPGATE_ADMIN_TOKEN")
+            .env_remove("JUMPGATE_ADMIN_LISTEN")
+            .env("RUST_LOG", "error");
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let output = tokio::task::spawn_blocking(move || command.output().unwrap())
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{env:?} started");
+        assert!(stderr.contains(why), "{env:?}: {stderr}");
+        for (name, value) in env {
+            if name.ends_with("TOKEN") || name.ends_with("SECRET") {
+                assert!(
+                    !stderr.contains(value),
+                    "{name}'s value is printed: {stderr}"
+                );
+            }
+        }
     }
 }

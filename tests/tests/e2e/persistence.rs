@@ -431,6 +431,7 @@ async fn room_writes_are_conditional_on_the_stored_version() {
         let stale_view = jumpgate_server::store::Fence {
             owner: None,
             epoch: 1,
+            handed: false,
         };
         assert_eq!(
             store.claim("CAS2TEST", &stale_view, &other).await.unwrap(),
@@ -445,20 +446,40 @@ async fn room_writes_are_conditional_on_the_stored_version() {
         store.write(later).await.unwrap();
         // The old owner cannot release what it no longer holds; the new one
         // can, keeping the epoch, and the next claim needs that view.
-        assert!(!store.release("CAS2TEST", &owner).await.unwrap());
+        assert!(!store.release("CAS2TEST", &owner, None).await.unwrap());
         assert!(
             store
-                .release("CAS2TEST", theirs.as_ref().unwrap())
+                .release("CAS2TEST", theirs.as_ref().unwrap(), None)
                 .await
                 .unwrap()
         );
         let released = store.fence("CAS2TEST").await.unwrap().unwrap();
-        assert_eq!((released.owner.as_deref(), released.epoch), (None, 2));
+        assert_eq!(
+            (released.owner.as_deref(), released.epoch, released.handed),
+            (None, 2, false)
+        );
         let again = store
             .claim("CAS2TEST", &released, &owner.instance)
             .await
+            .unwrap()
             .unwrap();
-        assert_eq!(again.map(|o| o.epoch), Some(3));
+        assert_eq!(again.epoch, 3);
+        // Handed to the instance that asked: a new epoch, marked handed,
+        // which that instance's claim clears.
+        assert!(
+            store
+                .release("CAS2TEST", &again, Some("other"))
+                .await
+                .unwrap()
+        );
+        let handed = store.fence("CAS2TEST").await.unwrap().unwrap();
+        assert_eq!(
+            (handed.owner.as_deref(), handed.epoch, handed.handed),
+            (Some("other"), 4, true)
+        );
+        let taken = store.claim("CAS2TEST", &handed, &other).await.unwrap();
+        assert_eq!(taken.map(|o| o.epoch), Some(5));
+        assert!(!store.fence("CAS2TEST").await.unwrap().unwrap().handed);
         let room = store.load("CAS2TEST").await.unwrap().unwrap();
         assert_eq!(room.moves.len(), 4, "only the owner's write landed");
     }

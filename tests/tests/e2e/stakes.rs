@@ -268,12 +268,28 @@ mod played {
         jumpgate_e2e::account_token(SECRET, sub, name)
     }
 
+    /// Where the operator API listens, per server (it is not on the
+    /// public address).
+    static ADMIN_ADDRS: std::sync::Mutex<Vec<(std::net::SocketAddr, std::net::SocketAddr)>> =
+        std::sync::Mutex::new(Vec::new());
+
+    fn admin_addr(server: &TestServer) -> std::net::SocketAddr {
+        let addrs = ADMIN_ADDRS.lock().unwrap();
+        addrs
+            .iter()
+            .find(|(public, _)| *public == server.addr)
+            .unwrap()
+            .1
+    }
+
     async fn server(redis: &RedisServer) -> TestServer {
         let url = redis.url();
-        TestServer::start(move |s| {
+        let admin = std::net::SocketAddr::from(([127, 0, 0, 1], jumpgate_e2e::free_port()));
+        let server = TestServer::start(move |s| {
             s.redis_url = Some(url);
             s.break_time = Duration::from_millis(200);
             s.admin_token = Some("admin-secret".into());
+            s.admin_listen = Some(admin);
             s.accounts = Some(AccountSettings {
                 issuer: "https://id.test".into(),
                 audience: "jumpgate".into(),
@@ -281,7 +297,9 @@ mod played {
                 ..AccountSettings::default()
             });
         })
-        .await
+        .await;
+        ADMIN_ADDRS.lock().unwrap().push((server.addr, admin));
+        server
     }
 
     async fn account(server: &TestServer, sub: &str) -> Player {
@@ -312,7 +330,12 @@ mod played {
 
     async fn http(server: &TestServer, path: &str, auth: bool) -> String {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let addr = if path.starts_with("/api/admin/") {
+            admin_addr(server)
+        } else {
+            server.addr
+        };
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         let extra = if auth {
             "Authorization: Bearer admin-secret\r\n"
         } else {

@@ -494,9 +494,9 @@ async fn chaos_of_stalls_and_kill_9_loses_no_point_and_no_acknowledged_move() {
 
     // A last kill -9: every stored lobby resumes.
     server.kill_9();
-    let server = JumpgateProcess::start_at(addr, &env).await;
+    let _server = JumpgateProcess::start_at(addr, &env).await;
     let (status, body) = jumpgate_e2e::http_get_with(
-        server.addr,
+        admin_addr(&env),
         "/api/admin/rooms/unresumable",
         &[("Authorization", &format!("Bearer {ADMIN}"))],
     )

@@ -19,7 +19,8 @@ use jumpgate_server::store::{RedisStore, Store};
 use jumpgate_server::wallet::{RedisWallets, WalletRules, Wallets};
 
 const ISSUER_SECRET: &[u8] = b"faults-issuer-secret-0123456789abcdef";
-const ADMIN: &str = "faults-admin-token";
+/// The operator token (the server refuses one shorter than 32 bytes).
+const ADMIN: &str = "faults-admin-token-0123456789abcdef";
 /// The server's limit for one Redis command in these tests.
 const TIMEOUT_MS: u64 = 300;
 /// A stall well past that limit.
@@ -36,7 +37,21 @@ fn server_env(redis: &RedisServer) -> Vec<(&'static str, String)> {
             format!("k1={}", std::str::from_utf8(ISSUER_SECRET).unwrap()),
         ),
         ("JUMPGATE_ADMIN_TOKEN", ADMIN.into()),
+        (
+            "JUMPGATE_ADMIN_LISTEN",
+            format!("127.0.0.1:{}", jumpgate_e2e::free_port()),
+        ),
     ]
+}
+
+/// Where the processes started with `env` serve the operator API (never
+/// on their public address).
+fn admin_addr(env: &[(&str, String)]) -> std::net::SocketAddr {
+    let (_, addr) = env
+        .iter()
+        .find(|(name, _)| *name == "JUMPGATE_ADMIN_LISTEN")
+        .expect("server_env sets an admin address");
+    addr.parse().unwrap()
 }
 
 fn token(sub: &str) -> String {
@@ -487,10 +502,10 @@ async fn clocks_stand_still_while_the_store_is_away() {
 }
 
 /// A POST to the operator API: the status and the body.
-async fn admin_post(server: &JumpgateProcess, path: &str) -> (u16, String) {
+async fn admin_post(admin: std::net::SocketAddr, path: &str) -> (u16, String) {
     let auth = format!("Bearer {ADMIN}");
     let (status, response) =
-        jumpgate_e2e::http_post_with(server.addr, path, &[("Authorization", &auth)]).await;
+        jumpgate_e2e::http_post_with(admin, path, &[("Authorization", &auth)]).await;
     let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
     (status, body)
 }
@@ -534,7 +549,7 @@ async fn a_lobby_that_does_not_replay_is_kept_listed_and_its_stakes_released() {
     );
     let auth = format!("Bearer {ADMIN}");
     let (status, listed) = jumpgate_e2e::http_get_with(
-        server.addr,
+        admin_addr(&env),
         "/api/admin/rooms/unresumable",
         &[("Authorization", &auth)],
     )
@@ -555,10 +570,10 @@ async fn a_lobby_that_does_not_replay_is_kept_listed_and_its_stakes_released() {
     assert!(member.starts_with(":1"), "still listed as open");
 
     let path = format!("/api/admin/rooms/{code}/settle");
-    let (status, body) = admin_post(&server, &path).await;
+    let (status, body) = admin_post(admin_addr(&env), &path).await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"refunded\":600"), "{body}");
-    let (_, body) = admin_post(&server, &path).await;
+    let (_, body) = admin_post(admin_addr(&env), &path).await;
     assert!(body.contains("\"refunded\":0"), "once: {body}");
     assert_eq!(conserved(&redis, &accounts).await, 0);
     let w = wallets(&redis);
