@@ -2,17 +2,20 @@
 //!
 //! The WebSocket subprotocol fixes the encoding for the whole connection:
 //! MessagePack maps with field names in binary frames, or JSON objects in text frames.
-//! Decoding enforces [`MAX_MESSAGE_BYTES`] and tells an unknown `type` apart from other
-//! garbage, so the server can answer with the right [`ErrorCode`].
+//! Decoding enforces [`MAX_MESSAGE_BYTES`], accepts exactly the same messages in both
+//! encodings (a MessagePack message must say only what JSON can: see [`crate::outline`]),
+//! tells an unknown `type` apart from other garbage so the server can answer with the
+//! right [`ErrorCode`], and keeps the `seq` of a refused message whenever it can be read.
 
 use std::fmt;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 
 use crate::MAX_MESSAGE_BYTES;
 use crate::error_code::ErrorCode;
 use crate::message::{ClientMessage, ServerMessage};
+use crate::outline::{self, Outline, TypeEntry};
 
 /// Subprotocol name for MessagePack in binary frames.
 pub const SUBPROTOCOL_MSGPACK: &str = "jumpgate.v1.msgpack";
@@ -130,6 +133,12 @@ pub enum EncodeError {
 }
 
 /// Why an incoming frame is not a message.
+///
+/// [`DecodeError::seq`] and [`DecodeError::code`] are what the `error` answering it
+/// carries. The `seq` is there whenever it could be read: the frame was of the right
+/// kind and within the size limit, its bytes were a well-formed JSON or MessagePack map,
+/// and that map held exactly one `seq`, an integer from 0 to 2^32 − 1. This holds however
+/// wrong the rest of the message is, an unreadable or unknown `type` included.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
     /// The payload is over [`MAX_MESSAGE_BYTES`]; it was not looked at.
@@ -146,26 +155,47 @@ pub enum DecodeError {
         /// The kind that arrived.
         got: FrameKind,
     },
-    /// The payload is not a valid message: bad bytes, not a map, no `type`, or a field
-    /// missing or of the wrong type.
+    /// The payload is not a valid message: bad bytes, not a map, a `type` that is not a
+    /// string, a field missing or of the wrong type, an enum value that is not one of its
+    /// names, or (in MessagePack) something JSON could not say.
     #[error("malformed message: {detail}")]
     Malformed {
         /// The message's `seq`, if it could be read.
         seq: Option<u32>,
-        /// What the parser objected to.
+        /// What the parser objected to, at most [`DecodeError::MAX_DETAIL_BYTES`] long.
         detail: String,
     },
-    /// The payload is a map whose `type` names no message this side knows.
+    /// The payload is a map whose `type` is a string naming no message this side knows.
     #[error("unknown message type `{kind}`")]
     UnknownType {
         /// The message's `seq`, if it could be read.
         seq: Option<u32>,
-        /// The unknown `type` value.
+        /// The unknown `type` value, cut to [`DecodeError::MAX_KIND_BYTES`].
         kind: String,
     },
 }
 
 impl DecodeError {
+    /// The longest [`DecodeError::Malformed`] `detail`: parsers quote what they refuse,
+    /// and an `error` must not echo a client's 16 KiB back at it.
+    pub const MAX_DETAIL_BYTES: usize = 256;
+    /// The longest [`DecodeError::UnknownType`] `kind`.
+    pub const MAX_KIND_BYTES: usize = 64;
+
+    fn malformed(seq: Option<u32>, detail: impl Into<String>) -> Self {
+        DecodeError::Malformed {
+            seq,
+            detail: excerpt(detail.into(), Self::MAX_DETAIL_BYTES),
+        }
+    }
+
+    fn unknown_type(seq: Option<u32>, kind: &str) -> Self {
+        DecodeError::UnknownType {
+            seq,
+            kind: excerpt(kind.to_owned(), Self::MAX_KIND_BYTES),
+        }
+    }
+
     /// The error code the server answers this with.
     pub fn code(&self) -> ErrorCode {
         match self {
@@ -184,6 +214,19 @@ impl DecodeError {
             DecodeError::TooLarge { .. } | DecodeError::WrongFrameKind { .. } => None,
         }
     }
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, marked with `…` if cut.
+fn excerpt(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max - '…'.len_utf8();
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
 }
 
 /// Encodes any serializable value as a frame of the given encoding.
@@ -206,53 +249,26 @@ pub fn encode_client(encoding: Encoding, message: &ClientMessage) -> Frame {
 
 /// Decodes the payload of a frame from a client, assuming it was of the right kind.
 pub fn decode_client(encoding: Encoding, payload: &[u8]) -> Result<ClientMessage, DecodeError> {
-    decode_message(encoding, payload, ClientMessage::TYPES)
+    decode_message(encoding, payload, ClientMessage::TYPES, |_, payload| {
+        parse_msgpack(payload)
+    })
 }
 
 /// Decodes the payload of a frame from the server, assuming it was of the right kind.
 pub fn decode_server(encoding: Encoding, payload: &[u8]) -> Result<ServerMessage, DecodeError> {
-    // serde decodes an internally tagged enum by first copying the whole message into
-    // a tree of its own, then reading the variant from that tree. States are most of
-    // a client's traffic and its largest messages, so a MessagePack `state` or
-    // `solo_state` whose `type` comes first (as every encoder here writes it) is
-    // decoded straight into its struct, which skips the `type` field like any field
-    // it does not know. Anything else, or a failure, takes the general path.
-    if encoding == Encoding::MsgPack && payload.len() <= MAX_MESSAGE_BYTES {
-        match msgpack_leading_type(payload) {
-            Some(b"state") => {
-                if let Ok(state) = parse(encoding, payload) {
-                    return Ok(ServerMessage::State(state));
-                }
-            }
-            Some(b"solo_state") => {
-                if let Ok(state) = parse(encoding, payload) {
-                    return Ok(ServerMessage::SoloState(state));
-                }
-            }
-            _ => {}
+    decode_message(encoding, payload, ServerMessage::TYPES, |kind, payload| {
+        // serde decodes an internally tagged enum by first copying the whole message
+        // into a tree of its own, then reading the variant from that tree. States are
+        // most of a client's traffic and its largest messages; the outline has already
+        // read their `type`, so they are decoded straight into their struct, which skips
+        // the `type` field like any field it does not know.
+        match kind {
+            "state" => parse_msgpack(payload).map(ServerMessage::State),
+            "solo_state" => parse_msgpack(payload).map(ServerMessage::SoloState),
+            _ => parse_msgpack(payload),
         }
-    }
-    decode_message(encoding, payload, ServerMessage::TYPES)
+    })
 }
-
-/// The value of a MessagePack map's first entry when its key is `type` and both are
-/// short strings (fixstr); `None` for anything else.
-fn msgpack_leading_type(payload: &[u8]) -> Option<&[u8]> {
-    const FIXSTR: u8 = 0xa0;
-    let rest = match payload.first()? {
-        0x80..=0x8f => &payload[1..],
-        0xde => payload.get(3..)?,
-        0xdf => payload.get(5..)?,
-        _ => return None,
-    };
-    let rest = rest.strip_prefix(&[FIXSTR | 4, b't', b'y', b'p', b'e'])?;
-    let (&head, rest) = rest.split_first()?;
-    if head & 0xe0 != FIXSTR {
-        return None;
-    }
-    rest.get(..usize::from(head & 0x1f))
-}
-
 /// Decodes a frame from a client, first checking it is the kind `encoding` uses.
 pub fn decode_client_frame(
     encoding: Encoding,
@@ -287,53 +303,69 @@ fn check_frame(encoding: Encoding, kind: FrameKind, payload: &[u8]) -> Result<()
     Ok(())
 }
 
-/// The parts of a message that can be read without knowing its type, used only to
-/// explain a failed decode.
-#[derive(Deserialize)]
-struct Envelope {
-    #[serde(rename = "type", default)]
-    kind: Option<String>,
-    #[serde(default)]
-    seq: Option<u32>,
-}
-
+/// Decodes a message whose `type` must be one of `known_types`. `parse_msgpack` decodes
+/// a MessagePack message once its outline is known to be sound, given its `type`.
 fn decode_message<T: DeserializeOwned>(
     encoding: Encoding,
     payload: &[u8],
     known_types: &[&str],
+    parse_msgpack: impl FnOnce(&str, &[u8]) -> Result<T, String>,
 ) -> Result<T, DecodeError> {
     if payload.len() > MAX_MESSAGE_BYTES {
         return Err(DecodeError::TooLarge { len: payload.len() });
     }
-    // The fast path decodes once; only a failure pays for a second look.
-    let detail = match parse::<T>(encoding, payload) {
-        Ok(message) => return Ok(message),
-        Err(detail) => detail,
-    };
-    let envelope = parse::<Envelope>(encoding, payload).ok();
-    let seq = envelope.as_ref().and_then(|envelope| envelope.seq);
-    match envelope.and_then(|envelope| envelope.kind) {
-        Some(kind) if !known_types.contains(&kind.as_str()) => {
-            Err(DecodeError::UnknownType { seq, kind })
+    match encoding {
+        // MessagePack reads its outline first, every time: it is one quick pass over the
+        // bytes, and serde alone would take what JSON refuses.
+        Encoding::MsgPack => {
+            let outline =
+                outline::msgpack(payload).map_err(|detail| DecodeError::malformed(None, detail))?;
+            let kind = known_kind(&outline, known_types)?;
+            if let Some(flaw) = outline.flaw {
+                return Err(DecodeError::malformed(outline.seq, flaw));
+            }
+            parse_msgpack(kind, payload)
+                .map_err(|detail| DecodeError::malformed(outline.seq, detail))
         }
-        _ => Err(DecodeError::Malformed { seq, detail }),
+        // serde_json is already strict about `type`; only a failure pays for the outline.
+        Encoding::Json => {
+            // serde reads an internally tagged enum from an array too, `type` first.
+            if payload.trim_ascii_start().first() != Some(&b'{') {
+                return Err(DecodeError::malformed(
+                    None,
+                    "a message must be a JSON object",
+                ));
+            }
+            serde_json::from_slice(payload).map_err(|err| {
+                let Some(outline) = outline::json(payload) else {
+                    return DecodeError::malformed(None, err.to_string());
+                };
+                match known_kind(&outline, known_types) {
+                    Ok(_) => DecodeError::malformed(outline.seq, err.to_string()),
+                    Err(refusal) => refusal,
+                }
+            })
+        }
     }
 }
 
-fn parse<T: DeserializeOwned>(encoding: Encoding, payload: &[u8]) -> Result<T, String> {
-    match encoding {
-        Encoding::Json => serde_json::from_slice(payload).map_err(|err| err.to_string()),
-        Encoding::MsgPack => {
-            let mut deserializer = rmp_serde::Deserializer::new(payload);
-            let value = T::deserialize(&mut deserializer).map_err(|err| err.to_string())?;
-            // rmp-serde stops after one value; anything after it is not a message.
-            let rest = deserializer.get_ref().len();
-            if rest > 0 {
-                return Err(format!("{rest} bytes after the end of the message"));
-            }
-            Ok(value)
-        }
+/// The message's `type` if it is a string naming one of `known_types`; the refusal
+/// otherwise.
+fn known_kind<'a>(outline: &'a Outline<'_>, known_types: &[&str]) -> Result<&'a str, DecodeError> {
+    match &outline.kind {
+        TypeEntry::Named(kind) if known_types.contains(&kind.as_ref()) => Ok(kind),
+        TypeEntry::Named(kind) => Err(DecodeError::unknown_type(outline.seq, kind)),
+        TypeEntry::Missing => Err(DecodeError::malformed(outline.seq, "no `type`")),
+        TypeEntry::Unreadable => Err(DecodeError::malformed(
+            outline.seq,
+            "`type` must be one string",
+        )),
     }
+}
+
+fn parse_msgpack<T: DeserializeOwned>(payload: &[u8]) -> Result<T, String> {
+    // The outline has checked that the payload is exactly one map.
+    rmp_serde::from_slice(payload).map_err(|err| err.to_string())
 }
 
 #[cfg(test)]
@@ -562,6 +594,47 @@ mod tests {
     }
 
     #[test]
+    fn refusals_quote_little_of_the_message() {
+        let kind = "é".repeat(5_000);
+        let json = format!(r#"{{"type":"{kind}","seq":3}}"#);
+        let err = decode_client(Encoding::Json, json.as_bytes()).unwrap_err();
+        let DecodeError::UnknownType { seq, kind } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(*seq, Some(3));
+        assert!(kind.len() <= DecodeError::MAX_KIND_BYTES && kind.ends_with('…'));
+
+        let json = format!(r#"{{"type":"create_lobby","seq":3,"rule_set":"{kind}"}}"#);
+        let err = decode_client(Encoding::Json, json.as_bytes()).unwrap_err();
+        assert!(
+            err.to_string().len() < 2 * DecodeError::MAX_DETAIL_BYTES,
+            "{err}"
+        );
+        assert_eq!(err.seq(), Some(3));
+    }
+
+    #[test]
+    fn msgpack_is_read_as_strictly_as_json() {
+        // {"type": 14, "seq": 5}: 14 is `ping`'s index, which serde alone would take.
+        let err = decode_client(Encoding::MsgPack, b"\x82\xa4type\x0e\xa3seq\x05").unwrap_err();
+        assert_eq!(
+            (err.code(), err.seq()),
+            (ErrorCode::MalformedMessage, Some(5))
+        );
+        // {"type": "ping", 0: 5}: 0 is `seq`'s field index.
+        let err = decode_client(Encoding::MsgPack, b"\x82\xa4type\xa4ping\x00\x05").unwrap_err();
+        assert_eq!((err.code(), err.seq()), (ErrorCode::MalformedMessage, None));
+        // `type` after other fields is fine.
+        assert_eq!(
+            decode_client(Encoding::MsgPack, b"\x82\xa3seq\x05\xa4type\xa4ping"),
+            Ok(ping(5))
+        );
+        // serde would read an array as the message's fields in order.
+        let err = decode_client(Encoding::Json, br#" ["ping", 5]"#).unwrap_err();
+        assert_eq!((err.code(), err.seq()), (ErrorCode::MalformedMessage, None));
+    }
+
+    #[test]
     fn trailing_msgpack_bytes_are_malformed() {
         let Frame::Binary(mut bytes) = encode_client(Encoding::MsgPack, &ping(1)) else {
             panic!("msgpack encodes to binary");
@@ -569,7 +642,10 @@ mod tests {
         assert_eq!(decode_client(Encoding::MsgPack, &bytes), Ok(ping(1)));
         bytes.push(0xc0);
         let err = decode_client(Encoding::MsgPack, &bytes).unwrap_err();
-        assert!(matches!(err, DecodeError::Malformed { .. }), "{err:?}");
+        assert!(
+            matches!(err, DecodeError::Malformed { seq: Some(1), .. }),
+            "{err:?}"
+        );
     }
 
     #[test]

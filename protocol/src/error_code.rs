@@ -1,12 +1,12 @@
 //! The stable error codes carried by `error` messages.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// Why the server refused a message or could not serve it.
 ///
 /// Codes are stable within protocol v1; clients branch on them, while the `message`
 /// that comes with them is for people. `PROTOCOL.md` says when each one is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// The frame could not be decoded into a message (bad bytes, wrong frame kind,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// Later protocol versions may add rule sets, so clients of other languages should
 /// tolerate rule-set names they do not know.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RuleSet {
     /// American checkers (English draughts).
@@ -45,7 +45,7 @@ wire_names!(RuleSet {
 });
 
 /// A side of the board. Dark always moves first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Color {
     /// The first-moving side, whose men start on ranks 1–3.
@@ -209,7 +209,7 @@ pub struct GameResult {
 }
 
 /// Why a game ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GameEndReason {
     /// The loser has no pieces left.

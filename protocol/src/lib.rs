@@ -11,10 +11,14 @@
 //! reconnects by itself: it re-enters its room and re-sends unanswered requests after a
 //! dropped connection, a server restart or the room moving to another server instance.
 
-/// Gives a fieldless wire enum its wire names: an `ALL` list, `as_str` and `Display`.
+/// Gives a fieldless wire enum its wire names: an `ALL` list, `as_str`, `Display`, and a
+/// `Deserialize` that accepts exactly those strings.
 ///
-/// The names must match what serde writes; `tests` in each module check that they do,
-/// so a renamed variant cannot silently drift from its string.
+/// serde's derived `Deserialize` would also take a variant's index (an integer) or the
+/// externally tagged map form (`{"spanish":null}`), which MessagePack lets through; the
+/// protocol allows only the name, in both encodings. `Serialize` stays derived; the
+/// names must match what it writes, and `tests` in each module check that they do, so a
+/// renamed variant cannot silently drift from its string.
 macro_rules! wire_names {
     ($ty:ident { $($variant:ident => $name:literal),+ $(,)? }) => {
         impl $ty {
@@ -34,6 +38,33 @@ macro_rules! wire_names {
                 f.write_str(self.as_str())
             }
         }
+
+        impl<'de> ::serde::Deserialize<'de> for $ty {
+            fn deserialize<D>(deserializer: D) -> Result<Self, D::Error>
+            where
+                D: ::serde::Deserializer<'de>,
+            {
+                struct WireName;
+
+                impl ::serde::de::Visitor<'_> for WireName {
+                    type Value = $ty;
+
+                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                        f.write_str(concat!("a ", stringify!($ty), " name (a string)"))
+                    }
+
+                    // Only strings: the visitor's other methods refuse by default.
+                    fn visit_str<E: ::serde::de::Error>(self, name: &str) -> Result<$ty, E> {
+                        match name {
+                            $($name => Ok($ty::$variant),)+
+                            _ => Err(E::unknown_variant(name, &[$($name),+])),
+                        }
+                    }
+                }
+
+                deserializer.deserialize_str(WireName)
+            }
+        }
     };
 }
 
@@ -43,6 +74,7 @@ pub mod codec;
 mod error_code;
 mod game;
 mod message;
+mod outline;
 #[cfg(feature = "client")]
 pub mod reconnect;
 mod room;

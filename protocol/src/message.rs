@@ -277,7 +277,7 @@ impl ServerMessage {
 }
 
 /// Who plays a solo game.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SoloMode {
     /// You against the computer.
@@ -287,8 +287,13 @@ pub enum SoloMode {
     SameDevice,
 }
 
+wire_names!(SoloMode {
+    Computer => "computer",
+    SameDevice => "same_device",
+});
+
 /// The computer's strength, weakest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BotLevel {
     Tamer,
@@ -296,6 +301,13 @@ pub enum BotLevel {
     Warden,
     Executive,
 }
+
+wire_names!(BotLevel {
+    Tamer => "tamer",
+    Driver => "driver",
+    Warden => "warden",
+    Executive => "executive",
+});
 
 /// A solo game as the player sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -319,4 +331,23 @@ pub struct SoloState {
     /// The board, legal moves and result. There is no clock: `deadline` and
     /// `remaining_ms` are 0.
     pub game: crate::GameView,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BotLevel, SoloMode};
+
+    #[test]
+    fn names_match_serde() {
+        for mode in SoloMode::ALL {
+            let json = serde_json::to_string(mode).unwrap();
+            assert_eq!(json, format!("\"{mode}\""));
+            assert_eq!(serde_json::from_str::<SoloMode>(&json).unwrap(), *mode);
+        }
+        for level in BotLevel::ALL {
+            let json = serde_json::to_string(level).unwrap();
+            assert_eq!(json, format!("\"{level}\""));
+            assert_eq!(serde_json::from_str::<BotLevel>(&json).unwrap(), *level);
+        }
+    }
 }

@@ -188,7 +188,7 @@ pub fn normalise_name(raw: &str, fallback: &str) -> String {
         chars += 1;
     }
     // A cut can leave a joiner with nothing to join.
-    let name = name.trim_end_matches(['\u{200C}', '\u{200D}']);
+    let name = name.trim_end_matches(['\u{200C}', '\u{200D}', ' ']);
     if name.is_empty() {
         fallback.to_owned()
     } else {

@@ -58,6 +58,10 @@ pub struct AppState {
     rooms: Mutex<HashMap<RoomCode, RoomHandle>>,
     /// One lock per room being taken over, so it is claimed once here.
     adoptions: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Rooms this process is asking another instance to hand over: a room
+    /// handed to us is one of these (a planned move), not one whose asker
+    /// died before taking it.
+    pub asking: Mutex<std::collections::HashSet<String>>,
     /// Flips to true when the server starts shutting down: it stops taking
     /// rooms and connections, and hands its rooms over.
     pub draining: watch::Sender<bool>,
@@ -102,6 +106,7 @@ impl AppState {
             unresumable: Mutex::new(Vec::new()),
             rooms: Mutex::new(HashMap::new()),
             adoptions: Mutex::new(HashMap::new()),
+            asking: Mutex::new(std::collections::HashSet::new()),
             draining: watch::channel(false).0,
             shutdown: watch::channel(false).0,
             live_connections: watch::channel(0).0,

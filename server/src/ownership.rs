@@ -80,6 +80,7 @@ pub async fn acquire<H>(
     }
     let deadline = Instant::now() + state.settings.heartbeat_ttl + Duration::from_secs(2);
     let mut asked: Option<Instant> = None;
+    let _asking = Asking::new(state, id, may_ask);
     loop {
         if let Some(handle) = local() {
             return Ok(Some(handle));
@@ -117,6 +118,39 @@ pub async fn acquire<H>(
     }
 }
 
+/// Notes, while a request may ask for a room, that this process asks for
+/// it (see [`AppState::asking`]).
+struct Asking<'a> {
+    state: &'a AppState,
+    id: Option<String>,
+}
+
+impl<'a> Asking<'a> {
+    fn new(state: &'a AppState, id: &str, may_ask: bool) -> Asking<'a> {
+        let id = may_ask.then(|| id.to_owned());
+        if let Some(id) = &id {
+            state
+                .asking
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id.clone());
+        }
+        Asking { state, id }
+    }
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = &self.id {
+            self.state
+                .asking
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(id);
+        }
+    }
+}
+
 /// The room's owner if it is another instance whose heartbeat is current.
 /// A room released, owned by a dead instance, or owned by this instance
 /// without running here is free to claim.
@@ -148,7 +182,13 @@ async fn adopt(state: &Arc<AppState>, id: &str, seen: &Fence) -> Result<Adoption
     // takeover follows an owner that died, froze or shut down: the side to
     // move gets at least the resume grace. (So nobody can stretch a clock
     // by making a room move: only a handover follows a request.)
-    let handed_here = seen.handed && seen.owner.as_deref() == Some(&**me);
+    let handed_here = seen.handed
+        && seen.owner.as_deref() == Some(&**me)
+        && state
+            .asking
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(id);
     let grace = if handed_here {
         Duration::ZERO
     } else {

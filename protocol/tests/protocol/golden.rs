@@ -3,7 +3,8 @@
 //! For each example `NAME`, `tests/vectors/NAME.json` holds the JSON text frame and
 //! `tests/vectors/NAME.msgpack.hex` the MessagePack binary frame as lowercase hex; each
 //! file ends with one newline that is not part of the frame. Other implementations can
-//! test against these files.
+//! test against these files. Frames the decoders must refuse sit beside them
+//! (`refused_*`, see [`crate::refusals`]).
 //!
 //! After a deliberate wire change, rewrite the files with
 //! `JUMPGATE_BLESS=1 cargo test -p jumpgate-protocol --test protocol golden` and review the diff:
@@ -732,19 +733,19 @@ fn server_examples() -> Vec<(&'static str, ServerMessage)> {
     ]
 }
 
-fn vectors_dir() -> PathBuf {
+pub fn vectors_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
 }
 
-fn blessing() -> bool {
+pub fn blessing() -> bool {
     std::env::var_os("JUMPGATE_BLESS").is_some_and(|value| value == "1")
 }
 
-fn to_hex(bytes: &[u8]) -> String {
+pub fn to_hex(bytes: &[u8]) -> String {
     bytes.iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
-fn from_hex(text: &str) -> Vec<u8> {
+pub fn from_hex(text: &str) -> Vec<u8> {
     text.as_bytes()
         .chunks(2)
         .map(|pair| {
@@ -757,7 +758,7 @@ fn from_hex(text: &str) -> Vec<u8> {
 
 /// Compares `frame` with the file (or writes the file when blessing) and returns the
 /// frame as stored, without its final newline.
-fn check_file(path: &Path, frame: &str) -> String {
+pub fn check_file(path: &Path, frame: &str) -> String {
     let expected = format!("{frame}\n");
     if blessing() {
         fs::write(path, &expected).unwrap();
@@ -838,6 +839,7 @@ fn vectors_match_the_codec() {
             codec::decode_server,
         ));
     }
+    expected_files.extend(crate::refusals::check_refusals(&dir));
 
     let mut stale = Vec::new();
     for entry in fs::read_dir(&dir).unwrap() {

@@ -1,5 +1,6 @@
 //! The protocol crate's tests, one binary: golden byte vectors for every
-//! message, and the client and the reconnecting client against stand-in
+//! message and for the frames decoders must refuse, fuzz targets for the
+//! decoders, and the client and the reconnecting client against stand-in
 //! servers.
 #![allow(
     clippy::result_large_err,
@@ -7,5 +8,8 @@
 )]
 
 mod client;
+mod fuzz;
 mod golden;
 mod reconnect;
+mod refusals;
+mod wire_value;

@@ -3,6 +3,7 @@
 //! naive move generator (`reference`).
 
 mod basics;
+mod fuzz;
 mod orbit;
 mod perft;
 mod properties;

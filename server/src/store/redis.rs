@@ -652,11 +652,11 @@ impl RedisStore {
         }
     }
 
-    /// Sends the write script and the index update in one round trip. The
-    /// index lives outside the room's slot, so it cannot be in the script.
-    /// Adding and removing are idempotent, and an index entry whose record
-    /// is missing is dropped at start (`load_open`), so the update may land
-    /// even when the script refuses.
+    /// Sends the write script (after listing a new room under its owner),
+    /// then, once the script answered `ok`, the update of the open-rooms
+    /// index, which lives outside the room's slot and so cannot be in the
+    /// script. Adding and removing are idempotent; an index entry whose
+    /// record has expired reads as no room.
     async fn send_write(&self, write: &RoomWrite) -> Result<String, StoreError> {
         let mut conn = self.conn.clone();
         let [room, moves, games, fence] = keys(&write.code);
