@@ -4,10 +4,10 @@
 //! [`ReconnectingClient`] holds one [`Client`] at a time and keeps what the next one
 //! needs: the address, encoding, token, `seq` counter, the room it is in and the
 //! requests still waiting for an answer. When a connection ends in a way that means
-//! "come back" (any close but 1002, a dropped socket, a `room_unavailable` refusal), it
-//! opens a new one naming the room (`/ws?room=CODE`), sends `hello` with the kept token
-//! and the next `seq`, enters the room again and re-sends the unanswered requests with
-//! their original `seq` and content. Its user learns of it from
+//! "come back" (any close but 1002, 1007 and 1009, a dropped socket, a
+//! `room_unavailable` refusal), it opens a new one naming the room (`/ws?room=CODE`),
+//! sends `hello` with the kept token and the next `seq`, enters the room again and
+//! re-sends the unanswered requests with their original `seq` and content. Its user learns of it from
 //! [`Event::Reconnected`] and otherwise carries on receiving messages as before.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -28,10 +28,12 @@ const CLOSE_PROTOCOL_ERROR: u16 = 1002;
 
 /// Whether a connection closed with `code` should be replaced by a new one.
 ///
-/// Every close means "reconnect" except 1002 (PROTOCOL.md section 1, "Close codes"),
-/// including 1006, which stands for a connection that dropped without a close frame.
+/// Every close means "reconnect" (1006 included, which stands for a connection that
+/// dropped without a close frame) except 1002, 1007 and 1009: the client sent
+/// something it must not send, and re-sending its unanswered requests would end the
+/// same way, so it stops (PROTOCOL.md section 1, "Close codes").
 pub fn close_means_reconnect(code: u16) -> bool {
-    code != CLOSE_PROTOCOL_ERROR
+    !matches!(code, CLOSE_PROTOCOL_ERROR | 1007 | 1009)
 }
 
 /// Exponential back-off with jitter: `first`, then twice that, four times that… up to
@@ -239,9 +241,10 @@ pub enum ReconnectError {
     /// allows.
     #[error("gave up reconnecting after {attempts} attempts; the last failure: {last_failure}")]
     GaveUp { attempts: u32, last_failure: String },
-    /// The server will not take this client back: a close with 1002 (after
-    /// `unsupported_version`), `hello` refused (`invalid_token`), an HTTP 4xx answer
-    /// to the upgrade, or the wrong subprotocol.
+    /// The server will not take this client back: a close with 1002 (say, after
+    /// `unsupported_version`), 1007 or 1009 (the client sent what it must not), `hello`
+    /// refused (`invalid_token`), an HTTP 4xx answer to the upgrade, or the wrong
+    /// subprotocol.
     #[error("the server will not take this client back: {0}")]
     Rejected(ClientError),
     /// A new connection was welcomed as someone else.
@@ -964,21 +967,13 @@ mod tests {
     }
 
     #[test]
-    fn every_close_but_1002_means_reconnect() {
-        for code in [
-            1000,
-            1001,
-            1005,
-            1006,
-            1008,
-            1009,
-            1011,
-            4000,
-            CLOSE_ROOM_MOVED,
-        ] {
+    fn every_close_but_1002_1007_and_1009_means_reconnect() {
+        for code in [1000, 1001, 1005, 1006, 1008, 1011, 4000, CLOSE_ROOM_MOVED] {
             assert!(close_means_reconnect(code), "{code}");
         }
-        assert!(!close_means_reconnect(1002));
+        for code in [1002, 1007, 1009] {
+            assert!(!close_means_reconnect(code), "{code}");
+        }
     }
 
     #[test]
