@@ -54,6 +54,18 @@ pub struct ServeConfig {
     /// Must be unique among running instances; default: random per process.
     #[arg(long, env = "JUMPGATE_INSTANCE_ID", value_parser = parse_instance_id)]
     pub instance_id: Option<String>,
+    /// A connection that has not sent `hello` this long after the upgrade
+    /// is closed (1008), in milliseconds.
+    #[arg(long, env = "JUMPGATE_HELLO_TIMEOUT_MS", default_value_t = 10_000)]
+    pub hello_timeout_ms: u64,
+    /// The server pings every connection this often, in milliseconds; one
+    /// silent (no frame, no pong) for two of these is closed (1008).
+    #[arg(long, env = "JUMPGATE_PING_INTERVAL_MS", default_value_t = 20_000)]
+    pub ping_interval_ms: u64,
+    /// Longest a write to one connection may take, in milliseconds; a
+    /// client that stops reading is dropped after it.
+    #[arg(long, env = "JUMPGATE_WRITE_TIMEOUT_MS", default_value_t = 10_000)]
+    pub write_timeout_ms: u64,
     /// How long this instance counts as alive after each heartbeat, in
     /// milliseconds (it renews three times per period). Rooms of an
     /// instance silent for this long are taken over by the others.
@@ -156,6 +168,12 @@ pub struct Settings {
     pub instance_id: std::sync::Arc<str>,
     /// How long this instance counts as alive after a heartbeat.
     pub heartbeat_ttl: Duration,
+    /// Deadline for `hello` after the upgrade.
+    pub hello_timeout: Duration,
+    /// How often connections are pinged; two silent intervals close one.
+    pub ping_interval: Duration,
+    /// Longest one write to a connection may take.
+    pub write_timeout: Duration,
     /// The external account issuer; `None` means guests only.
     pub accounts: Option<crate::identity::AccountSettings>,
     pub wallet_rules: crate::wallet::WalletRules,
@@ -193,6 +211,9 @@ impl Settings {
             shutdown_grace: Duration::from_secs(10),
             instance_id: nanoid::nanoid!(12).into(),
             heartbeat_ttl: Duration::from_secs(3),
+            hello_timeout: Duration::from_secs(10),
+            ping_interval: Duration::from_secs(20),
+            write_timeout: Duration::from_secs(10),
             accounts: None,
             wallet_rules: crate::wallet::WalletRules::default(),
             admin_token: None,
@@ -225,6 +246,9 @@ impl Settings {
             settings.instance_id = id.as_str().into();
         }
         settings.heartbeat_ttl = Duration::from_millis(config.heartbeat_ttl_ms.max(300));
+        settings.hello_timeout = Duration::from_millis(config.hello_timeout_ms.max(100));
+        settings.ping_interval = Duration::from_millis(config.ping_interval_ms.max(100));
+        settings.write_timeout = Duration::from_millis(config.write_timeout_ms.max(100));
         settings.wallet_rules = crate::wallet::WalletRules {
             initial_grant: config.initial_grant,
             daily_cap: config.daily_cap,

@@ -95,7 +95,13 @@ async fn serve_inner(
     };
     let mut shutdown = state.shutdown.subscribe();
     let kick = conn.kick.clone();
+    let settings = state.settings.clone();
+    let hello_deadline = Instant::now() + settings.hello_timeout;
+    let mut last_heard = Instant::now();
+    let mut pings = tokio::time::interval(settings.ping_interval);
+    pings.tick().await;
     let close = loop {
+        let greeting = matches!(conn.session, Session::Greeting);
         tokio::select! {
             incoming = socket.recv() => {
                 let message = match incoming {
@@ -103,6 +109,7 @@ async fn serve_inner(
                     Some(Err(e)) => break refusal_close(e),
                     None => break None,
                 };
+                last_heard = Instant::now();
                 match conn.on_frame(message).await {
                     Flow::Continue => {}
                     Flow::Close(code, reason) => break Some((code, reason)),
@@ -120,7 +127,10 @@ async fn serve_inner(
                         moved = true;
                         break;
                     };
-                    if socket.feed(frame).await.is_err() {
+                    // A client that stops reading is not waited for: the
+                    // write has a deadline, so the loop sees its kick too.
+                    let fed = tokio::time::timeout(settings.write_timeout, socket.feed(frame)).await;
+                    if !matches!(fed, Ok(Ok(()))) {
                         ok = false;
                         break;
                     }
@@ -129,7 +139,12 @@ async fn serve_inner(
                         next = out_rx.try_recv().ok();
                     }
                 }
-                if !ok || socket.flush().await.is_err() {
+                if !ok
+                    || !matches!(
+                        tokio::time::timeout(settings.write_timeout, socket.flush()).await,
+                        Ok(Ok(()))
+                    )
+                {
                     break None;
                 }
                 if moved {
@@ -137,6 +152,23 @@ async fn serve_inner(
                 }
             }
             () = kick.notified() => break Some((CLOSE_POLICY, "too slow to keep up")),
+            () = tokio::time::sleep_until(hello_deadline), if greeting => {
+                break Some((CLOSE_POLICY, "no hello in time"));
+            }
+            _ = pings.tick() => {
+                // Any frame counts as a sign of life, a pong included.
+                if last_heard.elapsed() >= settings.ping_interval * 2 {
+                    break Some((CLOSE_POLICY, "no answer to pings"));
+                }
+                let ping = tokio::time::timeout(
+                    settings.write_timeout,
+                    socket.send(Message::Ping(Vec::new().into())),
+                )
+                .await;
+                if !matches!(ping, Ok(Ok(()))) {
+                    break None;
+                }
+            }
             _ = shutdown.changed() => break Some((CLOSE_GOING_AWAY, "server restarting")),
         }
     };

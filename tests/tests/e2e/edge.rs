@@ -787,3 +787,76 @@ async fn the_longest_token_gets_a_welcome_within_16_kib() {
         }
     }
 }
+
+/// A connection that never says `hello` is closed with 1008 once the
+/// deadline passes.
+#[tokio::test]
+async fn a_connection_without_hello_is_closed_at_the_deadline() {
+    let server = TestServer::start(|s| {
+        s.hello_timeout = std::time::Duration::from_millis(300);
+    })
+    .await;
+    let mut socket = RawSocket::open(&server, Encoding::Json).await;
+    assert_eq!(socket.ending().await, Ending::Close(1008));
+}
+
+/// A greeted client that answers no ping (and sends nothing) is closed with
+/// 1008 after two ping intervals; the server pinged it first.
+#[tokio::test]
+async fn a_client_silent_through_two_pings_is_closed() {
+    let server = TestServer::start(|s| {
+        s.ping_interval = std::time::Duration::from_millis(200);
+    })
+    .await;
+    let mut socket = RawSocket::open(&server, Encoding::Json).await;
+    let hello = codec::encode_client(
+        Encoding::Json,
+        &jumpgate_protocol::ClientMessage::Hello {
+            seq: 1,
+            protocol: 1,
+            token: None,
+            client: "edge-test".into(),
+        },
+    );
+    let Frame::Text(text) = hello else {
+        panic!("JSON is text")
+    };
+    socket
+        .write(&frame(true, 0, OP_TEXT, true, text.as_bytes()))
+        .await;
+    let mut pinged = false;
+    let ending = loop {
+        match socket.read_frame().await {
+            Some((OP_PING, _)) => pinged = true,
+            Some((OP_CLOSE, payload)) => {
+                break Ending::Close(u16::from_be_bytes([payload[0], payload[1]]));
+            }
+            Some(_) => continue,
+            None => break Ending::Dropped,
+        }
+    };
+    assert!(pinged, "pinged before being closed");
+    assert_eq!(ending, Ending::Close(1008));
+}
+
+/// A client that answers pings stays, however long it says nothing else.
+#[tokio::test]
+async fn a_client_that_answers_pings_stays() {
+    let server = TestServer::start(|s| {
+        s.ping_interval = std::time::Duration::from_millis(500);
+    })
+    .await;
+    let mut player = Player::connect_to(&server, Encoding::Json, None).await;
+    // The client answers pings while it reads; nothing arrives meanwhile
+    // (four pings; a client silent for a whole second would be closed).
+    let quiet = tokio::time::timeout(
+        std::time::Duration::from_millis(2_000),
+        player.client.recv(),
+    )
+    .await;
+    assert!(quiet.is_err(), "nothing but pings: {quiet:?}");
+    player
+        .request(|seq| jumpgate_protocol::ClientMessage::Ping { seq })
+        .await
+        .expect("still connected");
+}
