@@ -54,6 +54,10 @@ pub struct ServeConfig {
     /// Must be unique among running instances; default: random per process.
     #[arg(long, env = "JUMPGATE_INSTANCE_ID", value_parser = parse_instance_id)]
     pub instance_id: Option<String>,
+    /// Most WebSocket connections served at once; past it an upgrade gets
+    /// HTTP 503 with `Retry-After`.
+    #[arg(long, env = "JUMPGATE_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
     /// A connection that has not sent `hello` this long after the upgrade
     /// is closed (1008), in milliseconds.
     #[arg(long, env = "JUMPGATE_HELLO_TIMEOUT_MS", default_value_t = 10_000)]
@@ -168,6 +172,8 @@ pub struct Settings {
     pub instance_id: std::sync::Arc<str>,
     /// How long this instance counts as alive after a heartbeat.
     pub heartbeat_ttl: Duration,
+    /// Most WebSocket connections at once.
+    pub max_connections: usize,
     /// Deadline for `hello` after the upgrade.
     pub hello_timeout: Duration,
     /// How often connections are pinged; two silent intervals close one.
@@ -211,6 +217,7 @@ impl Settings {
             shutdown_grace: Duration::from_secs(10),
             instance_id: nanoid::nanoid!(12).into(),
             heartbeat_ttl: Duration::from_secs(3),
+            max_connections: 10_000,
             hello_timeout: Duration::from_secs(10),
             ping_interval: Duration::from_secs(20),
             write_timeout: Duration::from_secs(10),
@@ -246,6 +253,7 @@ impl Settings {
             settings.instance_id = id.as_str().into();
         }
         settings.heartbeat_ttl = Duration::from_millis(config.heartbeat_ttl_ms.max(300));
+        settings.max_connections = config.max_connections.max(1);
         settings.hello_timeout = Duration::from_millis(config.hello_timeout_ms.max(100));
         settings.ping_interval = Duration::from_millis(config.ping_interval_ms.max(100));
         settings.write_timeout = Duration::from_millis(config.write_timeout_ms.max(100));

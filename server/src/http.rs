@@ -119,6 +119,16 @@ async fn upgrade(
         .iter()
         .find(|(name, _)| name == "room")
         .map(|(_, value)| value.to_ascii_uppercase());
+    // Past the cap a new connection is refused before the upgrade, and the
+    // health, readiness and metrics endpoints still answer.
+    let Some(slot) = crate::net::ConnectionSlot::take(&state) else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "5")],
+            "the server is at its connection limit; retry shortly\n",
+        )
+            .into_response();
+    };
     let Some(encoding) = choose_encoding(&headers) else {
         return (
             StatusCode::BAD_REQUEST,
@@ -134,7 +144,7 @@ async fn upgrade(
         .read_buffer_size(4 * 1024)
         .write_buffer_size(4 * 1024)
         .max_write_buffer_size(256 * 1024)
-        .on_upgrade(move |socket| crate::net::serve(socket, encoding, state, named))
+        .on_upgrade(move |socket| crate::net::serve(socket, encoding, state, named, slot))
 }
 
 /// The `invite` query parameter, as invite links carry it

@@ -60,15 +60,47 @@ pub async fn serve(
     encoding: Encoding,
     state: Arc<AppState>,
     named_room: Option<String>,
+    slot: ConnectionSlot,
 ) {
     use tracing::Instrument;
     let id = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
     let span = tracing::debug_span!("conn", id, encoding = ?encoding);
-    state.live_connections.send_modify(|n| *n += 1);
     serve_inner(socket, encoding, state.clone(), id, named_room)
         .instrument(span)
         .await;
-    state.live_connections.send_modify(|n| *n -= 1);
+    drop(slot);
+}
+
+/// One of the `--max-connections` WebSocket connections, taken before the
+/// upgrade is answered and given back when dropped (also when the upgrade
+/// never completes).
+#[derive(Debug)]
+pub struct ConnectionSlot {
+    state: Arc<AppState>,
+}
+
+impl ConnectionSlot {
+    /// A slot, or `None` when every one is taken.
+    pub fn take(state: &Arc<AppState>) -> Option<ConnectionSlot> {
+        let max = state.settings.max_connections;
+        let mut taken = false;
+        state.live_connections.send_if_modified(|n| {
+            taken = *n < max;
+            if taken {
+                *n += 1;
+            }
+            taken
+        });
+        taken.then(|| ConnectionSlot {
+            state: state.clone(),
+        })
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.state.live_connections.send_modify(|n| *n -= 1);
+    }
 }
 
 async fn serve_inner(

@@ -860,3 +860,34 @@ async fn a_client_that_answers_pings_stays() {
         .await
         .expect("still connected");
 }
+
+/// At the connection cap a new WebSocket gets HTTP 503 while the health
+/// endpoint still answers; a slot freed is taken again.
+#[tokio::test]
+async fn past_the_connection_cap_upgrades_get_503_and_health_still_answers() {
+    use jumpgate_protocol::client::ClientError;
+    let server = TestServer::start(|s| s.max_connections = 2).await;
+    let first = Player::connect_to(&server, Encoding::Json, None).await;
+    let _second = Player::connect_to(&server, Encoding::Json, None).await;
+    let refused = Client::connect(&server.ws_url(), Encoding::Json).await;
+    assert!(
+        matches!(refused, Err(ClientError::Refused { status: 503 })),
+        "{refused:?}"
+    );
+    assert_eq!(jumpgate_e2e::http_get(server.addr, "/healthz").await.0, 200);
+    drop(first);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        match Client::connect(&server.ws_url(), Encoding::Json).await {
+            Ok(_) => break,
+            Err(ClientError::Refused { status: 503 }) => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the slot never came back"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
