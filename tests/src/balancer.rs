@@ -106,24 +106,6 @@ impl Balancer {
         }
     }
 
-    /// Waits until `n` distinct servers have answered through the balancer
-    /// (requests without a room are spread round robin over the ring).
-    pub async fn wait_for_servers(&self, n: usize) {
-        let deadline = tokio::time::Instant::now() + PATIENCE * 2;
-        let mut seen = std::collections::HashSet::new();
-        while seen.len() < n {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "haproxy did not see {n} servers (saw {seen:?})"
-            );
-            if let Some(server) = self.server_for(None).await {
-                seen.insert(server);
-            } else {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
-
     /// The server HAProxy sends a request naming `room` to (its
     /// `X-Jumpgate-Server` header), or round robin's pick without a room.
     pub async fn server_for(&self, room: Option<&str>) -> Option<String> {

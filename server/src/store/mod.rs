@@ -203,7 +203,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Applies a write atomically, all of it or none of it, if it follows
     /// from the stored version (see [`RoomWrite::expected_version`]).
     fn write(&self, write: RoomWrite) -> WriteFuture<'_>;
-    /// Every open room, for resuming after a restart.
+    /// Every open room with its moves (tests and tools read the store
+    /// with it; the server itself finds rooms through their fences).
     fn load_open(&self) -> StoreFuture<'_, Vec<StoredRoom>>;
     /// One room as stored, if it is.
     fn load<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Option<StoredRoom>>;
