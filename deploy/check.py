@@ -42,6 +42,9 @@ METRICS = {
     "jumpgate_room_handovers_total": ("counter", set()),
     "jumpgate_room_takeovers_total": ("counter", set()),
     "jumpgate_writes_fenced_total": ("counter", set()),
+    "jumpgate_edge_refusals_total": ("counter", {"reason"}),
+    "jumpgate_messages_throttled_total": ("counter", set()),
+    "jumpgate_http_connections_open": ("gauge", set()),
 }
 TARGET_LABELS = {"instance", "job", "namespace", "pod"}
 

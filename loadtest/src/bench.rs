@@ -286,6 +286,17 @@ pub(crate) async fn start_jumpgate(
     start_jumpgate_logging(name, program, cpus, extra, "error").await
 }
 
+/// The server's per-client limits, off (`jumpgate serve`'s variables; see
+/// `LimitSettings::UNLIMITED_ENV` in the server crate).
+pub(crate) const NO_CLIENT_LIMITS: &[(&str, &str)] = &[
+    ("JUMPGATE_MAX_CONNECTIONS_PER_ADDRESS", "1000000000"),
+    ("JUMPGATE_MAX_CONNECTIONS_PER_IDENTITY", "1000000000"),
+    ("JUMPGATE_MESSAGES_PER_SECOND_PER_ADDRESS", "0"),
+    ("JUMPGATE_ROOMS_PER_MINUTE_PER_ADDRESS", "0"),
+    ("JUMPGATE_ROOMS_PER_MINUTE_PER_IDENTITY", "0"),
+    ("JUMPGATE_HTTP_REQUESTS_PER_SECOND_PER_ADDRESS", "0"),
+];
+
 /// [`start_jumpgate`] with the server's `RUST_LOG` set to `log`.
 pub(crate) async fn start_jumpgate_logging(
     name: &str,
@@ -297,7 +308,7 @@ pub(crate) async fn start_jumpgate_logging(
     let addr = net::free_loopback_addr().map_err(|e| e.to_string())?;
     let mut argv = vec!["serve".to_owned(), "--listen".to_owned(), addr.to_string()];
     argv.extend_from_slice(extra);
-    let envs = [
+    let mut envs = vec![
         // Moves never time out during a run.
         ("JUMPGATE_MOVE_CLOCK_MS", "600000".to_owned()),
         (
@@ -306,6 +317,14 @@ pub(crate) async fn start_jumpgate_logging(
         ),
         ("RUST_LOG", log.to_owned()),
     ];
+    // Every simulated client shares one loopback address: the per-client
+    // limits would measure themselves, not the server. The `edge`
+    // subcommand sets the ones it measures through `extra`.
+    envs.extend(
+        NO_CLIENT_LIMITS
+            .iter()
+            .map(|(name, value)| (*name, (*value).to_owned())),
+    );
     Spawned::start(name, program, &argv, &envs, cpus, addr).await
 }
 

@@ -120,6 +120,25 @@ impl Client {
     ///
     /// Nothing is sent yet: the first message should be `hello`.
     pub async fn connect(url: &str, encoding: Encoding) -> Result<Client, ClientError> {
+        Client::open(url, encoding, None).await
+    }
+
+    /// Like [`connect`](Self::connect), over a TCP connection the caller opened
+    /// (bound to a chosen local address, say, or through a tunnel). `url` names the
+    /// server for the handshake; only `ws://` (no TLS) on such a stream.
+    pub async fn connect_on(
+        stream: TcpStream,
+        url: &str,
+        encoding: Encoding,
+    ) -> Result<Client, ClientError> {
+        Client::open(url, encoding, Some(stream)).await
+    }
+
+    async fn open(
+        url: &str,
+        encoding: Encoding,
+        stream: Option<TcpStream>,
+    ) -> Result<Client, ClientError> {
         let expected = encoding.subprotocol();
         let mut request = url.into_client_request()?;
         request
@@ -131,8 +150,18 @@ impl Client {
         let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER_BYTES);
         // Messages are small and latency-bound: send them at once (no Nagle),
         // as browsers do for WebSockets.
-        let connected =
-            tokio_tungstenite::connect_async_with_config(request, Some(config), true).await;
+        let connected = match stream {
+            None => tokio_tungstenite::connect_async_with_config(request, Some(config), true).await,
+            Some(stream) => {
+                stream.set_nodelay(true).map_err(tungstenite::Error::Io)?;
+                tokio_tungstenite::client_async_with_config(
+                    request,
+                    MaybeTlsStream::Plain(stream),
+                    Some(config),
+                )
+                .await
+            }
+        };
         let (socket, response) = match connected {
             Ok(connected) => connected,
             // tungstenite checks the answer itself; report its refusal in our terms.

@@ -66,6 +66,9 @@ pub enum ErrorCode {
     /// previous instance has not yet been declared gone); the same message may succeed
     /// if retried shortly, on a new connection that names the room.
     RoomUnavailable,
+    /// `hello` named an identity that already has as many connections open as the
+    /// server allows; the connection is closed (1008). Close another one first.
+    TooManyConnections,
 }
 
 wire_names!(ErrorCode {
@@ -96,6 +99,7 @@ wire_names!(ErrorCode {
     AccountRequired => "account_required",
     InsufficientFunds => "insufficient_funds",
     RoomUnavailable => "room_unavailable",
+    TooManyConnections => "too_many_connections",
 });
 
 impl ErrorCode {
@@ -120,6 +124,6 @@ mod tests {
             let back: ErrorCode = serde_json::from_str(&json).unwrap();
             assert_eq!(back, *code);
         }
-        assert_eq!(ErrorCode::ALL.len(), 27);
+        assert_eq!(ErrorCode::ALL.len(), 28);
     }
 }

@@ -58,6 +58,86 @@ pub struct ServeConfig {
     /// HTTP 503 with `Retry-After`.
     #[arg(long, env = "JUMPGATE_MAX_CONNECTIONS", default_value_t = 10_000)]
     pub max_connections: usize,
+    /// A client must send a whole request head (an HTTP request, or the
+    /// WebSocket upgrade request) within this many milliseconds of
+    /// connecting or of its previous request, or it is disconnected.
+    #[arg(
+        long,
+        env = "JUMPGATE_HEADER_READ_TIMEOUT_MS",
+        default_value_t = 10_000
+    )]
+    pub header_read_timeout_ms: u64,
+    /// Longest an HTTP request (other than the WebSocket it upgrades to)
+    /// may take to answer, in milliseconds; past it: 503.
+    #[arg(
+        long,
+        env = "JUMPGATE_HTTP_REQUEST_TIMEOUT_MS",
+        default_value_t = 15_000
+    )]
+    pub http_request_timeout_ms: u64,
+    /// Most connections one client address may hold open: WebSocket
+    /// connections, and separately connections still in HTTP (an IPv6
+    /// client is its /64). Past it: HTTP 429 for an upgrade, or the
+    /// socket is closed at accept.
+    #[arg(
+        long,
+        env = "JUMPGATE_MAX_CONNECTIONS_PER_ADDRESS",
+        default_value_t = 64
+    )]
+    pub max_connections_per_address: usize,
+    /// Most WebSocket connections greeted with one identity (guest or
+    /// account). Past it `hello` is refused with `too_many_connections`.
+    #[arg(
+        long,
+        env = "JUMPGATE_MAX_CONNECTIONS_PER_IDENTITY",
+        default_value_t = 8
+    )]
+    pub max_connections_per_identity: usize,
+    /// Messages per second one client address may send over all its
+    /// connections (bursts of twice that); past it the server stops
+    /// reading them until the address is back under the rate. 0: no limit.
+    #[arg(
+        long,
+        env = "JUMPGATE_MESSAGES_PER_SECOND_PER_ADDRESS",
+        default_value_t = 100
+    )]
+    pub messages_per_second_per_address: u32,
+    /// New lobbies and solo games per minute from one client address
+    /// (refused with `rate_limited` past it). 0: no limit.
+    #[arg(
+        long,
+        env = "JUMPGATE_ROOMS_PER_MINUTE_PER_ADDRESS",
+        default_value_t = 30
+    )]
+    pub rooms_per_minute_per_address: u32,
+    /// New lobbies and solo games per minute for one identity. 0: no limit.
+    #[arg(
+        long,
+        env = "JUMPGATE_ROOMS_PER_MINUTE_PER_IDENTITY",
+        default_value_t = 10
+    )]
+    pub rooms_per_minute_per_identity: u32,
+    /// HTTP requests per second from one client address, WebSocket
+    /// upgrades included and `/healthz`, `/readyz`, `/metrics` excluded
+    /// (bursts of twice that; past it: 429 with `Retry-After`). 0: no limit.
+    #[arg(
+        long,
+        env = "JUMPGATE_HTTP_REQUESTS_PER_SECOND_PER_ADDRESS",
+        default_value_t = 20
+    )]
+    pub http_requests_per_second_per_address: u32,
+    /// Proxies (addresses or CIDR blocks, comma-separated) whose
+    /// --client-address-header is believed. Empty: the peer is the client.
+    #[arg(long, env = "JUMPGATE_TRUSTED_PROXIES", value_delimiter = ',', value_parser = crate::limits::parse_proxy)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// The header a trusted proxy names the client in; its last entry (the
+    /// one the proxy appended) is the client's address.
+    #[arg(
+        long,
+        env = "JUMPGATE_CLIENT_ADDRESS_HEADER",
+        default_value = "X-Forwarded-For"
+    )]
+    pub client_address_header: axum::http::HeaderName,
     /// A connection that has not sent `hello` this long after the upgrade
     /// is closed (1008), in milliseconds.
     #[arg(long, env = "JUMPGATE_HELLO_TIMEOUT_MS", default_value_t = 10_000)]
@@ -172,8 +252,18 @@ pub struct Settings {
     pub instance_id: std::sync::Arc<str>,
     /// How long this instance counts as alive after a heartbeat.
     pub heartbeat_ttl: Duration,
-    /// Most WebSocket connections at once.
+    /// Most WebSocket connections at once (lowered at start to what the
+    /// file-descriptor limit allows).
     pub max_connections: usize,
+    /// Connections beyond `max_connections` the public listener accepts
+    /// for HTTP (see `listener::HTTP_HEADROOM`).
+    pub http_headroom: usize,
+    /// Deadline for a request head, from connecting or the last request.
+    pub header_read_timeout: Duration,
+    /// Deadline for answering an HTTP request.
+    pub http_request_timeout: Duration,
+    /// Per-client caps and rates.
+    pub limits: crate::limits::LimitSettings,
     /// Deadline for `hello` after the upgrade.
     pub hello_timeout: Duration,
     /// How often connections are pinged; two silent intervals close one.
@@ -218,6 +308,10 @@ impl Settings {
             instance_id: nanoid::nanoid!(12).into(),
             heartbeat_ttl: Duration::from_secs(3),
             max_connections: 10_000,
+            http_headroom: crate::listener::HTTP_HEADROOM,
+            header_read_timeout: Duration::from_secs(10),
+            http_request_timeout: Duration::from_secs(15),
+            limits: crate::limits::LimitSettings::default(),
             hello_timeout: Duration::from_secs(10),
             ping_interval: Duration::from_secs(20),
             write_timeout: Duration::from_secs(10),
@@ -254,6 +348,20 @@ impl Settings {
         }
         settings.heartbeat_ttl = Duration::from_millis(config.heartbeat_ttl_ms.max(300));
         settings.max_connections = config.max_connections.max(1);
+        settings.header_read_timeout =
+            Duration::from_millis(config.header_read_timeout_ms.max(100));
+        settings.http_request_timeout =
+            Duration::from_millis(config.http_request_timeout_ms.max(100));
+        settings.limits = crate::limits::LimitSettings {
+            connections_per_address: config.max_connections_per_address.max(1),
+            connections_per_identity: config.max_connections_per_identity.max(1),
+            messages_per_second: config.messages_per_second_per_address,
+            rooms_per_minute_per_address: config.rooms_per_minute_per_address,
+            rooms_per_minute_per_identity: config.rooms_per_minute_per_identity,
+            http_per_second: config.http_requests_per_second_per_address,
+            trusted_proxies: config.trusted_proxies.clone(),
+            client_address_header: config.client_address_header.as_str().to_owned(),
+        };
         settings.hello_timeout = Duration::from_millis(config.hello_timeout_ms.max(100));
         settings.ping_interval = Duration::from_millis(config.ping_interval_ms.max(100));
         settings.write_timeout = Duration::from_millis(config.write_timeout_ms.max(100));

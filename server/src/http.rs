@@ -14,6 +14,7 @@ use jumpgate_protocol::Encoding;
 use tokio::sync::oneshot;
 
 use crate::AppState;
+use crate::limits::ClientAddr;
 use crate::room::RoomCommand;
 
 /// Frames larger than this close the connection; between the protocol's
@@ -22,18 +23,64 @@ use crate::room::RoomCommand;
 const MAX_FRAME_BYTES: usize = 64 * 1024;
 
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
+    let timeout = state.settings.http_request_timeout;
+    // What a client may ask for, each request counted against its
+    // address's rate.
+    let public = Router::new()
         .route("/ws", get(upgrade))
         .route("/r/{code}", get(lobby_summary))
         .route("/r/{code}/games.pdn", get(lobby_games))
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(ready))
         .route("/api/leaderboards/{rule_set}", get(leaderboard))
-        .route("/metrics", get(metrics))
         // The operator API is not here: it has a listener of its own
         // (`crate::admin`, `--admin-listen`).
         .merge(crate::web::router())
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            limit_rate,
+        ));
+    // The balancer's and Prometheus's: never rate limited.
+    let probes = Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(ready))
+        .route("/metrics", get(metrics));
+    public
+        .merge(probes)
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            timeout,
+        ))
+        .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Refuses a request past its client address's rate with `429`, the JSON
+/// error body and `Retry-After`.
+async fn limit_rate(
+    State(state): State<Arc<AppState>>,
+    client: ClientAddr,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match state.limits.http_request(client) {
+        Ok(()) => next.run(request).await,
+        Err(wait) => {
+            crate::metrics::METRICS
+                .edge_refusals
+                .with_label_values(&["http_rate"])
+                .inc();
+            too_many(wait, "too many requests from your address; slow down")
+        }
+    }
+}
+
+/// `429 Too Many Requests` with `Retry-After` and the error body.
+fn too_many(wait: crate::limits::TryAgain, message: &str) -> Response {
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(header::RETRY_AFTER, wait.secs().to_string())],
+        Json(serde_json::json!({"error": "rate_limited", "message": message})),
+    )
+        .into_response()
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -69,9 +116,15 @@ async fn leaderboard(
     }
 }
 
-/// `/metrics` alone, for a separate metrics address.
-pub fn metrics_router() -> Router {
-    Router::new().route("/metrics", get(metrics))
+/// What the internal `--metrics-listen` address serves: `/metrics`, and
+/// `/healthz` and `/readyz` for probes that must answer even when the
+/// public listener is full.
+pub fn internal_router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(ready))
+        .with_state(state)
 }
 
 async fn metrics() -> impl IntoResponse {
@@ -108,6 +161,7 @@ fn choose_encoding(headers: &HeaderMap) -> Option<Encoding> {
 
 async fn upgrade(
     State(state): State<Arc<AppState>>,
+    client: ClientAddr,
     headers: HeaderMap,
     Query(params): Query<Vec<(String, String)>>,
     ws: WebSocketUpgrade,
@@ -122,6 +176,10 @@ async fn upgrade(
     // Past the cap a new connection is refused before the upgrade, and the
     // health, readiness and metrics endpoints still answer.
     let Some(slot) = crate::net::ConnectionSlot::take(&state) else {
+        crate::metrics::METRICS
+            .edge_refusals
+            .with_label_values(&["websocket_cap"])
+            .inc();
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             [(header::RETRY_AFTER, "5")],
@@ -129,12 +187,30 @@ async fn upgrade(
         )
             .into_response();
     };
+    // ... and so is one past its address's share.
+    let Some(address_slot) = state.limits.connect(client) else {
+        crate::metrics::METRICS
+            .edge_refusals
+            .with_label_values(&["address_connections_cap"])
+            .inc();
+        return too_many(
+            crate::limits::TryAgain(std::time::Duration::from_secs(5)),
+            "too many connections from your address; close one first",
+        );
+    };
     let Some(encoding) = choose_encoding(&headers) else {
         return (
             StatusCode::BAD_REQUEST,
             "offer the WebSocket subprotocol jumpgate.v1.msgpack or jumpgate.v1.json\n",
         )
             .into_response();
+    };
+    let admission = crate::net::Admission {
+        encoding,
+        named_room: named,
+        client,
+        slot,
+        address_slot,
     };
     ws.protocols([encoding.subprotocol()])
         .max_message_size(MAX_FRAME_BYTES)
@@ -144,7 +220,7 @@ async fn upgrade(
         .read_buffer_size(4 * 1024)
         .write_buffer_size(4 * 1024)
         .max_write_buffer_size(256 * 1024)
-        .on_upgrade(move |socket| crate::net::serve(socket, encoding, state, named, slot))
+        .on_upgrade(move |socket| crate::net::serve(socket, state, admission))
 }
 
 /// The `invite` query parameter, as invite links carry it

@@ -13,6 +13,8 @@ pub mod config;
 pub mod http;
 pub mod identity;
 pub mod leaderboard;
+pub mod limits;
+pub mod listener;
 pub mod lobby;
 pub mod metrics;
 pub mod net;
@@ -50,6 +52,8 @@ pub struct AppState {
     pub records: Arc<dyn records::Records>,
     pub leaderboards: Arc<dyn leaderboard::Leaderboards>,
     pub bot_pool: Arc<solo::BotPool>,
+    /// Per-client caps and rates.
+    pub limits: limits::ClientLimits,
     /// Solo games by owner.
     solos: Mutex<HashMap<String, solo::SoloHandle>>,
     /// Stored lobbies and games that could not be resumed at start: kept in
@@ -95,6 +99,7 @@ impl AppState {
             Identities::with_accounts(&settings.token_secret, settings.accounts.as_ref())
                 .map_err(StartupError::AccountKeys)?;
         Ok(Arc::new(AppState {
+            limits: limits::ClientLimits::new(settings.limits.clone()),
             settings: Arc::new(settings),
             identities,
             store,
@@ -433,9 +438,11 @@ pub fn open_leaderboards(
 /// The operator API is served only on `settings.admin_listen`, when set.
 pub async fn run(
     listener: TcpListener,
-    settings: Settings,
+    mut settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartupError> {
+    (settings.max_connections, settings.http_headroom) =
+        listener::fit_to_fd_limit(settings.max_connections, settings.http_headroom);
     // Bound at once, like the public listener: its connections wait in the
     // backlog until the stored rooms are back, and a bad address stops the
     // start.
@@ -491,12 +498,13 @@ pub async fn run(
     });
     if let Some(addr) = state.settings.metrics_listen {
         let metrics_listener = TcpListener::bind(addr).await?;
+        let state_for_probes = state.clone();
         let mut stop = state.shutdown.subscribe();
         tokio::spawn(async move {
             let stopped = async move {
                 let _ = stop.wait_for(|s| *s).await;
             };
-            let _ = axum::serve(metrics_listener, http::metrics_router())
+            let _ = axum::serve(metrics_listener, http::internal_router(state_for_probes))
                 .with_graceful_shutdown(stopped)
                 .await;
         });
@@ -515,15 +523,18 @@ pub async fn run(
         });
     }
     let app = http::router(state.clone());
-    let mut stop = state.draining.subscribe();
-    // Moves are small and latency matters more than packet count.
-    let nodelay = state.settings.tcp_nodelay;
-    let listener = axum::serve::ListenerExt::tap_io(listener, move |tcp| {
-        if let Err(e) = tcp.set_nodelay(nodelay) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+    // Buckets that have refilled are forgotten, so the limits' memory
+    // follows the clients active in the last minute.
+    let limits = state.clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+        loop {
+            every.tick().await;
+            limits.limits.forget_idle();
         }
     });
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+    let mut stop = state.draining.subscribe();
+    let server = listener::serve(listener, app, state.clone(), async move {
         let _ = stop.wait_for(|s| *s).await;
     });
     let mut stop = state.draining.subscribe();

@@ -32,7 +32,21 @@ pub struct Metrics {
     pub room_handovers: IntCounter,
     pub room_takeovers: IntCounter,
     pub rooms_unresumable: IntGauge,
+    pub edge_refusals: IntCounterVec,
+    pub messages_throttled: IntCounter,
+    pub http_connections_open: IntGauge,
 }
+
+/// Why the edge turned something away (the `reason` of
+/// `jumpgate_edge_refusals_total`).
+pub const EDGE_REFUSALS: &[&str] = &[
+    "connections_cap",
+    "address_connections_cap",
+    "websocket_cap",
+    "identity_connections_cap",
+    "http_rate",
+    "rooms_rate",
+];
 
 fn opts(name: &str, help: &str) -> Opts {
     Opts::new(name, help).namespace("jumpgate")
@@ -159,10 +173,28 @@ impl Metrics {
                 "Stored lobbies that could not be resumed at start (listed by the operator API)",
             ))
             .expect("valid metric"),
+            edge_refusals: IntCounterVec::new(
+                opts(
+                    "edge_refusals_total",
+                    "Connections, requests and new rooms turned away by a cap or rate limit, by which",
+                ),
+                &["reason"],
+            )
+            .expect("valid metric"),
+            messages_throttled: IntCounter::with_opts(opts(
+                "messages_throttled_total",
+                "Client messages held back because their address was over its message rate",
+            ))
+            .expect("valid metric"),
+            http_connections_open: IntGauge::with_opts(opts(
+                "http_connections_open",
+                "TCP connections on the public listener not (yet) upgraded to WebSocket",
+            ))
+            .expect("valid metric"),
             registry,
         };
         let r = &m.registry;
-        let all: [Box<dyn prometheus::core::Collector>; 20] = [
+        let all: [Box<dyn prometheus::core::Collector>; 23] = [
             Box::new(m.connections_open.clone()),
             Box::new(m.lobbies_live.clone()),
             Box::new(m.games_live.clone()),
@@ -183,6 +215,9 @@ impl Metrics {
             Box::new(m.room_handovers.clone()),
             Box::new(m.room_takeovers.clone()),
             Box::new(m.rooms_unresumable.clone()),
+            Box::new(m.edge_refusals.clone()),
+            Box::new(m.messages_throttled.clone()),
+            Box::new(m.http_connections_open.clone()),
         ];
         for c in all {
             r.register(c).expect("metric names are unique");
@@ -193,6 +228,9 @@ impl Metrics {
             m.games_live.with_label_values(&[rs.name()]);
             m.moves_accepted.with_label_values(&[rs.name()]);
             m.clock_forfeits.with_label_values(&[rs.name()]);
+        }
+        for reason in EDGE_REFUSALS {
+            m.edge_refusals.with_label_values(&[reason]);
         }
         for kind in ["escrowed", "paid", "refunded"] {
             m.stake_points.with_label_values(&[kind]);

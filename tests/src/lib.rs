@@ -27,6 +27,9 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let mut settings = Settings::for_address(addr);
+        // Every test client shares 127.0.0.1: the edge tests set the
+        // per-client limits they check.
+        settings.limits = jumpgate_server::limits::LimitSettings::unlimited();
         configure(&mut settings);
         let (tx, rx) = oneshot::channel::<()>();
         tokio::spawn(jumpgate_server::run(listener, settings, async {
@@ -500,6 +503,13 @@ impl JumpgateProcess {
             .env("JUMPGATE_INSTANCE_ID", format!("test-{}", addr.port()))
             .env("JUMPGATE_TOKEN_SECRET", TEST_SECRET)
             .env("RUST_LOG", "warn")
+            // Every test client shares 127.0.0.1: the edge tests set the
+            // per-client limits they check (the env given below wins).
+            .envs(
+                jumpgate_server::limits::LimitSettings::UNLIMITED_ENV
+                    .iter()
+                    .copied(),
+            )
             .stdout(stdout)
             .stderr(stderr);
         for (k, v) in env {

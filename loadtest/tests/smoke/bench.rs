@@ -15,6 +15,7 @@ async fn tiny_bench_counts_everything() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut settings = Settings::for_address(addr);
+    settings.limits = jumpgate_server::limits::LimitSettings::unlimited();
     settings.move_clock = Duration::from_secs(600);
     let (stop_server, stopped) = oneshot::channel::<()>();
     tokio::spawn(jumpgate_server::run(listener, settings, async {

@@ -14,6 +14,7 @@ async fn tiny_bots_bench_counts_everything() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut settings = Settings::for_address(addr);
+    settings.limits = jumpgate_server::limits::LimitSettings::unlimited();
     settings.move_clock = Duration::from_secs(600);
     settings.executive_budget = Duration::from_millis(20);
     let (stop_server, stopped) = oneshot::channel::<()>();

@@ -19,6 +19,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio::time::{Duration, Instant};
 
 use crate::AppState;
+use crate::limits::{ClientAddr, HeldSlot};
 use crate::outbound::{ConnId, Outbound, to_ws};
 use session::Session;
 
@@ -47,6 +48,10 @@ struct Connection {
     /// case: the only one this connection may have handed over to this
     /// instance.
     named_room: Option<String>,
+    /// Who the client is, for the per-address limits.
+    client: ClientAddr,
+    /// This connection's place under its identity's cap, from `hello`.
+    identity_slot: Option<HeldSlot<String>>,
 }
 
 enum Flow {
@@ -54,21 +59,36 @@ enum Flow {
     Close(u16, &'static str),
 }
 
+/// Where a connection comes from and what it may do, decided before the
+/// upgrade.
+#[derive(Debug)]
+pub struct Admission {
+    pub encoding: Encoding,
+    /// The room named in the address (`/ws?room=…`), upper case.
+    pub named_room: Option<String>,
+    pub client: ClientAddr,
+    /// Its place under `--max-connections` ...
+    pub slot: ConnectionSlot,
+    /// ... and under its address's cap.
+    pub address_slot: HeldSlot<ClientAddr>,
+}
+
 /// Serves one connection, inside a `conn` span (id, encoding).
-pub async fn serve(
-    socket: WebSocket,
-    encoding: Encoding,
-    state: Arc<AppState>,
-    named_room: Option<String>,
-    slot: ConnectionSlot,
-) {
+pub async fn serve(socket: WebSocket, state: Arc<AppState>, admission: Admission) {
     use tracing::Instrument;
     let id = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
-    let span = tracing::debug_span!("conn", id, encoding = ?encoding);
-    serve_inner(socket, encoding, state.clone(), id, named_room)
+    let span = tracing::debug_span!("conn", id, encoding = ?admission.encoding, client = %admission.client);
+    let Admission {
+        encoding,
+        named_room,
+        client,
+        slot,
+        address_slot,
+    } = admission;
+    serve_inner(socket, encoding, state.clone(), id, named_room, client)
         .instrument(span)
         .await;
-    drop(slot);
+    drop((slot, address_slot));
 }
 
 /// One of the `--max-connections` WebSocket connections, taken before the
@@ -109,6 +129,7 @@ async fn serve_inner(
     state: Arc<AppState>,
     id: ConnId,
     named_room: Option<String>,
+    client: ClientAddr,
 ) {
     let metrics = &crate::metrics::METRICS;
     metrics.connections_open.inc();
@@ -124,6 +145,8 @@ async fn serve_inner(
         window_start: Instant::now(),
         window_count: 0,
         named_room,
+        client,
+        identity_slot: None,
     };
     let mut shutdown = state.shutdown.subscribe();
     let kick = conn.kick.clone();
@@ -132,19 +155,44 @@ async fn serve_inner(
     let mut last_heard = Instant::now();
     let mut pings = tokio::time::interval(settings.ping_interval);
     pings.tick().await;
+    // A message held back while the client's address is over its rate:
+    // nothing more is read from this connection until it is handled, so a
+    // flood backs up into the client's own socket, not the server.
+    let mut held: Option<(Message, Instant)> = None;
     let close = loop {
         let greeting = matches!(conn.session, Session::Greeting);
+        let release_at = held.as_ref().map_or_else(Instant::now, |(_, at)| *at);
         tokio::select! {
-            incoming = socket.recv() => {
+            incoming = socket.recv(), if held.is_none() => {
                 let message = match incoming {
                     Some(Ok(message)) => message,
                     Some(Err(e)) => break refusal_close(e),
                     None => break None,
                 };
                 last_heard = Instant::now();
-                match conn.on_frame(message).await {
-                    Flow::Continue => {}
-                    Flow::Close(code, reason) => break Some((code, reason)),
+                let flow = match conn.throttle(message) {
+                    Ok(message) => conn.on_frame(message).await,
+                    Err(later) => {
+                        held = Some(later);
+                        Flow::Continue
+                    }
+                };
+                if let Flow::Close(code, reason) = flow {
+                    break Some((code, reason));
+                }
+            }
+            () = tokio::time::sleep_until(release_at), if held.is_some() => {
+                let (message, _) = held.take().expect("a held message");
+                last_heard = Instant::now();
+                let flow = match conn.throttle(message) {
+                    Ok(message) => conn.on_frame(message).await,
+                    Err(later) => {
+                        held = Some(later);
+                        Flow::Continue
+                    }
+                };
+                if let Flow::Close(code, reason) = flow {
+                    break Some((code, reason));
                 }
             }
             Some(outbound) = out_rx.recv() => {
@@ -344,6 +392,22 @@ impl Connection {
 
     fn refuse(&self, seq: Option<u32>, code: ErrorCode, msg: &str) {
         self.reply(ServerMessage::error(seq, code, msg));
+    }
+
+    /// Lets a message through now, or holds it until the client's address
+    /// is back under its message rate (its connections stop reading until
+    /// then). Control frames are never held.
+    fn throttle(&self, message: Message) -> Result<Message, (Message, Instant)> {
+        if !matches!(message, Message::Text(_) | Message::Binary(_)) {
+            return Ok(message);
+        }
+        match self.state.limits.message(self.client) {
+            Ok(()) => Ok(message),
+            Err(wait) => {
+                crate::metrics::METRICS.messages_throttled.inc();
+                Err((message, Instant::now() + wait.0))
+            }
+        }
     }
 
     async fn on_frame(&mut self, message: Message) -> Flow {

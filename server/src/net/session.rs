@@ -8,7 +8,7 @@ use jumpgate_protocol as wire;
 use jumpgate_protocol::{ClientMessage, ErrorCode, ServerMessage};
 use tokio::sync::oneshot;
 
-use super::{CLOSE_PROTOCOL_ERROR, Connection, Flow};
+use super::{CLOSE_POLICY, CLOSE_PROTOCOL_ERROR, Connection, Flow};
 use crate::identity::Identity;
 use crate::lobby::{Action, LobbyOptions};
 use crate::outbound::Member;
@@ -109,6 +109,9 @@ impl Connection {
                 let stake = stake.unwrap_or(0);
                 if let Err((code, text)) = lobby_options_valid(series_length, stake, &identity) {
                     self.refuse(Some(seq), code, text);
+                    return Flow::Continue;
+                }
+                if !self.may_create_room(seq, &identity) {
                     return Flow::Continue;
                 }
                 let options = LobbyOptions {
@@ -239,6 +242,21 @@ impl Connection {
             },
             None => ids.new_guest(),
         };
+        // One identity's connections are capped: a leaked token or a
+        // runaway client cannot open the instance's worth on its own.
+        let Some(slot) = self.state.limits.greet(&identity.id) else {
+            crate::metrics::METRICS
+                .edge_refusals
+                .with_label_values(&["identity_connections_cap"])
+                .inc();
+            self.refuse(
+                Some(seq),
+                ErrorCode::TooManyConnections,
+                "this identity has too many connections open; close one first",
+            );
+            return Flow::Close(CLOSE_POLICY, "too many connections");
+        };
+        self.identity_slot = Some(slot);
         tracing::debug!(identity = %identity.id, guest = identity.guest, "greeted");
         self.reply(ServerMessage::Welcome {
             server_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -252,6 +270,26 @@ impl Connection {
         });
         self.session = Session::Idle { identity };
         Flow::Continue
+    }
+
+    /// Whether this client may create one more lobby or solo game now;
+    /// refuses the request with `rate_limited` (and when to retry) if not.
+    fn may_create_room(&self, seq: u32, identity: &Identity) -> bool {
+        match self.state.limits.new_room(self.client, &identity.id) {
+            Ok(()) => true,
+            Err(wait) => {
+                crate::metrics::METRICS
+                    .edge_refusals
+                    .with_label_values(&["rooms_rate"])
+                    .inc();
+                let text = format!(
+                    "too many new lobbies and games; try again in {} s",
+                    wait.secs()
+                );
+                self.refuse(Some(seq), ErrorCode::RateLimited, &text);
+                false
+            }
+        }
     }
 
     /// A lobby action, for the room this connection is in.
@@ -354,6 +392,11 @@ impl Connection {
     ) {
         if matches!(self.session, Session::Lobby { .. }) {
             self.refuse(Some(seq), ErrorCode::AlreadyInLobby, LEAVE_FIRST);
+            return;
+        }
+        // Counted before anything is replaced, so a refusal leaves the
+        // current game as it was.
+        if !self.may_create_room(seq, &identity) {
             return;
         }
         // A ranked game in progress must be finished (or resigned) first; a

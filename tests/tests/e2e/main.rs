@@ -7,6 +7,7 @@ mod browser;
 mod edge;
 mod failover;
 mod faults;
+mod limits;
 mod lobby;
 mod operations;
 mod persistence;
