@@ -746,6 +746,20 @@ pub fn account_token(secret: &[u8], sub: &str, name: &str) -> String {
 
 impl Player {
     /// Sends a request and waits for its `ack`, or the code of its refusal.
+    /// The answer to `seq`, already sent: `Ok` for its `ack`, or the
+    /// refusal's code. Everything before it is noted on the way.
+    pub async fn answer(&mut self, seq: u32) -> Result<(), ErrorCode> {
+        loop {
+            match self.recv().await {
+                ServerMessage::Ack { seq: s } if s == seq => return Ok(()),
+                ServerMessage::Error {
+                    seq: Some(s), code, ..
+                } if s == seq => return Err(code),
+                _ => {}
+            }
+        }
+    }
+
     pub async fn request(
         &mut self,
         build: impl FnOnce(u32) -> ClientMessage,

@@ -404,3 +404,194 @@ async fn orphaned_staked_series_are_adopted_and_settled_exactly_once() {
         "B took the rooms over ({adopted})"
     );
 }
+
+/// Redis stalls (`CLIENT PAUSE`, five times the servers' command timeout)
+/// landing at different moments of a handover: a spectator on B, naming the
+/// room, makes A hand it over while the players on A keep moving. Whatever
+/// step a stall cuts — the ask, A storing, A releasing the fence, B
+/// claiming it — each move is acknowledged once, stored once, in order, and
+/// the room ends with one owner that serves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handovers_cut_by_redis_stalls_lose_nothing_and_leave_one_owner() {
+    let redis = RedisServer::start().await;
+    let mut env = env(&redis);
+    env.push(("JUMPGATE_REDIS_TIMEOUT_MS", "300".to_owned()));
+    let a = JumpgateProcess::start(&env).await;
+    let b = JumpgateProcess::start(&env).await;
+    let mut table = jumpgate_e2e::table::Table::open(&a.ws_url(), RuleSet::American).await;
+    table.play().await;
+    for delay_ms in [0u64, 15, 40, 90, 200] {
+        // The spectator's watch starts the handover; the stall follows it
+        // after `delay_ms`, cutting a different step each time.
+        let url = format!("{}?room={}", b.ws_url(), table.code);
+        let code = table.code.clone();
+        let watcher = tokio::spawn(async move {
+            let mut seat = jumpgate_e2e::table::Seat::connect(&url).await;
+            seat.request(|seq| ClientMessage::Watch {
+                seq,
+                code,
+                invite: None,
+            })
+            .await;
+            seat
+        });
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        redis.pause(1_500).await;
+        // The players move meanwhile, pulling the room back to A (their
+        // reconnections name it there).
+        table.play().await;
+        let mut watcher = watcher.await.unwrap();
+        let ply = table.acknowledged.len() as u32;
+        watcher
+            .state_until(|s| s.game.as_ref().is_some_and(|g| g.ply >= ply))
+            .await;
+    }
+    table.play().await;
+    assert_eq!(
+        stored_moves(&redis, &table.code).await,
+        table.acknowledged,
+        "the store holds exactly the acknowledged moves, in order"
+    );
+    assert_one_owner(&redis, &table.code, &[&a, &b]).await;
+}
+
+/// Redis stalls landing at different moments of takeovers from a dead
+/// instance: while B claims A's rooms (on its players' requests, and by its
+/// sweep), Redis is paused again and again, each time for longer than the
+/// servers' command timeout, so claims, loads and seat writes time out with
+/// their outcome unknown. B must not guess: it reads the fence again, and a
+/// fence naming B for a room B does not run is claimed once more. Every
+/// room comes back with its acknowledged move, takes new ones, and has one
+/// owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn takeovers_cut_by_redis_stalls_lose_nothing_and_leave_one_owner() {
+    const ROOMS: usize = 6;
+    let redis = std::sync::Arc::new(RedisServer::start().await);
+    let mut env = env(&redis);
+    env.push(("JUMPGATE_REDIS_TIMEOUT_MS", "300".to_owned()));
+    let mut a = JumpgateProcess::start(&env).await;
+    let b = JumpgateProcess::start(&env).await;
+    let mut rooms = Vec::new();
+    for _ in 0..ROOMS {
+        let (mut host, mut guest, code) = lobby_pair(&a, RuleSet::American, 1).await;
+        let mover = if host.my_turn() {
+            &mut host
+        } else {
+            &mut guest
+        };
+        let first = mover.play_first_legal().await;
+        rooms.push((code, first, [host.token.clone(), guest.token.clone()]));
+    }
+    a.kill_9();
+    // Stalls of 700 ms with gaps of 40–240 ms, from just before A's
+    // heartbeat runs out (1 s) until the takeovers are done.
+    let staller = {
+        let redis = redis.clone();
+        tokio::spawn(async move {
+            for round in 0..8u64 {
+                tokio::time::sleep(Duration::from_millis(40 + 200 * (round % 2) + 13 * round))
+                    .await;
+                redis.pause(700).await;
+                tokio::time::sleep(Duration::from_millis(700)).await;
+            }
+        })
+    };
+    let mut retried = 0;
+    let mut players = Vec::new();
+    for (code, _, tokens) in &rooms {
+        let mut pair = Vec::new();
+        for token in tokens {
+            let mut player = Player::connect_to(&b, Encoding::Json, Some(token.clone())).await;
+            let seq = player
+                .send(|seq| ClientMessage::JoinLobby {
+                    seq,
+                    code: code.clone(),
+                    invite: None,
+                })
+                .await;
+            // Whatever a stall cut, the same request again gets its answer.
+            retried += rejoin_until_acked(&mut player, seq, code).await;
+            pair.push(player);
+        }
+        players.push(pair);
+    }
+    staller.await.unwrap();
+    for ((code, first, _), pair) in rooms.iter().zip(&mut players) {
+        for player in pair.iter_mut() {
+            player
+                .state_until(|s| s.code == *code && s.players.iter().flatten().all(|p| p.connected))
+                .await;
+        }
+        let game = pair[0]
+            .state
+            .as_ref()
+            .unwrap()
+            .game
+            .clone()
+            .expect("the game resumed");
+        assert_eq!(
+            game.moves,
+            std::slice::from_ref(first),
+            "{code}: the acknowledged move"
+        );
+        let mover = pair
+            .iter()
+            .position(Player::my_turn)
+            .expect("a side to move");
+        let second = pair[mover].play_first_legal().await;
+        assert_eq!(stored_moves(&redis, code).await, [first.clone(), second]);
+        assert_one_owner(&redis, code, &[&b]).await;
+    }
+    let (_, metrics) = jumpgate_e2e::http_get(b.addr, "/metrics").await;
+    let failed = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("jumpgate_redis_errors_total{op=\"ownership\"} "))
+        .unwrap_or("0")
+        .to_owned();
+    eprintln!(
+        "takeovers under stalls: {retried} requests re-sent, {failed} ownership commands failed on B"
+    );
+}
+
+/// Re-sends `join_lobby` with the same `seq` until it is acknowledged,
+/// through `storage_unavailable` and `room_unavailable`; returns how many
+/// times it was re-sent.
+async fn rejoin_until_acked(player: &mut Player, seq: u32, code: &str) -> usize {
+    let deadline = tokio::time::Instant::now() + PATIENCE * 2;
+    let mut resent = 0;
+    loop {
+        match player.answer(seq).await {
+            Ok(()) => return resent,
+            Err(code_) if code_.is_retryable() => {
+                resent += 1;
+                assert!(tokio::time::Instant::now() < deadline, "never acknowledged");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                player
+                    .client
+                    .send(&ClientMessage::JoinLobby {
+                        seq,
+                        code: code.to_owned(),
+                        invite: None,
+                    })
+                    .await
+                    .unwrap();
+            }
+            Err(other) => panic!("join refused: {other}"),
+        }
+    }
+}
+
+/// The room's fence names one of `instances`, and that instance serves the
+/// room: a spectator sent straight to it (not naming the room, so nothing
+/// can move) is let in.
+async fn assert_one_owner(redis: &RedisServer, code: &str, instances: &[&JumpgateProcess]) {
+    let store = RedisStore::open(&redis.url(), Duration::from_secs(2)).unwrap();
+    let fence = store.fence(code).await.unwrap().expect("a fence");
+    let owner = fence.owner.expect("an owner");
+    let holder = instances
+        .iter()
+        .find(|p| *owner == *format!("test-{}", p.addr.port()))
+        .unwrap_or_else(|| panic!("{code}: owned by {owner}, not a live instance"));
+    let mut spectator = Player::connect_to(*holder, Encoding::Json, None).await;
+    spectator.watch(code).await;
+}

@@ -136,19 +136,6 @@ async fn ledgers_sound(redis: &RedisServer, accounts: &[String]) {
     }
 }
 
-/// A player's answer to `seq`: `Ok` for its ack, or the refusal's code.
-async fn answer(p: &mut Player, seq: u32) -> Result<(), ErrorCode> {
-    loop {
-        match p.recv().await {
-            ServerMessage::Ack { seq: s } if s == seq => return Ok(()),
-            ServerMessage::Error {
-                seq: Some(s), code, ..
-            } if s == seq => return Err(code),
-            _ => {}
-        }
-    }
-}
-
 /// Sends a move with a given seq (a retry reuses the first one's).
 async fn send_move(p: &mut Player, seq: u32, notation: &str) {
     p.client
@@ -167,7 +154,7 @@ async fn retry_move(p: &mut Player, seq: u32, notation: &str) -> Result<(), Erro
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
         send_move(p, seq, notation).await;
-        match answer(p, seq).await {
+        match p.answer(seq).await {
             Err(ErrorCode::StorageUnavailable) => {
                 assert!(tokio::time::Instant::now() < deadline, "never resolved");
                 tokio::time::sleep(Duration::from_millis(200)).await;
@@ -231,14 +218,14 @@ async fn a_move_during_a_stall_is_resolved_never_guessed_and_survives_kill_9() {
     let seq = m.seq();
     send_move(m, seq, &first).await;
     assert_eq!(
-        answer(m, seq).await,
+        m.answer(seq).await,
         Err(ErrorCode::StorageUnavailable),
         "a write of unknown outcome is not acknowledged"
     );
     // Still stalled: the room takes nothing else.
     let other = m.seq();
     send_move(m, other, &second).await;
-    assert_eq!(answer(m, other).await, Err(ErrorCode::StorageUnavailable));
+    assert_eq!(m.answer(other).await, Err(ErrorCode::StorageUnavailable));
 
     // Redis wakes up and runs the queued write. A different move now is
     // judged against the game as stored, where the first move stands.
@@ -273,7 +260,7 @@ async fn a_move_during_a_stall_is_resolved_never_guessed_and_survives_kill_9() {
     signal(&server, "STOP");
     tokio::time::sleep(Duration::from_millis(2 * TIMEOUT_MS + 400)).await;
     signal(&server, "CONT");
-    let first_answer = answer(m, seq).await;
+    let first_answer = m.answer(seq).await;
     assert!(
         matches!(first_answer, Ok(()) | Err(ErrorCode::StorageUnavailable)),
         "{first_answer:?}"
@@ -476,7 +463,7 @@ async fn clocks_stand_still_while_the_store_is_away() {
         .clone();
     let seq = m.seq();
     send_move(m, seq, &notation).await;
-    assert_eq!(answer(m, seq).await, Err(ErrorCode::StorageUnavailable));
+    assert_eq!(m.answer(seq).await, Err(ErrorCode::StorageUnavailable));
     tokio::time::sleep(Duration::from_millis(3_000)).await;
     assert_eq!(retry_move(m, seq, &notation).await, Ok(()));
     // Half a clock later the game is still on: without the time given back
