@@ -303,6 +303,14 @@ impl Move {
         self.captured
     }
 
+    /// The captured squares in the order they are jumped.
+    pub fn captured_in_order(&self) -> impl Iterator<Item = Square> + '_ {
+        (0..self.captured.count()).map(|i| {
+            let index = ((self.capture_order >> (6 * i)) & 0x3F) as u8;
+            Square::new(index)
+        })
+    }
+
     pub fn is_capture(&self) -> bool {
         self.captured.any()
     }

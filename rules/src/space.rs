@@ -105,6 +105,8 @@ pub enum SpaceError {
     NoBoostsLeft,
     #[error("not a legal move")]
     IllegalMove,
+    #[error("several captures go from {0:?} to {1:?}: send the whole path")]
+    AmbiguousEnds(Square, Square),
     #[error("wormholes must be two different dark squares")]
     InvalidWormholes,
     #[error("a side has at most {BOOSTS} boosts")]
@@ -661,8 +663,10 @@ impl SpaceGame {
             let mut by_ends = moves.iter().filter(fits).filter(|m| {
                 m.path.len() > 2 && m.path.first() == Some(from) && m.path.last() == Some(to)
             });
-            if let (Some(m), None) = (by_ends.next(), by_ends.next()) {
-                return Ok(m.clone());
+            match (by_ends.next(), by_ends.next()) {
+                (Some(m), None) => return Ok(m.clone()),
+                (Some(_), Some(_)) => return Err(SpaceError::AmbiguousEnds(*from, *to)),
+                _ => {}
             }
         }
         Err(self.diagnose(path))

@@ -236,8 +236,7 @@ fn draughts_info(rs: RuleSet, m: &Move, legal: &[Move]) -> MoveInfo {
             .map(|&sq| notation::board_name(rs, sq))
             .collect(),
         captures: m
-            .captured()
-            .into_iter()
+            .captured_in_order()
             .map(|sq| notation::board_name(rs, sq))
             .collect(),
         boost: false,

@@ -338,3 +338,23 @@ fn notation_round_trips_through_play() {
     let m = game.play_text("11-15").unwrap();
     assert_eq!(game.moves(), &[m]);
 }
+
+/// A capture lists the pieces it takes in the order it jumps them, not in
+/// board order: the Russian man on h6 takes the king on g5, then e5, then
+/// c7, crowning on b8.
+#[test]
+fn captures_are_listed_in_jump_order() {
+    let rs = RuleSet::Russian;
+    let pos = jumpgate_rules::fen::parse(rs, "W:Wc3,h6:Bc7,e5,Kg5").unwrap();
+    let game = jumpgate_rules::Game::from_position(rs, pos);
+    let name = |sq| jumpgate_rules::notation::board_name(rs, sq);
+    let m = game
+        .legal_moves()
+        .iter()
+        .find(|m| name(m.from()) == "h6" && name(m.to()) == "b8")
+        .expect("h6:b8 is legal");
+    let order: Vec<String> = m.captured_in_order().map(name).collect();
+    assert_eq!(order, ["g5", "e5", "c7"]);
+    let path: Vec<String> = m.path().iter().map(|&sq| name(sq)).collect();
+    assert_eq!(path, ["h6", "f4", "d6", "b8"]);
+}

@@ -12,6 +12,47 @@ fn total_pieces(game: &Game) -> u32 {
     game.position().occupied().count()
 }
 
+/// Whether `victim` lies on the diagonal strictly between `a` and `b`.
+fn between(a: Square, b: Square, victim: Square) -> bool {
+    let (df, dr) = (
+        i32::from(b.file()) - i32::from(a.file()),
+        i32::from(b.rank()) - i32::from(a.rank()),
+    );
+    let (vf, vr) = (
+        i32::from(victim.file()) - i32::from(a.file()),
+        i32::from(victim.rank()) - i32::from(a.rank()),
+    );
+    df.abs() == dr.abs()
+        && vf.abs() == vr.abs()
+        && vf.signum() == df.signum()
+        && vr.signum() == dr.signum()
+        && 0 < vf.abs()
+        && vf.abs() < df.abs()
+}
+
+/// A capture lists its victims in the order they are jumped: the i-th lies
+/// between the i-th and the next square of the path, and together they are
+/// the captured set.
+fn assert_jumped_in_order(m: &jumpgate_rules::Move) {
+    let order: Vec<Square> = m.captured_in_order().collect();
+    if !m.is_capture() {
+        assert!(order.is_empty());
+        return;
+    }
+    let path = m.path();
+    assert_eq!(order.len(), path.len() - 1, "one victim per jump");
+    for (i, victim) in order.iter().enumerate() {
+        assert!(
+            between(path[i], path[i + 1], *victim),
+            "victim {i} is jumped by step {i}"
+        );
+    }
+    assert_eq!(
+        order.iter().copied().collect::<jumpgate_rules::Bitboard>(),
+        m.captured()
+    );
+}
+
 /// Plays up to `choices.len()` plies, picking moves by the given indices,
 /// checking invariants at every step.
 fn playout(rs: RuleSet, choices: &[usize], corrupt: &[u8]) -> Game {
@@ -44,6 +85,7 @@ fn playout(rs: RuleSet, choices: &[usize], corrupt: &[u8]) -> Game {
                 .expect("listed move plays by text");
             assert_eq!(played.result_key(), m.result_key(), "{written}");
             assert_eq!(by_path.position(), by_text.position());
+            assert_jumped_in_order(m);
         }
 
         // A corrupted move is refused unless it happens to be legal, and

@@ -64,6 +64,29 @@ proptest! {
                 prop_assert!(by_stored.play_stored(&m.stored).is_ok());
                 prop_assert_eq!(view(&by_text), view(&by_path));
                 prop_assert_eq!(view(&by_text), view(&by_stored));
+
+                // Start and end alone name a move whenever no listed move
+                // with another path shares them (on every board).
+                let ends = [m.path[0].clone(), m.path.last().unwrap().clone()];
+                let alone = legal
+                    .iter()
+                    .all(|o| o.path == m.path || o.path.first() != Some(&ends[0]) || o.path.last() != Some(&ends[1]));
+                if alone && m.path.len() > 2 {
+                    let mut by_ends = game.clone();
+                    let played = by_ends.play_path(&ends);
+                    prop_assert!(played.is_ok(), "{variant}: {:?} by its ends: {played:?}", m.path);
+                    prop_assert_eq!(&played.unwrap().path, &m.path);
+                }
+                // In Space Mode, where a wormhole can make two captures share
+                // their ends, such ends are refused with the reason.
+                if !alone && m.path.len() > 2 && variant == Variant::Space {
+                    let mut by_ends = game.clone();
+                    let refused = by_ends.play_path(&ends);
+                    prop_assert!(
+                        refused.as_ref().is_err_and(|e| e.to_string().contains("whole path")),
+                        "{:?} by its ends: {:?}", m.path, refused
+                    );
+                }
             }
             // Refusals change nothing.
             let before = view(&game);
