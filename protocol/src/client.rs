@@ -238,6 +238,7 @@ impl Client {
             protocol: crate::PROTOCOL_VERSION,
             token,
             client: client.to_owned(),
+            name: None,
         })
         .await?;
         loop {
