@@ -80,9 +80,20 @@ try {
   check(/invite-only, so the link is the way in/.test(await host.textContent('#invite-text-private')), 'the link is the way in');
   check(/\?invite=/.test(await host.inputValue('#invite-link')), 'the link carries the invite');
   await checkAxe(host, 'lobby, waiting (desktop)');
-  await host.click('#leave');
-  check(host.dialogs.length === 0, 'leaving a lobby with no series in play asks nothing');
+  const coordinates = await host.evaluate(() => {
+    const boxes = (selector) => [...document.querySelectorAll(selector)].map((e) => e.getBoundingClientRect());
+    const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+    const labels = boxes('.board > .coordinate');
+    const numbers = boxes('.square .number');
+    return { labels: labels.length, clashes: labels.filter((l) => numbers.some((n) => overlap(l, n))).length };
+  });
+  check(coordinates.labels === 16 && coordinates.clashes === 0, `coordinates clear of square numbers: ${JSON.stringify(coordinates)}`);
+
+  step('browser Back from the lobby returns to the home page, leaving it');
+  await host.goBack();
   await host.locator('#home').waitFor();
+  check(new URL(host.url()).pathname === '/', 'back on the home page of the site');
+  check(host.dialogs.length === 0, 'leaving a lobby with no series in play asks nothing');
   check(await host.locator('#notice').isHidden(), 'no stale notice on the home page');
 
   step('a public best-of-3 lobby; a spectator watches by code');
@@ -97,6 +108,12 @@ try {
   await watcher.fill('#join-code', code);
   await watcher.click('#watch-button');
   await waitText(watcher, 'room-meta', /You are watching/);
+  const page = await watcher.request.get(`/r/${code}`, { headers: { accept: 'text/html' } });
+  check(/<meta property="og:title"/.test(await page.text()), 'the lobby link has a preview (Open Graph tags)');
+  const sizes = await watcher.evaluate(() => performance.getEntriesByType('resource')
+    .filter((e) => e.name.endsWith('/assets/game.js'))
+    .map((e) => [e.encodedBodySize, e.decodedBodySize])[0]);
+  check(sizes && sizes[0] > 0 && sizes[0] < sizes[1] / 2, `the modules arrive compressed: ${JSON.stringify(sizes)}`);
   await waitText(watcher, 'seat-bottom', /Ann the Bold.*here/);
 
   step('the host closes the page; the friend joins: no series, no clock against the absent host (item 8)');
