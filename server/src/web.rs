@@ -50,6 +50,7 @@ static ASSETS: &[Asset] = &[
     asset!("game.js", "text/javascript; charset=utf-8"),
     asset!("errors.js", "text/javascript; charset=utf-8"),
     asset!("help.js", "text/javascript; charset=utf-8"),
+    asset!("qr.js", "text/javascript; charset=utf-8"),
     asset!("style.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
 ];

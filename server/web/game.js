@@ -223,6 +223,7 @@ export class GameScreen {
       this.render();
     });
     this.flipOverride = false;
+    this.wasMyTurn = false;
 
     setInterval(() => this.tick(), 250);
   }

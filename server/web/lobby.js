@@ -2,6 +2,7 @@
 // watch by code, the guest's name) and the invite panel.
 
 import { rulesHelp } from './help.js';
+import { qrSvg } from './qr.js';
 import { BOT_LEVELS, RULE_SETS, SERIES_LENGTHS, STAKE_MAX, STAKE_MIN, ruleSetLabel } from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
@@ -134,8 +135,14 @@ export class InvitePanel {
     $('invite-text-open').hidden = state.invite_only;
     $('invite-text-private').hidden = !state.invite_only;
     $('invite-code').textContent = state.invite_only ? '' : state.code;
-    $('invite-link').value = inviteLink(state);
+    const link = inviteLink(state);
+    $('invite-link').value = link;
     $('share-invite').hidden = typeof navigator.share !== 'function';
+    const qr = $('invite-qr');
+    if (qr.dataset.link !== link) {
+      qr.dataset.link = link;
+      qr.replaceChildren(qrSvg(link, 'QR code of the invite link'));
+    }
   }
 }
 
