@@ -353,8 +353,8 @@ connection.addEventListener('solo-state', ({ detail: state }) => {
 
 connection.addEventListener('solo-lost', () => {
   if (solo.visible) {
-    notify('That game has closed on the server.', 'info');
     showHome();
+    notify('That game has closed on the server.', 'info');
   }
 });
 
@@ -410,9 +410,9 @@ connection.addEventListener('left', () => {
 });
 
 connection.addEventListener('notice', ({ detail }) => {
-  notify(describeError(detail.code, detail.message));
   // The room we were in is gone (say, after a server restart).
   if (!connection.room && !$('room').hidden) showHome();
+  notify(describeError(detail.code, detail.message));
 });
 
 // A room that moved to another server instance asks for no wait and needs
@@ -461,7 +461,10 @@ function route() {
 
 const addressToken = takeTokenFromAddress();
 if (addressToken && isAccountToken(addressToken)) connection.setAccountToken(addressToken);
-else if (addressToken) notify('That sign-in link did not carry an account token; you are playing as a guest.');
 
 route();
+// After the first screen is up (a new screen clears older notices).
+if (addressToken && !isAccountToken(addressToken)) {
+  notify('That sign-in link did not carry an account token; you are playing as a guest.');
+}
 connection.start();

@@ -495,7 +495,8 @@ export class GameScreen {
     if (viewed) {
       // An earlier position, read-only: its pieces and the move that led there.
       const past = { ...game, pieces: viewed.pieces, last_move: viewed.last_move, space: viewed.space ?? game.space };
-      this.board.render({ ruleSet: s.rule_set, flipped, game: past, board: s.board, marks: gridMarks(past, [], false, false), choices: [] });
+      const marks = s.rule_set === 'orbit' ? orbitMarks(past, null, false) : gridMarks(past, [], false, false);
+      this.board.render({ ruleSet: s.rule_set, flipped, game: past, board: s.board, marks, choices: [] });
     } else {
       this.board.render({ ruleSet: s.rule_set, flipped, game, board: s.board, marks: this.marks(), choices: this.choices });
     }
@@ -576,7 +577,7 @@ export class GameScreen {
     }
     const toMove = s.phase === 'playing' && s.game && !s.game.result && s.game.turn === color;
     element.classList.toggle('to-move', Boolean(toMove));
-    if (s.game && s.phase !== 'waiting') {
+    if (s.game && s.phase === 'playing') {
       // Both clocks always show: the side to move counts down, the other waits at a full move.
       const clock = document.createElement('span');
       clock.className = `clock${toMove ? ' running' : ''}`;
@@ -590,7 +591,7 @@ export class GameScreen {
     element.setAttribute('aria-label', `${side}: ${player ? player.name : 'empty seat'}${seat === this.seat ? ' (you)' : ''}${here}${rank}${more}${toMove ? ', to move' : ''}`);
   }
 
-  /** "Round 2, best of 3" (orbit: "game 2 of 3"; one game: "game 1, drawn games replayed once"). */
+  /** "Round 2, best of 3"; "Game 2 of 3" on the orbit board; "One game" (or its replay after a draw). */
   roundText() {
     const s = this.state;
     if (s.rule_set === 'orbit') return `Game ${s.series.round} of ${s.series_length}`;

@@ -73,11 +73,15 @@ try {
   await guest.click('#name-save');
   await waitText(guest, 'identity', /^You are Bob$/);
 
-  step('an invite-only lobby offers only its link, not the code (item 1)');
+  step('an invite-only lobby offers only its link, not the code (item 1); no stale error follows into it');
+  await host.fill('#join-code', '22222222');
+  await host.click('#join-button');
+  await host.locator('#notice', { hasText: 'No lobby has that code' }).waitFor();
   await host.selectOption('#rule-set', 'american');
   await host.check('#invite-only');
   await host.click('#create-button');
   await host.locator('#invite-panel').waitFor();
+  check(await host.locator('#notice').isHidden(), 'the home page\'s error is gone from the new lobby');
   check(await host.locator('#invite-text-open').isHidden(), 'no "tell them the code" for an invite-only lobby');
   check(/invite-only, so the link is the way in/.test(await host.textContent('#invite-text-private')), 'the link is the way in');
   const inviteUrl = await host.inputValue('#invite-link');
@@ -266,8 +270,10 @@ try {
   const solo = await open('solo', PHONE);
   await solo.goto('/');
   await solo.selectOption('#solo-rule-set', 'russian');
+  await solo.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
   await solo.click('#same-device-start');
   await waitText(solo, 'solo-status', /^White to move/);
+  check(await solo.evaluate(() => window.scrollY) === 0, 'a new screen opens at the top, header in view');
   check(await solo.locator('#solo .board.white-first').count() === 1, 'the board draws the first mover white');
   const shade = await solo.$eval('#solo .square[data-square="c3"] .piece', (p) => getComputedStyle(p).backgroundImage);
   check(/255, 255, 255/.test(shade), `White's men are drawn white (${shade})`);
