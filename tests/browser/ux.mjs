@@ -40,6 +40,10 @@ try {
   const watcher = await open('watcher', DESKTOP);
 
   step('home: axe on desktop and phone; a guest is not offered a stake (item 17)');
+  // A browser with the Web Share API (headless Chromium on Linux has none).
+  await host.addInitScript(() => {
+    navigator.share = async (data) => { window.__shared = data; };
+  });
   await host.goto('/');
   await host.locator('#create-form').waitFor();
   await waitText(host, 'identity', /You are Guest-/);
@@ -85,6 +89,8 @@ try {
   check(await host.locator('#invite-text-open').isHidden(), 'no "tell them the code" for an invite-only lobby');
   check(/invite-only, so the link is the way in/.test(await host.textContent('#invite-text-private')), 'the link is the way in');
   const inviteUrl = await host.inputValue('#invite-link');
+  await host.click('#share-invite');
+  check((await host.evaluate(() => window.__shared?.url)) === inviteUrl, 'Share hands the link to the system share sheet');
   check(/\?invite=/.test(inviteUrl), 'the link carries the invite');
   // The QR code, as drawn in the page, reads back as the link.
   await host.addScriptTag({ content: JSQR_SOURCE });
