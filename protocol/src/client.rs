@@ -267,6 +267,7 @@ impl Client {
             protocol: crate::PROTOCOL_VERSION,
             token,
             client: client.to_owned(),
+            name: None,
         })
         .await?;
         loop {

@@ -451,6 +451,7 @@ mod tests {
                 protocol: 1,
                 token: None,
                 client: "t".into(),
+                name: None,
             })
         );
         let json = br#"{"type":"move","seq":9,"path":null}"#;

@@ -98,6 +98,10 @@ pub struct GameView {
     /// The side whose draw offer stands, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draw_offer: Option<Color>,
+    /// The side whose draw offer the opponent has just declined (with `decline_draw` or
+    /// by moving), until that side moves or offers again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draw_declined: Option<Color>,
     /// Set once the game is over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<GameResult>,

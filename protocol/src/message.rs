@@ -30,6 +30,10 @@ pub enum ClientMessage {
         token: Option<String>,
         /// The client's name and version, for the server's logs, e.g. "jumpgate-web/0.3".
         client: String,
+        /// A guest's chosen display name, normalised by the server; ignored for an
+        /// account. Absent: the name the token carries (or a made-up one).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
     },
     /// Create a lobby and sit in seat 0 as its host.
     CreateLobby {

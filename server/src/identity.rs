@@ -309,6 +309,19 @@ impl Identities {
         (identity, token)
     }
 
+    /// The guest under a name they chose, normalised as every name is, and a
+    /// token that carries it. A name that normalises to nothing keeps the
+    /// guest's current name.
+    pub fn rename_guest(&self, guest: &Identity, chosen: &str) -> (Identity, String) {
+        let identity = Identity {
+            id: guest.id.clone(),
+            name: normalise_name(chosen, &guest.name),
+            guest: true,
+        };
+        let token = self.token_for(&identity);
+        (identity, token)
+    }
+
     fn token_for(&self, identity: &Identity) -> String {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -357,6 +370,25 @@ impl Identities {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_guest_chooses_a_name_normalised_and_carried_by_the_token() {
+        let ids = Identities::new(b"secret-one");
+        let (who, _) = ids.new_guest();
+        let (named, token) = ids.rename_guest(&who, "  Ann\u{202E}\t  the\nBold  ");
+        assert_eq!(named.id, who.id);
+        assert_eq!(named.name, "Ann the Bold");
+        assert!(named.guest);
+        assert_eq!(ids.verify(&token).unwrap(), named);
+        let long = "x".repeat(100);
+        assert_eq!(
+            ids.rename_guest(&who, &long).0.name.chars().count(),
+            MAX_NAME_CHARS
+        );
+        // Nothing left after normalising: the name stays as it was.
+        let (same, _) = ids.rename_guest(&named, " \u{200B} ");
+        assert_eq!(same.name, "Ann the Bold");
+    }
 
     #[test]
     fn guest_tokens_round_trip_and_foreign_tokens_fail() {

@@ -5,6 +5,11 @@
 //! strong `ETag` and `Cache-Control: no-cache`: browsers revalidate each
 //! time and get a bodiless `304` while the binary is unchanged, so a new
 //! release never leaves a stale module in a cache.
+//!
+//! A browser that accepts gzip gets each file gzipped (about a quarter of its
+//! size for the modules): compressed once, on the file's first such request,
+//! and kept for the life of the process. The gzipped copy has its own ETag,
+//! and every answer says `Vary: Accept-Encoding`.
 
 use std::sync::OnceLock;
 
@@ -44,6 +49,8 @@ static ASSETS: &[Asset] = &[
     asset!("lobby.js", "text/javascript; charset=utf-8"),
     asset!("game.js", "text/javascript; charset=utf-8"),
     asset!("errors.js", "text/javascript; charset=utf-8"),
+    asset!("help.js", "text/javascript; charset=utf-8"),
+    asset!("qr.js", "text/javascript; charset=utf-8"),
     asset!("style.css", "text/css; charset=utf-8"),
     asset!("icon.svg", "image/svg+xml"),
 ];
@@ -84,7 +91,13 @@ pub fn wants_json(headers: &HeaderMap, query: Option<&str>) -> bool {
 }
 
 fn serve(asset: &Asset, headers: &HeaderMap) -> Response {
-    let etag = etag_of(asset);
+    let gzipped = accepts_gzip(headers).then(|| gzip_of(asset));
+    let plain_tag = etag_of(asset);
+    // The gzipped copy is another representation: its own strong validator.
+    let etag = match gzipped {
+        Some(_) => format!("{}-gz\"", plain_tag.trim_end_matches('"')),
+        None => plain_tag.to_owned(),
+    };
     let fresh = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
@@ -93,21 +106,74 @@ fn serve(asset: &Asset, headers: &HeaderMap) -> Response {
         (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         (
             header::ETAG,
-            HeaderValue::from_str(etag).expect("an ETag is ASCII"),
+            HeaderValue::from_str(&etag).expect("an ETag is ASCII"),
         ),
+        (header::VARY, HeaderValue::from_static("accept-encoding")),
     ];
     if fresh {
         return (StatusCode::NOT_MODIFIED, common).into_response();
     }
-    (
-        common,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(asset.content_type),
-        )],
-        asset.body,
-    )
-        .into_response()
+    let content_type = (
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(asset.content_type),
+    );
+    match gzipped {
+        Some(body) => (
+            common,
+            [
+                content_type,
+                (header::CONTENT_ENCODING, HeaderValue::from_static("gzip")),
+            ],
+            body,
+        )
+            .into_response(),
+        None => (common, [content_type], asset.body).into_response(),
+    }
+}
+
+/// Whether the request's `Accept-Encoding` takes gzip (and does not refuse
+/// it with `q=0`).
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let name = parts.next().unwrap_or_default();
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q == 0.0)
+            });
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+        })
+}
+
+/// Gzipped files by name, each compressed once and kept for the process.
+type Gzipped = Vec<(&'static str, &'static [u8])>;
+
+/// A file gzipped, compressed on its first request and kept.
+fn gzip_of(asset: &Asset) -> &'static [u8] {
+    use std::io::Write;
+    static GZIPPED: std::sync::Mutex<Gzipped> = std::sync::Mutex::new(Vec::new());
+    let mut cache = GZIPPED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, body)) = cache.iter().find(|(name, _)| *name == asset.name) {
+        return body;
+    }
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder
+        .write_all(asset.body)
+        .expect("writing to memory cannot fail");
+    let body: &'static [u8] = encoder
+        .finish()
+        .expect("writing to memory cannot fail")
+        .leak();
+    cache.push((asset.name, body));
+    body
 }
 
 /// A strong validator per file, computed once from its bytes.
@@ -146,6 +212,32 @@ mod tests {
         assert!(!wants_json(&headers, None));
         headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         assert!(wants_json(&headers, None));
+    }
+
+    #[test]
+    fn gzip_is_chosen_by_accept_encoding_and_round_trips() {
+        use std::io::Read;
+        let mut headers = HeaderMap::new();
+        assert!(!accepts_gzip(&headers));
+        for (value, expected) in [
+            ("gzip, deflate, br", true),
+            ("br;q=1.0, GZIP;q=0.5", true),
+            ("gzip;q=0", false),
+            ("identity", false),
+            ("*", true),
+        ] {
+            headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_static(value));
+            assert_eq!(accepts_gzip(&headers), expected, "{value}");
+        }
+        let asset = ASSETS.iter().find(|a| a.name == "game.js").unwrap();
+        let packed = gzip_of(asset);
+        assert!(packed.len() < asset.body.len() / 2);
+        assert!(std::ptr::eq(packed, gzip_of(asset)), "compressed once");
+        let mut unpacked = Vec::new();
+        flate2::read::GzDecoder::new(packed)
+            .read_to_end(&mut unpacked)
+            .unwrap();
+        assert_eq!(unpacked, asset.body);
     }
 
     #[test]

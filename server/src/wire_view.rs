@@ -167,6 +167,7 @@ pub fn game_view(
             0
         },
         draw_offer: draw_offer.map(color),
+        draw_declined: None,
         result,
         board: board(game.variant()),
         space,

@@ -11,6 +11,9 @@ import * as msg from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
 const WATCHING_KEY = 'jumpgate.watching'; // per tab: the code this tab watches
+const SOUND_KEY = 'jumpgate.sound'; // 'off' when muted
+const THEME_KEY = 'jumpgate.theme'; // 'dark' or 'light' when chosen over the system's
+const LAST_LOBBY_KEY = 'jumpgate.last-lobby'; // { code, invite } of the lobby this device last sat in
 
 /**
  * Sign-in from the hosting site: `?token=JWT` (or `#token=JWT`) in the
@@ -35,6 +38,7 @@ const connection = new Connection(socketUrl);
 let identity = null;
 let noticeTimer = null;
 
+/** A notice floats over the page (it never pushes the board) and fades after a while. */
 function notify(text, kind = 'error') {
   const box = $('notice');
   box.textContent = text;
@@ -43,6 +47,67 @@ function notify(text, kind = 'error') {
   clearTimeout(noticeTimer);
   noticeTimer = setTimeout(() => { box.hidden = true; }, 6000);
 }
+
+/** A new screen starts clean: no notice left from the last one, scrolled to the top. */
+function freshScreen() {
+  clearTimeout(noticeTimer);
+  $('notice').hidden = true;
+  window.scrollTo(0, 0);
+}
+
+// ---------------------------------------------------------------------------
+// Your turn: a short tone (unless muted) and the tab's title.
+
+let audio = null;
+
+function soundOn() {
+  return localStorage.getItem(SOUND_KEY) !== 'off';
+}
+
+function showSoundSetting() {
+  const on = soundOn();
+  $('sound-toggle').setAttribute('aria-pressed', String(on));
+  $('sound-toggle').textContent = on ? 'Sound on' : 'Sound off';
+}
+
+function beep() {
+  if (!soundOn()) return;
+  try {
+    audio ??= new AudioContext();
+    const at = audio.currentTime;
+    const tone = audio.createOscillator();
+    const gain = audio.createGain();
+    tone.frequency.value = 740;
+    gain.gain.setValueAtTime(0.0001, at);
+    gain.gain.exponentialRampToValueAtTime(0.2, at + 0.02);
+    gain.gain.exponentialRampToValueAtTime(0.0001, at + 0.3);
+    tone.connect(gain).connect(audio.destination);
+    tone.start(at);
+    tone.stop(at + 0.32);
+  } catch {
+    // No audio here (or not allowed yet): the title still says it.
+  }
+}
+
+$('sound-toggle').addEventListener('click', () => {
+  localStorage.setItem(SOUND_KEY, soundOn() ? 'off' : 'on');
+  showSoundSetting();
+});
+showSoundSetting();
+
+/** The light or dark colours, as chosen here or else as the system prefers. */
+function applyTheme() {
+  const chosen = localStorage.getItem(THEME_KEY);
+  const dark = chosen ? chosen === 'dark' : window.matchMedia('(prefers-color-scheme: dark)').matches;
+  document.documentElement.dataset.theme = dark ? 'dark' : 'light';
+  $('theme-toggle').setAttribute('aria-pressed', String(dark));
+}
+
+$('theme-toggle').addEventListener('click', () => {
+  localStorage.setItem(THEME_KEY, document.documentElement.dataset.theme === 'dark' ? 'light' : 'dark');
+  applyTheme();
+});
+applyTheme();
 
 /** Sends a request; on refusal tells the person why and resolves to null. */
 async function send(message) {
@@ -54,7 +119,17 @@ async function send(message) {
   }
 }
 
-const game = new GameScreen({ send, leave, notify });
+let roomTitle = 'Jumpgate';
+
+const game = new GameScreen({
+  send,
+  leave,
+  notify,
+  turn: ({ mine, fresh }) => {
+    document.title = mine ? `● Your turn — ${roomTitle}` : roomTitle;
+    if (fresh) beep();
+  },
+});
 const invitePanel = new InvitePanel(() => notify('Invite link copied.', 'info'));
 const lobby = new LobbyScreen({ create, join, watch });
 const deviceRecord = new DeviceRecord();
@@ -71,15 +146,18 @@ const leaderboards = new LeaderboardView({ home: () => showHome() });
 soloPanel.showRecord(deviceRecord.text());
 
 function showHome(prefill = '') {
+  if ($('home').hidden) freshScreen();
   game.hide();
   solo.hide();
   leaderboards.hide();
   soloPanel.showRecord(deviceRecord.text());
   lobby.show(prefill);
   document.title = 'Jumpgate — checkers with friends';
+  showResumeBanner();
 }
 
 function showRoom() {
+  if ($('room').hidden) freshScreen();
   lobby.hide();
   solo.hide();
   leaderboards.hide();
@@ -87,10 +165,44 @@ function showRoom() {
 }
 
 function showSolo() {
+  if ($('solo').hidden) freshScreen();
   lobby.hide();
   game.hide();
   leaderboards.hide();
   solo.show();
+}
+
+/**
+ * On the home page, a game of yours that is still running elsewhere (you
+ * went home without leaving) gets a banner leading back to it.
+ */
+async function showResumeBanner() {
+  const banner = $('resume-banner');
+  banner.hidden = true;
+  let last;
+  try {
+    last = JSON.parse(localStorage.getItem(LAST_LOBBY_KEY));
+  } catch {
+    last = null;
+  }
+  if (!last?.code || connection.room) return;
+  const query = new URLSearchParams({ format: 'json' });
+  if (last.invite) query.set('invite', last.invite);
+  let summary;
+  try {
+    const response = await fetch(`/r/${encodeURIComponent(last.code)}?${query}`, { headers: { accept: 'application/json' } });
+    if (response.status === 404) localStorage.removeItem(LAST_LOBBY_KEY);
+    if (!response.ok) return;
+    summary = await response.json();
+  } catch {
+    return;
+  }
+  if (!['playing', 'break'].includes(summary.phase) || $('home').hidden || connection.room) return;
+  const names = (summary.players ?? []).filter(Boolean).join(' and ');
+  $('resume-text').textContent = `Your game in lobby ${summary.code} (${names}) is still being played, and its clock is running.`;
+  const link = `/r/${summary.code}${last.invite ? `?invite=${encodeURIComponent(last.invite)}` : ''}`;
+  $('resume-link').href = link;
+  banner.hidden = false;
 }
 
 function showLeaderboards() {
@@ -147,7 +259,7 @@ function goHome() {
   connection.forgetRoom();
   connection.hint = null;
   sessionStorage.removeItem(WATCHING_KEY);
-  history.pushState(null, '', '/');
+  if (location.pathname !== '/') history.pushState(null, '', '/');
   showHome();
 }
 
@@ -160,7 +272,7 @@ async function create(options) {
 // The room is remembered (for re-joining after a reconnect) from the first
 // `state` that follows the `ack`, so a join still in flight is never sent twice.
 
-/** Joins a lobby; a full one is offered for watching instead. */
+/** Joins a lobby; a full one is opened for watching instead. */
 async function join(code, invite) {
   if (!code) return;
   connection.forgetRoom();
@@ -174,9 +286,13 @@ async function join(code, invite) {
       notify(describeError(error.code, error.message));
       return;
     }
+    if (error.code === 'lobby_full') {
+      // Both seats are taken: the game opens for watching straight away.
+      await watch(code, invite);
+      return;
+    }
     showHome(code);
-    if (error.code === 'lobby_full') lobby.offerToWatch(code, invite);
-    else notify(describeError(error.code, error.message));
+    notify(describeError(error.code, error.message));
   }
 }
 
@@ -213,6 +329,9 @@ connection.addEventListener('welcome', ({ detail }) => {
   $('identity').textContent = signedIn ? `Signed in as ${detail.name}` : `You are ${detail.name}`;
   $('sign-out').hidden = !signedIn;
   soloPanel.setSignedIn(signedIn && isAccountToken(connection.token));
+  lobby.setGuest(!signedIn);
+  $('name-form').hidden = signedIn; // an account's name comes from its sign-in
+  if (document.activeElement !== $('name-input')) $('name-input').value = detail.name;
   // Once per page load: a signed-in player's unfinished solo game (a ranked
   // one survives a refresh) comes back. No game is not worth a word.
   if (!resumeAsked && signedIn && location.pathname === '/' && !connection.room && !connection.hint) {
@@ -234,8 +353,8 @@ connection.addEventListener('solo-state', ({ detail: state }) => {
 
 connection.addEventListener('solo-lost', () => {
   if (solo.visible) {
-    notify('That game has closed on the server.', 'info');
     showHome();
+    notify('That game has closed on the server.', 'info');
   }
 });
 
@@ -274,19 +393,26 @@ connection.addEventListener('state', ({ detail: state }) => {
     role: seated ? 'player' : 'spectator',
   });
   const path = `/r/${state.code}${state.invite ? `?invite=${encodeURIComponent(state.invite)}` : ''}`;
-  if (location.pathname + location.search !== path) history.replaceState(null, '', path);
-  document.title = `Jumpgate — lobby ${state.code}`;
+  // From the home page the lobby gets its own history entry, so Back returns home.
+  if (location.pathname === '/') history.pushState(null, '', path);
+  else if (location.pathname + location.search !== path) history.replaceState(null, '', path);
+  if (seated) localStorage.setItem(LAST_LOBBY_KEY, JSON.stringify({ code: state.code, invite: state.invite ?? null }));
+  roomTitle = `Jumpgate — lobby ${state.code}`;
+  document.title = roomTitle;
   showRoom();
   game.update(state, identity);
   invitePanel.render(state, seated);
 });
 
-connection.addEventListener('left', () => goHome());
+connection.addEventListener('left', () => {
+  localStorage.removeItem(LAST_LOBBY_KEY);
+  goHome();
+});
 
 connection.addEventListener('notice', ({ detail }) => {
-  notify(describeError(detail.code, detail.message));
   // The room we were in is gone (say, after a server restart).
   if (!connection.room && !$('room').hidden) showHome();
+  notify(describeError(detail.code, detail.message));
 });
 
 // A room that moved to another server instance asks for no wait and needs
@@ -296,8 +422,29 @@ connection.addEventListener('shutdown', ({ detail }) => {
 });
 
 window.addEventListener('popstate', () => {
-  if (location.pathname === '/' && connection.room) leave();
+  if (location.pathname !== '/' || !connection.room) return;
+  const inSeries = game.seat >= 0 && ['playing', 'break'].includes(game.state?.phase);
+  if (inSeries && !window.confirm('Going back leaves this lobby and forfeits the whole series. Leave?')) {
+    // Stay: put the lobby's address back.
+    const room = connection.room;
+    history.pushState(null, '', `/r/${room.code}${room.invite ? `?invite=${encodeURIComponent(room.invite)}` : ''}`);
+    return;
+  }
+  leave();
 });
+
+$('name-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const name = $('name-input').value.trim();
+  if (!name) {
+    $('name-input').setCustomValidity('Type a name, or leave the one you have.');
+    $('name-input').reportValidity();
+    return;
+  }
+  $('name-input').setCustomValidity('');
+  connection.chooseName(name);
+});
+$('name-input').addEventListener('input', () => $('name-input').setCustomValidity(''));
 
 function route() {
   const match = location.pathname.match(/^\/r\/([^/]+)\/?$/);
@@ -314,7 +461,10 @@ function route() {
 
 const addressToken = takeTokenFromAddress();
 if (addressToken && isAccountToken(addressToken)) connection.setAccountToken(addressToken);
-else if (addressToken) notify('That sign-in link did not carry an account token; you are playing as a guest.');
 
 route();
+// After the first screen is up (a new screen clears older notices).
+if (addressToken && !isAccountToken(addressToken)) {
+  notify('That sign-in link did not carry an account token; you are playing as a guest.');
+}
 connection.start();

@@ -4,7 +4,11 @@
 // the board turns round for whoever plays Light. The view only draws and
 // reports what the person points at; game.js decides what that means.
 // Space Mode adds its two wormholes (a ring on each square) and marks for
-// thruster boosts and wormhole exits among the targets.
+// thruster boosts and wormhole exits among the targets. A piece can be
+// moved by two clicks, by keyboard, or dragged: while dragged it follows
+// the pointer, drawn over the page, and nothing else on the page moves.
+
+import { sideName, whiteMovesFirst } from './protocol.js';
 
 const FILES = 'abcdefgh';
 const MIRRORED = new Set(['italian', 'spanish']);
@@ -31,6 +35,7 @@ export function squareNumber(ruleSet, f, r) {
   };
   switch (ruleSet) {
     case 'american':
+    case 'space':
     case 'spanish':
       // From the first player's bottom-right corner, right to left, upwards.
       return r * 4 + inRow('right') + 1;
@@ -68,7 +73,9 @@ export class BoardView {
 
     this.element.addEventListener('keydown', (e) => this.onKey(e));
     this.element.addEventListener('pointerdown', (e) => this.onPointerDown(e));
+    this.element.addEventListener('pointermove', (e) => this.onPointerMove(e));
     this.element.addEventListener('pointerup', (e) => this.onPointerUp(e));
+    this.element.addEventListener('pointercancel', () => this.endDrag());
     // Activation comes from pointer and key events; stop the buttons' own
     // click so that nothing is activated twice.
     this.element.addEventListener('click', (e) => e.preventDefault());
@@ -89,6 +96,8 @@ export class BoardView {
     this.element.replaceChildren();
     this.cells.clear();
     this.element.classList.toggle('flipped', flipped);
+    // The first mover's pieces are drawn white where tradition has White first.
+    this.element.classList.toggle('white-first', whiteMovesFirst(ruleSet));
     for (let row = 0; row < 8; row += 1) {
       for (let col = 0; col < 8; col += 1) {
         const square = this.squareAt(row, col);
@@ -106,11 +115,17 @@ export class BoardView {
           label.setAttribute('aria-hidden', 'true');
           cell.append(label);
         }
-        if (row === 7) cell.append(coordinate('file', FILES[f]));
-        if (col === 0) cell.append(coordinate('rank', String(r + 1)));
         this.element.append(cell);
         this.cells.set(square, cell);
       }
+    }
+    // Coordinates sit over the board, outside the squares, so that a
+    // square's name for assistive technology is exactly its label.
+    for (let i = 0; i < 8; i += 1) {
+      const rank = parseSquare(this.squareAt(i, 0));
+      this.element.append(coordinate('rank', String(rank.r + 1), i, isPlayable(ruleSet, rank.f, rank.r)));
+      const file = parseSquare(this.squareAt(7, i));
+      this.element.append(coordinate('file', FILES[file.f], i, isPlayable(ruleSet, file.f, file.r)));
     }
     this.moveCursor(0, 0, false);
   }
@@ -174,7 +189,7 @@ export class BoardView {
       else if (cell.classList.contains('exit')) cell.title = 'wormhole exit';
       else cell.removeAttribute('title');
       if (hole >= 0) flags.unshift(`wormhole, linked to ${wormholes[1 - hole]}`);
-      const what = piece ? `${piece.color} ${piece.king ? 'king' : 'man'}` : 'empty';
+      const what = piece ? `${sideName(ruleSet, piece.color).toLowerCase()} ${piece.king ? 'king' : 'man'}` : 'empty';
       const { f, r } = parseSquare(square);
       const playable = isPlayable(ruleSet, f, r);
       const number = squareNumber(ruleSet, f, r);
@@ -201,6 +216,7 @@ export class BoardView {
   }
 
   onKey(event) {
+    this.element.classList.remove('pointer');
     const steps = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
     if (steps[event.key]) {
       event.preventDefault();
@@ -223,26 +239,75 @@ export class BoardView {
     if (event.button !== 0) return;
     const cell = event.target.closest('.square');
     if (!cell) return;
-    this.pressed = cell.dataset.square;
-    this.setCursor(cell.dataset.square);
-    this.handlers.onActivate(cell.dataset.square);
+    const square = cell.dataset.square;
+    // The focus ring is for the keyboard; a pointer shows the selection.
+    this.element.classList.add('pointer');
+    this.pressed = square;
+    this.start = { x: event.clientX, y: event.clientY, id: event.pointerId };
+    this.setCursor(square, false);
+    // Pressing the selected piece again may start a drag: it is let go
+    // only if released where it was pressed without moving.
+    this.pressedSelected = cell.classList.contains('selected');
+    if (!this.pressedSelected) this.handlers.onActivate(square);
+    try {
+      this.element.setPointerCapture(event.pointerId);
+    } catch {
+      // Synthetic pointers cannot be captured; the drag still works on the board.
+    }
+  }
+
+  onPointerMove(event) {
+    if (!this.pressed || event.pointerId !== this.start?.id) return;
+    if (!this.ghost) {
+      const far = Math.hypot(event.clientX - this.start.x, event.clientY - this.start.y) > 6;
+      const cell = this.cells.get(this.pressed);
+      const disc = cell?.querySelector('.piece');
+      // Only a piece that may move (the selection) lifts off the board.
+      if (!far || !disc || !cell.classList.contains('selected')) return;
+      const box = disc.getBoundingClientRect();
+      this.ghost = disc.cloneNode(true);
+      this.ghost.classList.add('ghost');
+      if (this.element.classList.contains('white-first')) this.ghost.classList.add('white-first-ghost');
+      this.ghost.style.width = `${box.width}px`;
+      this.ghost.style.height = `${box.height}px`;
+      document.body.append(this.ghost);
+      cell.classList.add('lifted');
+    }
+    const size = this.ghost.getBoundingClientRect();
+    this.ghost.style.transform = `translate(${event.clientX - size.width / 2}px, ${event.clientY - size.height / 2}px)`;
+  }
+
+  endDrag() {
+    const dragged = Boolean(this.ghost);
+    this.ghost?.remove();
+    this.ghost = null;
+    for (const cell of this.cells.values()) cell.classList.remove('lifted');
+    this.pressed = null;
+    return dragged;
   }
 
   onPointerUp(event) {
     const from = this.pressed;
-    this.pressed = null;
+    const pressedSelected = this.pressedSelected;
+    const dragged = this.endDrag();
     const cell = this.cellFromPoint(event);
-    // A drag: released over another square, which counts as a second click.
-    if (from && cell && cell.dataset.square !== from) {
-      this.setCursor(cell.dataset.square);
-      this.handlers.onActivate(cell.dataset.square);
+    if (!from || !cell) return;
+    const to = cell.dataset.square;
+    if (to !== from) {
+      // A drag: released over another square, which counts as a second click.
+      this.setCursor(to, false);
+      this.handlers.onActivate(to);
+    } else if (pressedSelected && !dragged) {
+      // A plain click on the selected piece lets it go.
+      this.handlers.onActivate(from);
     }
   }
 }
 
-function coordinate(kind, text) {
+function coordinate(kind, text, index, onDark) {
   const label = document.createElement('span');
-  label.className = `coordinate ${kind}`;
+  label.className = `coordinate ${kind}${onDark ? ' on-dark' : ''}`;
+  label.style.setProperty('--i', String(index));
   label.textContent = text;
   label.setAttribute('aria-hidden', 'true');
   return label;

@@ -7,6 +7,7 @@
 import { SUBPROTOCOL, hello, joinLobby, resumeSolo, watch } from './protocol.js';
 
 const TOKEN_KEY = 'jumpgate.token';
+const NAME_KEY = 'jumpgate.name';
 const SOLO_KEY = 'jumpgate.solo';
 const SEQ_KEY = 'jumpgate.seq';
 const MAX_SEQ = 0xffff_ff00;
@@ -84,6 +85,23 @@ export class Connection extends EventTarget {
     return this.storage.getItem(TOKEN_KEY);
   }
 
+  /** The display name this device's guest chose, sent with every `hello`. */
+  get chosenName() {
+    return this.storage.getItem(NAME_KEY) || null;
+  }
+
+  /**
+   * Remembers a guest's chosen name and reconnects so the server takes it
+   * (it answers with a token carrying the normalised name); the room, if
+   * any, is entered again and shows the new name.
+   */
+  chooseName(name) {
+    const trimmed = String(name ?? '').trim();
+    if (trimmed) this.storage.setItem(NAME_KEY, trimmed);
+    else this.storage.removeItem(NAME_KEY);
+    this.reconnect();
+  }
+
   /**
    * Keeps an account token from the hosting site as this page's identity,
    * in place of any guest token; it is used by the next `hello`.
@@ -146,7 +164,7 @@ export class Connection extends EventTarget {
         socket.close(1000);
         return;
       }
-      this.sendRaw({ ...hello(this.token), seq: this.nextSeq() });
+      this.sendRaw({ ...hello(this.token, this.chosenName), seq: this.nextSeq() });
     });
     socket.addEventListener('message', (event) => {
       if (this.socket !== socket) return; // a socket we have replaced
@@ -358,7 +376,7 @@ export class Connection extends EventTarget {
       if (message.code === 'invalid_token') {
         if (isAccountToken(this.token)) this.emit('account-rejected', message);
         this.storage.removeItem(TOKEN_KEY);
-        this.sendRaw({ ...hello(null), seq: this.nextSeq() });
+        this.sendRaw({ ...hello(null, this.chosenName), seq: this.nextSeq() });
         return;
       }
       if (message.code === 'unsupported_version') {

@@ -9,7 +9,8 @@ import { BoardView } from './board.js';
 import { describeError } from './errors.js';
 import { OrbitView, orbitClick, orbitMarks } from './orbit.js';
 import * as msg from './protocol.js';
-import { levelLabel, ruleSetLabel } from './protocol.js';
+import { levelLabel, pieceShade, ruleSetLabel, sideName } from './protocol.js';
+import { rulesHelp } from './help.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -180,6 +181,10 @@ export class GameScreen {
     this.receivedAt = 0;
     this.serverOffset = 0; // server clock minus ours, estimated from clocks
     this.choices = []; // orbit: moves sharing origin and destination, to pick from
+    this.viewPly = null; // a ply of the move list being looked at, or null for the live board
+    this.history = new Map(); // ply -> { pieces, last_move, space } seen for the current round
+    this.historyKey = null;
+    this.moveClockMs = 0; // the longest time a move was given, shown on the idle clock
     this.board = new BoardSlot($('board-holder'), {
       onActivate: (square) => this.activate(square),
       onClear: () => this.clearSelection(),
@@ -195,11 +200,30 @@ export class GameScreen {
     act('offer-draw', msg.offerDraw);
     act('accept-draw', msg.acceptDraw);
     act('decline-draw', msg.declineDraw);
-    act('resign', msg.resign, 'Resign the whole series?');
+    act('resign', msg.resign, 'Resign? You lose the whole series, not only this round.');
     act('next-round', msg.nextRound);
     act('rematch', msg.rematch);
     act('end-match', msg.endMatch, 'End the match for both players?');
-    $('leave').addEventListener('click', () => this.actions.leave());
+    $('leave').addEventListener('click', () => {
+      const s = this.state;
+      // Leaving mid-series concedes it (PROTOCOL.md §11): ask first, as Resign does.
+      if (s && this.seat >= 0 && ['playing', 'break'].includes(s.phase)
+          && !window.confirm('Leave this lobby? Leaving now forfeits the whole series to your opponent.')) return;
+      this.actions.leave();
+    });
+    $('moves').addEventListener('click', (event) => {
+      const button = event.target.closest('button[data-ply]');
+      if (button && !button.disabled) this.viewMove(Number(button.dataset.ply));
+    });
+    $('moves').addEventListener('keydown', (event) => this.onMovesKey(event));
+    $('back-to-live').addEventListener('click', () => this.viewMove(null));
+    $('flip-board').addEventListener('click', () => {
+      this.flipOverride = !this.flipOverride;
+      $('flip-board').setAttribute('aria-pressed', String(this.flipOverride));
+      this.render();
+    });
+    this.flipOverride = false;
+    this.wasMyTurn = false;
 
     setInterval(() => this.tick(), 250);
   }
@@ -214,9 +238,79 @@ export class GameScreen {
     // One board in the page at a time: the solo screen has its own.
     this.board.detach();
     $('status').textContent = '';
+    $('announce').textContent = '';
     this.state = null;
     this.prefix = [];
     this.choices = [];
+    this.viewPly = null;
+    this.history.clear();
+    this.historyKey = null;
+  }
+
+  /**
+   * Keeps the position after each ply seen, so the move list can show it
+   * (kept for the tab's session, so a reload still has them).
+   */
+  remember(state) {
+    const game = state.game;
+    if (!game) return;
+    const key = `${state.code}#${state.series.round}#${game.dark_seat}`;
+    if (this.historyKey !== key) {
+      this.history = new Map();
+      this.historyKey = key;
+      this.loadHistory(key);
+    }
+    // Drop what belongs to another game (a rematch's round of the same number).
+    for (const [ply, position] of this.history) {
+      const notation = position.last_move?.notation ?? null;
+      if (ply > game.ply || (ply > 0 && notation !== game.moves[ply - 1])) this.history.delete(ply);
+    }
+    this.history.set(game.ply, { pieces: game.pieces, last_move: game.last_move ?? null, space: game.space ?? null });
+    this.saveHistory();
+  }
+
+  loadHistory(key) {
+    try {
+      const saved = JSON.parse(sessionStorage.getItem('jumpgate.history') ?? 'null');
+      if (saved?.key === key && Array.isArray(saved.plies)) {
+        for (const [ply, position] of saved.plies) this.history.set(ply, position);
+      }
+    } catch {
+      // A missing history only means fewer earlier positions to show.
+    }
+  }
+
+  saveHistory() {
+    try {
+      sessionStorage.setItem('jumpgate.history', JSON.stringify({ key: this.historyKey, plies: [...this.history] }));
+    } catch {
+      // Storage full: earlier positions are a nicety.
+    }
+  }
+
+  /** Shows the position after `ply` (read-only), or the live board for null. */
+  viewMove(ply) {
+    const live = this.state?.game?.ply ?? 0;
+    this.viewPly = ply === null || ply >= live || !this.history.has(ply) ? null : ply;
+    this.prefix = [];
+    this.choices = [];
+    this.render();
+  }
+
+  onMovesKey(event) {
+    const game = this.state?.game;
+    if (!game) return;
+    const live = game.ply;
+    const at = this.viewPly ?? live;
+    const seen = [...this.history.keys()].filter((p) => p >= 1 && p <= live).sort((a, b) => a - b);
+    let next = null;
+    if (event.key === 'ArrowLeft' || event.key === 'ArrowUp') next = [...seen].reverse().find((p) => p < at) ?? at;
+    else if (event.key === 'ArrowRight' || event.key === 'ArrowDown') next = seen.find((p) => p > at) ?? live;
+    else if (event.key === 'Home') next = seen[0] ?? at;
+    else if (event.key === 'End' || event.key === 'Escape') next = live;
+    else return;
+    event.preventDefault();
+    this.viewMove(next);
   }
 
   get seat() {
@@ -232,8 +326,7 @@ export class GameScreen {
   }
 
   get interactive() {
-    const s = this.state;
-    return Boolean(s && s.phase === 'playing' && s.game && !s.game.result && this.myColor === s.game.turn && !this.sending);
+    return this.isMyTurn() && !this.sending && this.viewPly === null;
   }
 
   seatOf(color) {
@@ -263,7 +356,37 @@ export class GameScreen {
       this.choices = [];
     }
     this.sending = false;
+    if (game && !game.result) this.moveClockMs = Math.max(this.moveClockMs, game.remaining_ms);
+    this.remember(state);
+    if (this.viewPly !== null && !this.history.has(this.viewPly)) this.viewPly = null;
+    const sameRoom = previous?.code === state.code;
+    this.announce(sameRoom ? previous : null);
+    const mine = this.isMyTurn();
+    const wasMine = sameRoom && previous.game?.ply === game?.ply && previous.series.round === state.series.round
+      && previous.phase === state.phase && this.wasMyTurn;
+    this.wasMyTurn = mine;
+    this.actions.turn?.({ mine, fresh: mine && !wasMine && sameRoom });
     this.render();
+  }
+
+  isMyTurn() {
+    const s = this.state;
+    return Boolean(s && s.phase === 'playing' && s.game && !s.game.result && this.myColor === s.game.turn);
+  }
+
+  /** Says the opponent's move (and the end of a game) to screen readers. */
+  announce(previous) {
+    const game = this.state.game;
+    if (!previous || !game) return;
+    let words = '';
+    if (game.ply > (previous.game?.ply ?? 0) && game.last_move && previous.game?.dark_seat === game.dark_seat) {
+      const mover = game.turn === 'dark' ? 'light' : 'dark';
+      if (mover !== this.myColor) {
+        words = `${this.nameOf(this.seatOf(mover))} played ${game.last_move.notation}.`;
+      }
+    }
+    if (game.result && !previous.game?.result) words = `${words} ${this.gameResultText()}`.trim();
+    if (words) $('announce').textContent = words;
   }
 
   clearSelection() {
@@ -365,9 +488,23 @@ export class GameScreen {
     $('head-to-head').hidden = !h2h;
     $('head-to-head').textContent = h2h;
 
-    const flipped = this.myColor === 'light';
-    this.board.render({ ruleSet: s.rule_set, flipped, game, board: s.board, marks: this.marks(), choices: this.choices });
+    // Your own side at the bottom (before the first game, your seat's side).
+    const side = this.myColor ?? (this.seat === 1 ? 'light' : null);
+    const flipped = (side === 'light') !== this.flipOverride;
+    const viewed = this.viewPly === null ? null : this.history.get(this.viewPly);
+    if (viewed) {
+      // An earlier position, read-only: its pieces and the move that led there.
+      const past = { ...game, pieces: viewed.pieces, last_move: viewed.last_move, space: viewed.space ?? game.space };
+      const marks = s.rule_set === 'orbit' ? orbitMarks(past, null, false) : gridMarks(past, [], false, false);
+      this.board.render({ ruleSet: s.rule_set, flipped, game: past, board: s.board, marks, choices: [] });
+    } else {
+      this.board.render({ ruleSet: s.rule_set, flipped, game, board: s.board, marks: this.marks(), choices: this.choices });
+    }
     $('board-holder').classList.toggle('idle', !game);
+    $('board-holder').classList.toggle('viewing', Boolean(viewed));
+    $('viewing').hidden = !viewed;
+    if (viewed) $('viewing-text').textContent = `Looking at the position after move ${this.viewPly} (${game.moves[this.viewPly - 1]}); the game goes on.`;
+    rulesHelp($('room-help'), s.rule_set);
 
     const bottomColor = flipped ? 'light' : 'dark';
     this.renderSeat($('seat-bottom'), bottomColor);
@@ -394,18 +531,21 @@ export class GameScreen {
     const s = this.state;
     const seat = this.seatOf(color);
     const player = s.players[seat];
+    const side = sideName(s.rule_set, color);
     element.replaceChildren();
     element.dataset.seat = String(seat);
     const swatch = document.createElement('span');
-    swatch.className = `swatch ${color}`;
-    swatch.title = color === 'dark' ? 'Dark (moves first)' : 'Light';
+    swatch.className = `swatch ${pieceShade(s.rule_set, color)}`;
+    swatch.title = color === 'dark' ? `${side} (moves first)` : side;
+    const who = document.createElement('span');
+    who.className = 'who';
     const name = document.createElement('span');
     name.className = 'name';
     name.textContent = player ? player.name : 'Waiting for a player…';
-    element.append(swatch, name);
+    who.append(name);
     const tag = document.createElement('span');
     tag.className = 'tag';
-    const bits = [color === 'dark' ? 'Dark' : 'Light'];
+    const bits = [side];
     if (seat === this.seat) bits.push('you');
     if (player && s.host === player.id) bits.push('host');
     if (s.series.points) {
@@ -414,57 +554,91 @@ export class GameScreen {
     } else {
       bits.push(`${s.series.wins[seat]} ${s.series.wins[seat] === 1 ? 'win' : 'wins'}`);
     }
-    tag.textContent = `(${bits.join(', ')})`;
-    element.append(tag);
-    const extras = seatExtras(s.game, color);
-    for (const extra of extras) element.append(extra.element);
+    tag.textContent = ` (${bits.join(', ')})`;
+    who.append(tag);
     if (player?.record) {
       const { rank, series_won: won, streak, best_streak: best } = player.record;
       const record = document.createElement('span');
       record.className = 'record';
-      record.textContent = `${rank}${streak > 0 ? ` · ${streak} win streak` : ''}`;
+      record.textContent = ` ${rank}${streak > 0 ? ` · ${streak} win streak` : ''}`;
       record.title = `${won} series won · streak ${streak} (best ${best})`;
-      element.append(record);
+      who.append(record);
     }
-    if (player && !player.connected) {
-      const away = document.createElement('span');
-      away.className = 'away';
-      away.textContent = 'disconnected';
-      element.append(away);
+    element.append(swatch, who);
+    const extras = seatExtras(s.game, color);
+    for (const extra of extras) element.append(extra.element);
+    if (player) {
+      // Who is here: a seat's player is connected while a page of theirs is in the room.
+      const presence = document.createElement('span');
+      presence.className = `presence ${player.connected ? 'online' : 'away'}`;
+      presence.textContent = player.connected ? 'here' : 'away';
+      presence.title = player.connected ? 'Connected' : 'Not connected: their page is closed or offline';
+      element.append(presence);
     }
     const toMove = s.phase === 'playing' && s.game && !s.game.result && s.game.turn === color;
     element.classList.toggle('to-move', Boolean(toMove));
-    if (toMove) {
+    if (s.game && s.phase === 'playing') {
+      // Both clocks always show: the side to move counts down, the other waits at a full move.
       const clock = document.createElement('span');
-      clock.className = 'clock';
-      clock.setAttribute('aria-label', 'time left for this move');
+      clock.className = `clock${toMove ? ' running' : ''}`;
+      clock.textContent = seconds(toMove ? s.game.remaining_ms : this.moveClockMs);
+      clock.setAttribute('aria-label', toMove ? 'time left for this move' : 'time for each move');
       element.append(clock);
     }
     const rank = player?.record ? `, ${player.record.rank}, win streak ${player.record.streak}` : '';
     const more = extras.map((e) => `, ${e.words}`).join('');
-    element.setAttribute('aria-label', `${color === 'dark' ? 'Dark' : 'Light'}: ${player ? player.name : 'empty seat'}${rank}${more}${toMove ? ', to move' : ''}`);
+    const here = player ? (player.connected ? ', connected' : ', not connected') : '';
+    element.setAttribute('aria-label', `${side}: ${player ? player.name : 'empty seat'}${seat === this.seat ? ' (you)' : ''}${here}${rank}${more}${toMove ? ', to move' : ''}`);
+  }
+
+  /** "Round 2, best of 3"; "Game 2 of 3" on the orbit board; "One game" (or its replay after a draw). */
+  roundText() {
+    const s = this.state;
+    if (s.rule_set === 'orbit') return `Game ${s.series.round} of ${s.series_length}`;
+    if (s.series_length === 1) return s.series.round > 1 ? 'Replay of a drawn game' : 'One game';
+    return `Round ${s.series.round}, best of ${s.series_length}`;
+  }
+
+  /** The series score, yours first ("You 1–0 Bob"); seat order for spectators. */
+  scoreText() {
+    const s = this.state;
+    const first = this.seat >= 0 ? this.seat : 0;
+    const second = 1 - first;
+    const name = (seat) => (seat === this.seat ? 'You' : s.players[seat]?.name ?? `seat ${seat + 1}`);
+    const score = s.series.points
+      ? `${s.series.points[first] ?? 0}–${s.series.points[second] ?? 0} on points`
+      : `${s.series.wins[first]}–${s.series.wins[second]}`;
+    const draws = !s.series.points && s.series.draws ? `, ${s.series.draws} drawn` : '';
+    return `${name(first)} ${score} ${name(second)}${draws}`;
   }
 
   statusText() {
     const s = this.state;
     const game = s.game;
-    const round = `Round ${s.series.round} of up to ${s.series.max_rounds}`;
-    const score = s.series.points
-      ? `${s.series.points[0] ?? 0}–${s.series.points[1] ?? 0} on points`
-      : `${s.series.wins[0]}–${s.series.wins[1]}${s.series.draws ? `, ${s.series.draws} drawn` : ''}`;
+    const round = this.roundText();
+    const score = this.scoreText();
     switch (s.phase) {
-      case 'waiting':
+      case 'waiting': {
+        if (s.players.every((p) => p)) {
+          // Both seats are taken but a player is away: no clock runs until both are here.
+          const away = s.players.findIndex((p) => !p.connected);
+          const who = away >= 0 ? this.nameOf(away) : 'the other player';
+          return `Waiting for ${who} to come back: the game starts, clock and all, once both players are here.`;
+        }
         if (s.series.result) return `${this.seriesResultText()} Waiting for a new opponent.`;
         return this.seat >= 0 ? 'Waiting for an opponent — share the invite link.' : 'Waiting for players.';
+      }
       case 'playing': {
         const mover = this.seatOf(game.turn);
+        const declined = game.draw_declined && game.draw_declined === this.myColor ? ' Your draw offer was declined.' : '';
         if (mover === this.seat) {
-          return game.must_capture.length > 0 ? `Your turn — you must capture. (${round})` : `Your turn. (${round})`;
+          const turn = game.must_capture.length > 0 ? 'Your turn — you must capture.' : 'Your turn.';
+          return `${turn}${declined} ${round}; ${score}.`;
         }
-        return `${this.nameOf(mover)} to move (${game.turn}). ${round}, score ${score}.`;
+        return `${this.nameOf(mover)} to move (${sideName(s.rule_set, game.turn)}).${declined} ${round}; ${score}.`;
       }
       case 'break':
-        return `${this.gameResultText()} Score ${score}. Next round soon.`;
+        return `${this.gameResultText()} Score: ${score}. Next round soon.`;
       case 'finished':
         return `${this.gameResultText()} ${this.seriesResultText()}`;
       case 'ended':
@@ -534,26 +708,47 @@ export class GameScreen {
     const invite = s.invite ? `?invite=${encodeURIComponent(s.invite)}` : '';
     pdn.href = `/r/${s.code}/games.pdn${invite}`;
     pdn.setAttribute('download', `jumpgate-${s.code}.pdn`);
-    pdn.hidden = s.series.round === 0;
+    // Only once a game has ended is there anything in the file.
+    pdn.hidden = !(s.series.round > 1 || game?.result);
+    $('flip-board').hidden = !game;
   }
 
+  /** The move list: every move a button showing the position after it. */
   renderMoves() {
     const list = $('moves');
     const moves = this.state.game?.moves ?? [];
+    const live = moves.length;
+    const at = this.viewPly ?? live;
+    const hadFocus = list.contains(document.activeElement);
     list.replaceChildren();
     for (let i = 0; i < moves.length; i += 2) {
       const item = document.createElement('li');
-      item.textContent = moves.slice(i, i + 2).join('  ');
+      for (let ply = i + 1; ply <= Math.min(i + 2, moves.length); ply += 1) {
+        if (ply > i + 1) item.append(' ');
+        const button = document.createElement('button');
+        button.type = 'button';
+        button.className = 'move';
+        button.dataset.ply = String(ply);
+        button.textContent = moves[ply - 1];
+        const seen = this.history.has(ply);
+        button.disabled = !seen;
+        if (!seen) button.title = 'This position was not seen on this page';
+        if (ply === at) button.setAttribute('aria-current', 'step');
+        button.tabIndex = ply === at || (at === 0 && ply === 1) ? 0 : -1;
+        item.append(button);
+      }
       if (i + 2 >= moves.length) item.className = 'latest';
       list.append(item);
     }
+    // Redrawn under the keyboard: the focus stays on the move shown.
+    if (hadFocus) list.querySelector('button[tabindex="0"]')?.focus();
   }
 
   /** Counts the clocks down between states. */
   tick() {
     const s = this.state;
     if (!s) return;
-    const clock = document.querySelector('.seat.to-move .clock');
+    const clock = document.querySelector('#room .seat .clock.running');
     if (clock && s.game) {
       const left = s.game.remaining_ms - (performance.now() - this.receivedAt);
       clock.textContent = seconds(left);
@@ -641,7 +836,6 @@ function rankedSeen(storage, id, ranked) {
   return list.includes(id);
 }
 
-const colorName = (color) => (color === 'dark' ? 'Dark' : 'Light');
 
 export class SoloScreen {
   /**
@@ -670,7 +864,7 @@ export class SoloScreen {
       const s = this.state;
       if (!s || s.game.result) return;
       const question = s.mode === 'same_device'
-        ? `Resign for ${colorName(s.game.turn)} (the side to move)?`
+        ? `Resign for ${this.side(s.game.turn)} (the side to move)?`
         : s.ranked ? 'Resign this ranked game? It counts as a loss on the leaderboard.' : 'Resign this game?';
       if (!window.confirm(question)) return;
       await this.actions.send(msg.resign());
@@ -681,6 +875,11 @@ export class SoloScreen {
 
   get visible() {
     return !$('solo').hidden;
+  }
+
+  /** A side's name in this game's rule set (Black, White, or Dark, Light on the orbit board). */
+  side(color) {
+    return sideName(this.state?.rule_set, color);
   }
 
   show() {
@@ -863,7 +1062,7 @@ export class SoloScreen {
     undo.disabled = s.thinking || game.moves.length < needed;
     undo.textContent = s.ranked ? 'Undo (makes this game practice)' : 'Undo';
     $('solo-resign').hidden = over;
-    $('solo-resign').textContent = computer ? 'Resign' : `Resign for ${colorName(game.turn)}`;
+    $('solo-resign').textContent = computer ? 'Resign' : `Resign for ${this.side(game.turn)}`;
 
     const list = $('solo-moves');
     list.replaceChildren();
@@ -874,6 +1073,7 @@ export class SoloScreen {
       list.append(item);
     }
     $('solo-no-moves').hidden = game.moves.length > 0;
+    rulesHelp($('solo-help'), s.rule_set);
     $('solo-record').textContent = `This device: ${this.record.text()}`;
   }
 
@@ -882,18 +1082,18 @@ export class SoloScreen {
     const game = s.game;
     element.replaceChildren();
     const swatch = document.createElement('span');
-    swatch.className = `swatch ${color}`;
-    swatch.title = color === 'dark' ? 'Dark (moves first)' : 'Light';
+    swatch.className = `swatch ${pieceShade(s.rule_set, color)}`;
+    swatch.title = color === 'dark' ? `${this.side(color)} (moves first)` : this.side(color);
     const name = document.createElement('span');
     name.className = 'name';
     let who;
-    if (s.mode === 'same_device') who = `${colorName(color)} player`;
+    if (s.mode === 'same_device') who = `${this.side(color)} player`;
     else if (color === this.you) who = 'You';
     else who = `Computer (${levelLabel(s.level ?? 'executive')})`;
     name.textContent = who;
     const tag = document.createElement('span');
     tag.className = 'tag';
-    tag.textContent = `(${colorName(color)})`;
+    tag.textContent = `(${this.side(color)})`;
     element.append(swatch, name, tag);
     const extras = seatExtras(game, color);
     for (const extra of extras) element.append(extra.element);
@@ -906,7 +1106,7 @@ export class SoloScreen {
       element.append(thinking);
     }
     const more = extras.map((e) => `, ${e.words}`).join('');
-    element.setAttribute('aria-label', `${colorName(color)}: ${who}${more}${toMove ? ', to move' : ''}`);
+    element.setAttribute('aria-label', `${this.side(color)}: ${who}${more}${toMove ? ', to move' : ''}`);
   }
 
   statusText() {
@@ -914,7 +1114,7 @@ export class SoloScreen {
     const game = s.game;
     if (game.result) return this.resultText();
     if (s.mode === 'same_device') {
-      return `${colorName(game.turn)} to move${game.must_capture.length > 0 ? ' — a capture is mandatory' : ''}.`;
+      return `${this.side(game.turn)} to move${game.must_capture.length > 0 ? ' — a capture is mandatory' : ''}.`;
     }
     if (game.turn !== this.you) return 'The computer is thinking…';
     return game.must_capture.length > 0 ? 'Your turn — you must capture.' : 'Your turn.';
@@ -926,7 +1126,7 @@ export class SoloScreen {
     const why = gameEndText(s.rule_set, result.reason);
     const points = result.points ? `, ${pointsScore(result.points, result.winner ?? 'dark')}` : '';
     if (!result.winner) return `Game drawn${points} (${why}).`;
-    if (s.mode === 'same_device') return `${colorName(result.winner)} won${points} (${why}).`;
+    if (s.mode === 'same_device') return `${this.side(result.winner)} won${points} (${why}).`;
     if (result.winner === this.you) return `You won${points} (${why})!`;
     return `The computer won${points} (${why}).`;
   }

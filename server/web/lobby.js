@@ -1,6 +1,8 @@
 // lobby.js — the home screen (create a lobby with its options, join or
-// watch by code, the offer to watch a full lobby) and the invite panel.
+// watch by code, the guest's name) and the invite panel.
 
+import { rulesHelp } from './help.js';
+import { qrSvg } from './qr.js';
 import { BOT_LEVELS, RULE_SETS, SERIES_LENGTHS, STAKE_MAX, STAKE_MIN, ruleSetLabel } from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
@@ -26,11 +28,11 @@ export class LobbyScreen {
    */
   constructor(actions) {
     this.actions = actions;
-    this.fullCode = null;
-    this.fullInvite = null;
 
     const ruleSet = $('rule-set');
     for (const { value, label } of RULE_SETS) ruleSet.append(new Option(label, value));
+    rulesHelp($('create-help'), ruleSet.value);
+    ruleSet.addEventListener('change', () => rulesHelp($('create-help'), ruleSet.value));
     const lengths = $('series-lengths');
     for (const n of SERIES_LENGTHS) {
       const label = document.createElement('label');
@@ -69,10 +71,13 @@ export class LobbyScreen {
       }
       this.busy(actions.watch(code, null));
     });
-    $('full-watch').addEventListener('click', () => {
-      this.busy(actions.watch(this.fullCode, this.fullInvite));
-    });
-    $('full-dismiss').addEventListener('click', () => this.hideFullOffer());
+  }
+
+  /** Stakes need an account: a guest is not offered the field, only how to sign in. */
+  setGuest(guest) {
+    $('stake-field').hidden = guest;
+    $('stake-guest-hint').hidden = !guest;
+    if (guest) $('stake').value = '';
   }
 
   async busy(promise) {
@@ -92,20 +97,6 @@ export class LobbyScreen {
 
   hide() {
     $('home').hidden = true;
-    this.hideFullOffer();
-  }
-
-  /** A join refused with `lobby_full`: offer to watch instead. */
-  offerToWatch(code, invite) {
-    this.fullCode = code;
-    this.fullInvite = invite;
-    $('full-code').textContent = code;
-    $('full-offer').hidden = false;
-    $('full-watch').focus();
-  }
-
-  hideFullOffer() {
-    $('full-offer').hidden = true;
   }
 }
 
@@ -124,13 +115,34 @@ export class InvitePanel {
       }
       onCopied();
     });
+    $('share-invite').addEventListener('click', async () => {
+      try {
+        await navigator.share({
+          title: 'Jumpgate',
+          text: 'Play checkers with me on Jumpgate',
+          url: $('invite-link').value,
+        });
+      } catch {
+        // Closed without sharing: nothing to do.
+      }
+    });
   }
 
   render(state, seated) {
     const open = state.phase === 'waiting' && state.players.some((p) => p === null);
     $('invite-panel').hidden = !(open && seated);
-    $('invite-code').textContent = state.code;
-    $('invite-link').value = inviteLink(state);
+    // The code alone does not open an invite-only lobby: offer only the link.
+    $('invite-text-open').hidden = state.invite_only;
+    $('invite-text-private').hidden = !state.invite_only;
+    $('invite-code').textContent = state.invite_only ? '' : state.code;
+    const link = inviteLink(state);
+    $('invite-link').value = link;
+    $('share-invite').hidden = typeof navigator.share !== 'function';
+    const qr = $('invite-qr');
+    if (qr.dataset.link !== link) {
+      qr.dataset.link = link;
+      qr.replaceChildren(qrSvg(link, 'QR code of the invite link'));
+    }
   }
 }
 

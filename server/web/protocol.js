@@ -22,10 +22,38 @@ export function ruleSetLabel(value) {
   return RULE_SETS.find((r) => r.value === value)?.label ?? `${value} (not supported by this page)`;
 }
 
-export function hello(token) {
+/** `hello`, with the kept token and a guest's chosen name when there are. */
+export function hello(token, name) {
   const message = { type: 'hello', protocol: PROTOCOL_VERSION, client: CLIENT_NAME };
   if (token) message.token = token;
+  if (name) message.name = name;
   return message;
+}
+
+/** The longest display name the server keeps (PROTOCOL.md §3, Names). */
+export const MAX_NAME_CHARS = 24;
+
+/** Rule sets whose first mover is traditionally White (the others: Black). */
+const WHITE_FIRST = new Set(['brazilian', 'russian', 'spanish', 'italian']);
+
+export const whiteMovesFirst = (ruleSet) => WHITE_FIRST.has(ruleSet);
+
+/**
+ * What a rule set calls a side (the wire always says `dark` for the first
+ * mover): Black and White in the 8×8 games, in their traditional order;
+ * Dark and Light on the orbit board, which has no tradition.
+ */
+export function sideName(ruleSet, color) {
+  if (ruleSet === 'orbit') return color === 'dark' ? 'Dark' : 'Light';
+  const first = whiteMovesFirst(ruleSet) ? 'White' : 'Black';
+  const second = first === 'White' ? 'Black' : 'White';
+  return color === 'dark' ? first : second;
+}
+
+/** The shade a side's pieces are drawn in: `dark` or `light`. */
+export function pieceShade(ruleSet, color) {
+  if (!whiteMovesFirst(ruleSet)) return color;
+  return color === 'dark' ? 'light' : 'dark';
 }
 
 /** Bold Points a staked lobby may ask of each player (PROTOCOL.md §13). */

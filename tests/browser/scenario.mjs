@@ -157,7 +157,7 @@ try {
   const link = await host.inputValue('#invite-link');
   check(/\/r\/[2-9A-Z]{8}\?invite=/.test(link), `invite link looks right: ${link}`);
   const code = link.match(/\/r\/([2-9A-Z]{8})/)[1];
-  check((await host.textContent('#invite-code')) === code, 'the code is shown');
+  check(await host.locator('#invite-text-open').isHidden(), 'the code alone is not offered for an invite-only lobby');
   check(new URL(host.url()).pathname === `/r/${code}`, 'the address names the lobby');
   await waitStatus(host, /Waiting for an opponent/);
   await host.screenshot({ path: join(artifacts, 'lobby.png') });
@@ -170,15 +170,14 @@ try {
   check(await guest.locator('.board.flipped').count() === 1, 'the board is turned for Light');
   check(await host.locator('.board.flipped').count() === 0, 'the board is not turned for Dark');
   check(
-    (await square(host, 'c3').getAttribute('aria-label')).startsWith('c3, dark man'),
-    'squares have labels like "c3, dark man"',
+    (await square(host, 'c3').getAttribute('aria-label')).startsWith('c3, black man'),
+    'squares have labels like "c3, black man" (Black moves first in American checkers)',
   );
 
-  step('a third person opens the link, finds the lobby full, and watches');
+  step('a third person opens the link of the full lobby and is watching at once (item 7)');
   await watcher.goto(new URL(link).pathname + new URL(link).search);
-  await watcher.locator('#full-offer').waitFor();
-  await watcher.click('#full-watch');
   await watcher.locator('#room').waitFor();
+  check(await watcher.locator('#home').isHidden(), 'no home forms for the spectator');
   await watcher.waitForFunction(() => /watching/.test(document.getElementById('room-meta').textContent));
   await host.waitForFunction(() => /1 watching/.test(document.getElementById('room-meta').textContent));
 
@@ -324,13 +323,13 @@ try {
 
   step('solo: a same-device game, one move, Light resigns; the device record counts it');
   await solo.click('#same-device-start');
-  await waitSoloStatus(/^Dark to move/);
+  await waitSoloStatus(/^Black to move/);
   await soloSquare('c3').click();
   await soloSquare('d4').click();
-  await waitSoloStatus(/^Light to move/);
+  await waitSoloStatus(/^White to move/);
   check(await soloMoves() === 1, 'one move in the list');
   await solo.click('#solo-resign');
-  await waitSoloStatus(/Dark won \(resignation\)/);
+  await waitSoloStatus(/Black won \(resignation\)/);
   check(/1 game played · Dark won 1/.test(await solo.textContent('#solo-record')), 'the device record counts the game');
 
   step('the leaderboards render (empty)');

@@ -146,8 +146,9 @@ try {
   await waitPiece(guest, boostTo, 'dark');
   await guest.waitForFunction(() => document.querySelector('#seat-top .boosts, #seat-bottom .boosts') !== null);
   const afterBoost = await guest.$$eval('.seat', (seats) => seats.map((s) => s.textContent));
-  check(afterBoost.some((t) => /Dark.*2 boosts left/.test(t)) && afterBoost.some((t) => /Light.*3 boosts left/.test(t)),
-    `Dark has two charges left: ${afterBoost}`);
+  // Space Mode keeps American checkers' names: Black moves first.
+  check(afterBoost.some((t) => /Black.*2 boosts left/.test(t)) && afterBoost.some((t) => /White.*3 boosts left/.test(t)),
+    `Black (the first mover) has two charges left: ${afterBoost}`);
 
   step('space: Light steps into a wormhole and comes out of the other');
   await waitStatus(guest, 'status', /^Your turn/);

@@ -438,14 +438,22 @@ fn client_message() -> impl Strategy<Value = ClientMessage> {
     let text = arbitrary_text;
     let rule_set = prop::sample::select(RuleSet::ALL.to_vec());
     prop_oneof![
-        (seq, any::<u32>(), prop::option::of(text()), text()).prop_map(
-            |(seq, protocol, token, client)| ClientMessage::Hello {
-                seq,
-                protocol,
-                token,
-                client
-            }
-        ),
+        (
+            seq,
+            any::<u32>(),
+            prop::option::of(text()),
+            text(),
+            prop::option::of(text())
+        )
+            .prop_map(
+                |(seq, protocol, token, client, name)| ClientMessage::Hello {
+                    seq,
+                    protocol,
+                    token,
+                    client,
+                    name
+                }
+            ),
         (
             seq,
             rule_set.clone(),

@@ -31,6 +31,7 @@ fn client_examples() -> Vec<(&'static str, ClientMessage)> {
                 protocol: 1,
                 token: None,
                 client: "jumpgate-web/0.1".into(),
+                name: None,
             },
         ),
         (
@@ -40,6 +41,17 @@ fn client_examples() -> Vec<(&'static str, ClientMessage)> {
                 protocol: 1,
                 token: Some("tk_2Vq9LmX4Rz".into()),
                 client: "jumpgate-web/0.1".into(),
+                name: None,
+            },
+        ),
+        (
+            "client_hello_named",
+            ClientMessage::Hello {
+                seq: 1,
+                protocol: 1,
+                token: Some("tk_2Vq9LmX4Rz".into()),
+                client: "jumpgate-web/0.1".into(),
+                name: Some("Ann".into()),
             },
         ),
         (
@@ -214,6 +226,7 @@ fn state_playing() -> RoomState {
             deadline: 1_767_225_645_000,
             remaining_ms: 44_210,
             draw_offer: Some(Color::Light),
+            draw_declined: None,
             result: None,
             board: None,
             space: None,
@@ -224,6 +237,16 @@ fn state_playing() -> RoomState {
         next_round: vec![false, false],
         rematch: vec![false, false],
     }
+}
+
+/// `state_playing` after Light declined Dark's offer: Dark, to move, is told.
+fn state_draw_declined() -> RoomState {
+    let mut state = state_playing();
+    state.version = 43;
+    let game = state.game.as_mut().expect("a game is in play");
+    game.draw_offer = None;
+    game.draw_declined = Some(Color::Dark);
+    state
 }
 
 /// An invite-only Russian lobby just created by its host, waiting for an opponent.
@@ -315,6 +338,7 @@ fn state_finished() -> RoomState {
             deadline: 1_767_226_012_500,
             remaining_ms: 0,
             draw_offer: None,
+            draw_declined: None,
             result: Some(GameResult {
                 winner: Some(Color::Light),
                 reason: GameEndReason::Timeout,
@@ -385,6 +409,7 @@ fn state_break() -> RoomState {
             deadline: 1_767_226_100_000,
             remaining_ms: 41_950,
             draw_offer: None,
+            draw_declined: None,
             result: Some(GameResult {
                 winner: None,
                 reason: GameEndReason::DrawAgreed,
@@ -566,6 +591,7 @@ fn state_space() -> RoomState {
         deadline: 1_767_225_645_000,
         remaining_ms: 44_000,
         draw_offer: None,
+        draw_declined: None,
         result: None,
         board: None,
         space: Some(SpaceView {
@@ -640,6 +666,7 @@ fn state_orbit() -> RoomState {
         deadline: 0,
         remaining_ms: 0,
         draw_offer: None,
+        draw_declined: None,
         result: Some(GameResult {
             winner: Some(Color::Dark),
             reason: GameEndReason::InARow,
@@ -693,6 +720,10 @@ fn server_examples() -> Vec<(&'static str, ServerMessage)> {
             ServerMessage::State(state_waiting()),
         ),
         ("server_state_break", ServerMessage::State(state_break())),
+        (
+            "server_state_draw_declined",
+            ServerMessage::State(state_draw_declined()),
+        ),
         (
             "server_state_finished",
             ServerMessage::State(state_finished()),

@@ -121,6 +121,9 @@ pub struct Round {
     pub dark_seat: usize,
     pub deadline: Instant,
     pub draw_offer: Option<Color>,
+    /// The side whose draw offer the opponent declined (by `decline_draw`
+    /// or by moving), until that side moves or offers again.
+    pub draw_declined: Option<Color>,
     pub notations: Vec<String>,
     pub last_move: Option<MoveInfo>,
     pub result: Option<GameResult>,
@@ -301,20 +304,33 @@ impl Lobby {
         format!("{}:{}", self.code, self.series_no)
     }
 
-    /// Takes a seat (or retakes one's own), or joins as a spectator. When
-    /// this fills the lobby, the series starts (see [`Lobby::start_series`]).
+    /// Takes a seat (or retakes one's own, under the name `who` has now),
+    /// or joins as a spectator. `present` tells whether an identity has a
+    /// connection in the room (the one entering always has). When both
+    /// seats are filled in phase `waiting` and both players are present,
+    /// the series starts (see [`Lobby::start_series`]); a series never
+    /// starts its clock against a player who is away.
     pub fn enter(
         &mut self,
         who: &Identity,
         invite: Option<&str>,
         watch: bool,
+        present: &dyn Fn(&str) -> bool,
         now: Instant,
     ) -> Result<(), LobbyError> {
         if !self.admits(Some(&who.id), invite) {
             return Err(LobbyError::NotInvited);
         }
-        let seated = self.seat_of(&who.id).is_some();
-        if watch || seated {
+        let here = |id: &str| id == who.id || present(id);
+        if let Some(seat) = self.seat_of(&who.id) {
+            if let Some(s) = self.seats[seat].as_mut() {
+                s.name.clone_from(&who.name);
+            }
+            // The player who was away is back: the joiner asked for the series.
+            self.start_when_both_here(1 - seat, &here, now);
+            return Ok(());
+        }
+        if watch {
             return Ok(());
         }
         if self.options.stake > 0 && who.guest {
@@ -329,10 +345,29 @@ impl Lobby {
             guest: who.guest,
             last_action: None,
         });
-        if self.phase == Phase::Waiting && self.seats.iter().all(Option::is_some) {
-            self.start_series(SeriesStartUndo::Unseat(free), now);
-        }
+        self.start_when_both_here(free, &here, now);
         Ok(())
+    }
+
+    /// Both seats filled while `waiting`: the series starts once both
+    /// players are present; until then the lobby waits, with no clock
+    /// running. `joiner` is the seat given up again if a staked series
+    /// cannot take its stakes.
+    fn start_when_both_here(
+        &mut self,
+        joiner: usize,
+        present: &dyn Fn(&str) -> bool,
+        now: Instant,
+    ) {
+        if self.phase != Phase::Waiting || self.escrow_intent.is_some() {
+            return;
+        }
+        let [Some(a), Some(b)] = &self.seats else {
+            return;
+        };
+        if present(&a.id) && present(&b.id) {
+            self.start_series(SeriesStartUndo::Unseat(joiner), now);
+        }
     }
 
     /// Applies an action of identity `id`. A refused action changes nothing;
@@ -384,7 +419,9 @@ impl Lobby {
                 if round.draw_offer.is_some() {
                     return Err(LobbyError::DrawAlreadyOffered);
                 }
-                self.round_mut().draw_offer = Some(color);
+                let round = self.round_mut();
+                round.draw_offer = Some(color);
+                round.draw_declined = None;
                 Ok(())
             }
             Action::AcceptDraw | Action::DeclineDraw => {
@@ -396,7 +433,9 @@ impl Lobby {
                 if action == Action::AcceptDraw {
                     self.end_round(None, GameEnd::DrawAgreed, now);
                 } else {
-                    self.round_mut().draw_offer = None;
+                    let round = self.round_mut();
+                    round.draw_offer = None;
+                    round.draw_declined = Some(color.opposite());
                 }
                 Ok(())
             }
@@ -487,6 +526,9 @@ impl Lobby {
         // stands through the opponent's turn.
         if round.draw_offer == Some(color.opposite()) {
             round.draw_offer = None;
+            round.draw_declined = Some(color.opposite());
+        } else if round.draw_declined == Some(color) {
+            round.draw_declined = None;
         }
         round.deadline = now + move_clock;
         self.pending_moves.push(StoredMove {
@@ -590,6 +632,7 @@ impl Lobby {
             dark_seat,
             deadline: now + self.timing.move_clock,
             draw_offer: None,
+            draw_declined: None,
             notations: Vec::new(),
             last_move: None,
             result: None,

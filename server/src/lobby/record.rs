@@ -89,6 +89,9 @@ struct RoundRecord {
     /// Unix milliseconds when the side to move forfeits.
     deadline_ms: u64,
     draw_offer: Option<Color>,
+    /// The side whose offer was just declined (shown to it until it moves).
+    #[serde(default)]
+    draw_declined: Option<Color>,
     notations: Vec<String>,
     result: Option<GameResult>,
     /// Space Mode's wormhole seed; the game replays from it.
@@ -113,6 +116,7 @@ impl Lobby {
                 dark_seat: r.dark_seat,
                 deadline_ms: clock.to_unix_ms(r.deadline),
                 draw_offer: r.draw_offer,
+                draw_declined: r.draw_declined,
                 notations: r.notations.clone(),
                 result: r.result,
                 seed: r.game.seed(),
@@ -167,6 +171,7 @@ impl Lobby {
                     dark_seat: r.dark_seat,
                     deadline,
                     draw_offer: r.draw_offer,
+                    draw_declined: r.draw_declined,
                     notations: r.notations,
                     last_move: played.pop(),
                     result: r.result,

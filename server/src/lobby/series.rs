@@ -66,6 +66,7 @@ impl Lobby {
                 points: None,
             });
             round.draw_offer = None;
+            round.draw_declined = None;
         }
         self.save_game();
     }
@@ -105,6 +106,7 @@ impl Lobby {
             points: game_points.map(points),
         });
         round.draw_offer = None;
+        round.draw_declined = None;
         let dark_seat = round.dark_seat;
         self.save_game();
         match winner {
@@ -204,6 +206,7 @@ impl Lobby {
                 points: forfeit.map(points),
             });
             round.draw_offer = None;
+            round.draw_declined = None;
             self.save_game();
         }
         self.finish(Some(1 - seat), series_reason);

@@ -55,7 +55,7 @@ fn an_invite_only_lobby_shows_itself_only_to_its_invite_and_its_seats() {
     }
     for watch in [false, true] {
         assert_eq!(
-            lobby.enter(&person("a_ann"), Some("wrong"), watch, now),
+            lobby.enter(&person("a_ann"), Some("wrong"), watch, &|_| true, now),
             Err(LobbyError::NotInvited)
         );
     }
@@ -65,15 +65,154 @@ fn an_invite_only_lobby_shows_itself_only_to_its_invite_and_its_seats() {
 
     assert!(lobby.admits(None, Some(invite)));
     lobby
-        .enter(&person("a_ann"), Some(invite), false, now)
+        .enter(&person("a_ann"), Some(invite), false, &|_| true, now)
         .unwrap();
     // A seat is its own pass: no invite needed to come back, to play or
     // to watch; the HTTP summary (no identity) still needs the invite.
     assert!(lobby.admits(Some("a_ann"), None));
-    lobby.enter(&person("a_ann"), None, false, now).unwrap();
-    lobby.enter(&person("a_ann"), None, true, now).unwrap();
+    lobby
+        .enter(&person("a_ann"), None, false, &|_| true, now)
+        .unwrap();
+    lobby
+        .enter(&person("a_ann"), None, true, &|_| true, now)
+        .unwrap();
     assert!(!lobby.admits(None, None));
     assert!(!lobby.admits(Some("a_bob"), None));
+}
+
+fn free_lobby() -> Lobby {
+    let options = LobbyOptions {
+        rule_set: Variant::Draughts(crate::rules::RuleSet::American),
+        series_length: 3,
+        invite_only: false,
+        stake: 0,
+    };
+    let timing = Timing {
+        move_clock: Duration::from_secs(10),
+        break_time: Duration::from_secs(3),
+    };
+    Lobby::new(RoomCode::generate(), options, None, "g_host", timing, 1)
+}
+
+fn guest(id: &str, name: &str) -> Identity {
+    Identity {
+        id: id.into(),
+        name: name.into(),
+        guest: true,
+    }
+}
+
+#[test]
+fn a_series_waits_for_a_player_who_is_away_and_starts_when_they_are_back() {
+    let mut lobby = free_lobby();
+    let start = Instant::now();
+    let nobody_else = |_: &str| false;
+    lobby
+        .enter(&guest("g_host", "Host"), None, false, &nobody_else, start)
+        .unwrap();
+    // The host closed the tab; a friend opens the link.
+    lobby
+        .enter(
+            &guest("g_friend", "Friend"),
+            None,
+            false,
+            &nobody_else,
+            start,
+        )
+        .unwrap();
+    assert_eq!(
+        lobby.phase,
+        Phase::Waiting,
+        "no series against an absent host"
+    );
+    assert!(lobby.round.is_none());
+    assert_eq!(lobby.next_deadline(), None, "no clock runs");
+    let later = start + Duration::from_secs(3600);
+    assert_eq!(lobby.on_clock(later), (false, None));
+    // A spectator arriving changes nothing.
+    lobby
+        .enter(
+            &guest("g_fan", "Fan"),
+            None,
+            true,
+            &|id| id == "g_friend",
+            later,
+        )
+        .unwrap();
+    assert_eq!(lobby.phase, Phase::Waiting);
+    // The host comes back, under a new name: round 1 starts now, host first.
+    lobby
+        .enter(
+            &guest("g_host", "Hostess"),
+            None,
+            false,
+            &|id| id == "g_friend",
+            later,
+        )
+        .unwrap();
+    assert_eq!(lobby.phase, Phase::Playing);
+    let round = lobby.round.as_ref().unwrap();
+    assert_eq!(round.dark_seat, 0);
+    assert_eq!(lobby.next_deadline(), Some(later + Duration::from_secs(10)));
+    assert_eq!(lobby.seats[0].as_ref().unwrap().name, "Hostess");
+}
+
+#[test]
+fn a_series_starts_at_once_when_both_are_present() {
+    let mut lobby = free_lobby();
+    let now = Instant::now();
+    lobby
+        .enter(&guest("g_host", "Host"), None, false, &|_| false, now)
+        .unwrap();
+    lobby
+        .enter(
+            &guest("g_friend", "Friend"),
+            None,
+            false,
+            &|id| id == "g_host",
+            now,
+        )
+        .unwrap();
+    assert_eq!(lobby.phase, Phase::Playing);
+}
+
+#[test]
+fn a_declined_draw_is_shown_to_the_offerer_until_they_move_or_offer_again() {
+    let mut lobby = free_lobby();
+    let now = Instant::now();
+    let all = |_: &str| true;
+    lobby
+        .enter(&guest("g_host", "Host"), None, false, &all, now)
+        .unwrap();
+    lobby
+        .enter(&guest("g_friend", "Friend"), None, false, &all, now)
+        .unwrap();
+    let mv = |n: &str| Action::Move {
+        notation: Some(n.into()),
+        path: None,
+    };
+    let declined = |lobby: &Lobby| lobby.round.as_ref().unwrap().draw_declined;
+    lobby.act("g_host", 1, Action::OfferDraw, now).unwrap();
+    lobby.act("g_host", 2, mv("11-15"), now).unwrap();
+    assert_eq!(declined(&lobby), None);
+    lobby.act("g_friend", 1, Action::DeclineDraw, now).unwrap();
+    assert_eq!(lobby.round.as_ref().unwrap().draw_offer, None);
+    assert_eq!(declined(&lobby), Some(Color::Dark), "the offerer is told");
+    lobby.act("g_friend", 2, mv("22-18"), now).unwrap();
+    assert_eq!(
+        declined(&lobby),
+        Some(Color::Dark),
+        "still shown on their turn"
+    );
+    lobby.act("g_host", 3, mv("15x22"), now).unwrap();
+    assert_eq!(declined(&lobby), None, "gone once the offerer moves");
+    // Declining by moving counts too.
+    lobby.act("g_friend", 3, Action::OfferDraw, now).unwrap();
+    lobby.act("g_friend", 4, mv("25x18"), now).unwrap();
+    lobby.act("g_host", 4, mv("8-11"), now).unwrap();
+    assert_eq!(declined(&lobby), Some(Color::Light));
+    lobby.act("g_friend", 5, Action::OfferDraw, now).unwrap();
+    assert_eq!(declined(&lobby), None, "a new offer clears it");
 }
 
 mod properties {
@@ -260,7 +399,7 @@ mod properties {
                 let rematch_pending = lobby.rematch;
                 match step {
                     Step::Enter { who, watch } => {
-                        if lobby.enter(&identity(who), None, watch, now).is_err() {
+                        if lobby.enter(&identity(who), None, watch, &|_| true, now).is_err() {
                             prop_assert_eq!(&fingerprint(&lobby, now), &before, "a refused entry changed the lobby");
                         }
                     }

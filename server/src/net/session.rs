@@ -82,10 +82,13 @@ impl Connection {
     pub(super) async fn on_message(&mut self, message: ClientMessage) -> Flow {
         let seq = message.seq();
         if let ClientMessage::Hello {
-            protocol, token, ..
+            protocol,
+            token,
+            name,
+            ..
         } = &message
         {
-            return self.hello(seq, *protocol, token.as_deref());
+            return self.hello(seq, *protocol, token.as_deref(), name.as_deref());
         }
         let Some(identity) = self.session.identity().cloned() else {
             self.refuse(Some(seq), ErrorCode::HelloRequired, "send hello first");
@@ -212,7 +215,7 @@ impl Connection {
         Flow::Continue
     }
 
-    fn hello(&mut self, seq: u32, protocol: u32, token: Option<&str>) -> Flow {
+    fn hello(&mut self, seq: u32, protocol: u32, token: Option<&str>, name: Option<&str>) -> Flow {
         if !matches!(self.session, Session::Greeting) {
             self.refuse(
                 Some(seq),
@@ -241,6 +244,11 @@ impl Connection {
                 }
             },
             None => ids.new_guest(),
+        };
+        // A guest's chosen name (PROTOCOL.md, Names) comes with a token that carries it.
+        let (identity, token) = match name {
+            Some(name) if identity.guest => ids.rename_guest(&identity, name),
+            _ => (identity, token),
         };
         // One identity's connections are capped: a leaked token or a
         // runaway client cannot open the instance's worth on its own.

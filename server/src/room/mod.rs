@@ -396,9 +396,13 @@ impl Room {
                     return;
                 }
                 let seated_before = seat_ids(&self.lobby);
-                if let Err(e) = self
-                    .lobby
-                    .enter(&member.identity, invite.as_deref(), watch, now())
+                // A seated player counts as present while any connection of
+                // theirs is in the room (PROTOCOL.md section 11).
+                let members = &self.members;
+                let present = |id: &str| members.iter().any(|m| m.identity.id == id);
+                if let Err(e) =
+                    self.lobby
+                        .enter(&member.identity, invite.as_deref(), watch, &present, now())
                 {
                     refuse_entry(&member.out, reply, seq, refusal(e));
                     return;

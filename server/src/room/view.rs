@@ -135,7 +135,7 @@ impl Room {
                 result: lobby.series.result.map(series_result),
             },
             game: lobby.round.as_ref().map(|r| {
-                wire_view::game_view(
+                let mut view = wire_view::game_view(
                     &r.game,
                     r.dark_seat as u8,
                     &r.notations,
@@ -143,7 +143,9 @@ impl Room {
                     Instant::from_std(r.deadline),
                     r.draw_offer,
                     r.result.map(game_result),
-                )
+                );
+                view.draw_declined = r.draw_declined.map(wire_view::color);
+                view
             }),
             board: lobby
                 .round

@@ -37,6 +37,7 @@ async fn hello(client: &mut Client, seq: u32, protocol: u32, token: Option<Strin
             protocol,
             token,
             client: "jumpgate-e2e".into(),
+            name: None,
         })
         .await
         .unwrap();

@@ -36,12 +36,14 @@ fn require_tooling(root: &Path) {
         "{} is missing: the browser tests need Debian's `chromium`; run .ci/test, which installs it",
         browser.display()
     );
-    let playwright = root.join("tests/browser/node_modules/playwright-core");
-    assert!(
-        playwright.exists(),
-        "{} is missing: run .ci/test (or `npm ci --prefix tests/browser`)",
-        playwright.display()
-    );
+    for package in ["playwright-core", "axe-core"] {
+        let path = root.join("tests/browser/node_modules").join(package);
+        assert!(
+            path.exists(),
+            "{} is missing: run .ci/test (or `npm ci --prefix tests/browser`)",
+            path.display()
+        );
+    }
 }
 
 /// The command that runs one Playwright script against `base`, its output
@@ -95,6 +97,22 @@ async fn web_client_plays_a_match_in_chromium() {
     assert!(
         artifacts.join("game.png").exists(),
         "a game screenshot was saved"
+    );
+}
+
+/// Issue 17's friend-game flow, a host at 1280×800 and a guest on a 390×844
+/// phone: names, a series that waits for an absent host, board and clocks
+/// in the window, the turn's tone, dragging, a declined draw, the move
+/// list, the way back to a running game, the rules help, traditional
+/// colours, and axe-core on the home, lobby, game, solo and leaderboard
+/// screens.
+#[tokio::test(flavor = "multi_thread")]
+async fn web_client_friend_game_flow_in_chromium() {
+    let artifacts = workspace_root().join("target/browser-artifacts/ux");
+    run_scenario("ux.mjs", &artifacts).await;
+    assert!(
+        artifacts.join("game-desktop.png").exists() && artifacts.join("game-phone.png").exists(),
+        "desktop and phone screenshots of the game were saved"
     );
 }
 

@@ -399,6 +399,7 @@ async fn a_player_who_breaks_the_protocol_is_closed_and_keeps_the_seat() {
             protocol: 1,
             token: None,
             client: "raw".into(),
+            name: None,
         }))
         .await;
     socket
@@ -768,6 +769,7 @@ async fn the_longest_token_gets_a_welcome_within_16_kib() {
                 protocol: 1,
                 token: Some(token.clone()),
                 client: "jumpgate-e2e".into(),
+                name: None,
             })
             .await
             .unwrap();
@@ -816,6 +818,7 @@ async fn a_client_silent_through_two_pings_is_closed() {
             protocol: 1,
             token: None,
             client: "edge-test".into(),
+            name: None,
         },
     );
     let Frame::Text(text) = hello else {

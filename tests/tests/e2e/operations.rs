@@ -205,6 +205,7 @@ async fn logs_never_carry_tokens_secrets_or_emails() {
         protocol: 1,
         token: Some(forged.clone()),
         client: "log-test".into(),
+        name: None,
     })
     .await
     .unwrap();

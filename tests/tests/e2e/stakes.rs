@@ -516,6 +516,7 @@ mod played {
             protocol: 1,
             token: Some(token("bob2", "Bob")),
             client: "t".into(),
+            name: None,
         })
         .await
         .unwrap();
