@@ -7,6 +7,7 @@ mod browser;
 mod edge;
 mod failover;
 mod faults;
+mod leaderboards;
 mod lobby;
 mod operations;
 mod persistence;
