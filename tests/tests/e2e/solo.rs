@@ -613,3 +613,51 @@ async fn a_practice_game_left_unattached_closes_and_expires_through_a_stall() {
         .unwrap();
     assert_eq!(ranked.solo_until(|_| true).await.id, r.id);
 }
+
+/// A replaced ranked game whose result was scored but whose record still
+/// says the score is pending (the write after the score never landed),
+/// left open by a close that was never stored: taken over at the next
+/// start, it is closed, and its result is recorded again but counted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_ranked_game_left_pending_counts_once_and_closes() {
+    let redis = RedisServer::start().await;
+    let first = server(Some(&redis), 500).await;
+    let tok = token("dee", "Dee");
+    let mut dee = Player::connect_with(&first, Encoding::Json, Some(tok.clone())).await;
+    let ranked = start(&mut dee, BotLevel::Executive, true, SoloMode::Computer)
+        .await
+        .unwrap();
+    dee.request(|seq| ClientMessage::Resign { seq })
+        .await
+        .unwrap();
+    let current = start(&mut dee, BotLevel::Tamer, false, SoloMode::Computer)
+        .await
+        .unwrap();
+    assert_eq!(board(&first).await["entries"][0]["games"], 1);
+    drop(first);
+    drop(dee);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    reopen(&redis, &ranked.id).await;
+    let room = format!("jg:{{{}}}:room", ranked.id);
+    let record = values(&redis.command(&["GET", &room]).await).pop().unwrap();
+    let mut record: serde_json::Value = serde_json::from_str(&record).unwrap();
+    record["pending_score"] = true.into();
+    redis.command(&["SET", &room, &record.to_string()]).await;
+
+    let second = server(Some(&redis), 500).await;
+    let mut dee = Player::connect_with(&second, Encoding::Json, Some(tok)).await;
+    dee.request(|seq| ClientMessage::ResumeSolo { seq })
+        .await
+        .unwrap();
+    assert_eq!(dee.solo_until(|_| true).await.id, current.id);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while open_set(&redis).await.contains(&ranked.id) {
+        assert!(tokio::time::Instant::now() < deadline, "never closed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let b = board(&second).await;
+    assert_eq!(b["entries"][0]["games"], 1, "counted once: {b}");
+    assert_eq!(b["entries"][0]["losses"], 1);
+    only_the_current_game_is_open(&redis).await;
+}
