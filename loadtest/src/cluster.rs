@@ -454,6 +454,37 @@ impl RedisProbe {
         Ok(parse_commandstats(&text))
     }
 
+    /// Microseconds Redis has spent in every command so far (`INFO commandstats`),
+    /// by lower-case name.
+    pub async fn command_usec(&mut self) -> Result<BTreeMap<String, u64>, String> {
+        let text: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut self.conn)
+            .await
+            .map_err(redis_error)?;
+        Ok(commandstats_field(&text, "usec="))
+    }
+
+    /// Bytes Redis uses (`used_memory` in `INFO memory`).
+    pub async fn used_memory(&mut self) -> Result<u64, String> {
+        let text: String = redis::cmd("INFO")
+            .arg("memory")
+            .query_async(&mut self.conn)
+            .await
+            .map_err(redis_error)?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| "no used_memory in INFO memory".to_owned())
+    }
+
+    /// Runs a pipeline whose replies are all ignored.
+    pub async fn query(&mut self, pipe: &redis::Pipeline) -> Result<(), String> {
+        pipe.query_async::<()>(&mut self.conn)
+            .await
+            .map_err(redis_error)
+    }
+
     /// Every command Redis runs for `window`, by [`command_class`], from `MONITOR`.
     pub async fn monitor(&self, window: Duration) -> Result<BTreeMap<String, u64>, String> {
         let monitor = self.client.get_async_monitor().await.map_err(redis_error)?;
@@ -470,15 +501,20 @@ impl RedisProbe {
 }
 
 fn parse_commandstats(text: &str) -> BTreeMap<String, u64> {
+    commandstats_field(text, "calls=")
+}
+
+/// One field (`calls=`, `usec=`…) of every command in `INFO commandstats`.
+fn commandstats_field(text: &str, field: &str) -> BTreeMap<String, u64> {
     text.lines()
         .filter_map(|line| {
             let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest
+            let value = rest
                 .split(',')
-                .find_map(|field| field.strip_prefix("calls="))?
+                .find_map(|f| f.strip_prefix(field))?
                 .parse()
                 .ok()?;
-            Some((name.to_owned(), calls))
+            Some((name.to_owned(), value))
         })
         .collect()
 }

@@ -14,6 +14,9 @@
 //! spent on ownership while rooms sit idle) and `bench-fencing` ([`fencing`]: move
 //! latency and throughput with fencing against a build without it). Their players are
 //! [`seated`] lobbies on reconnecting clients.
+//!
+//! `leaderboard` ([`leaderboard`]) times a page of the public leaderboard at growing
+//! board sizes, the players written straight into Redis.
 
 pub mod bench;
 pub mod bots;
@@ -22,6 +25,7 @@ pub mod driver;
 pub mod echo;
 pub mod failover;
 pub mod fencing;
+pub mod leaderboard;
 pub mod net;
 pub mod ownership_cost;
 pub mod procs;

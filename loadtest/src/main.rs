@@ -1,13 +1,16 @@
 //! The `jumpgate-loadtest` binary: `bench` runs the whole comparison, `bench-bots`
 //! compares human move latency with and without bot games, `echo-server` runs the
 //! baseline server on its own; `failover`, `ownership-cost` and `bench-fencing`
-//! measure ownership across several instances on one Redis.
+//! measure ownership across several instances on one Redis; `leaderboard` times a
+//! leaderboard page at 10k to 1M players.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use jumpgate_loadtest::{bench, bots, echo, failover, fencing, net, ownership_cost, svg};
+use jumpgate_loadtest::{
+    bench, bots, echo, failover, fencing, leaderboard, net, ownership_cost, svg,
+};
 use serde::Serialize;
 
 #[derive(Debug, Parser)]
@@ -36,6 +39,9 @@ enum Command {
     OwnershipCost(Box<ownership_cost::OwnershipCostArgs>),
     /// Run the same load on a Redis-backed server with fencing and on one without.
     BenchFencing(Box<fencing::FencingArgs>),
+    /// Start Redis and one instance, write players straight into a leaderboard and
+    /// time page reads at each board size.
+    Leaderboard(Box<leaderboard::LeaderboardArgs>),
     /// Run the echo baseline: every data frame is sent back as is.
     EchoServer {
         /// Loopback address to listen on.
@@ -59,6 +65,10 @@ fn main() -> ExitCode {
             print_report(&report.table(), &report.details(), &report, &args.out_json)
         }),
         Command::BenchFencing(args) => run_bench_fencing(&args),
+        Command::Leaderboard(args) => runtime().and_then(|rt| {
+            let report = rt.block_on(leaderboard::leaderboard(&args))?;
+            print_report(&report.table(), &report.details(), &report, &args.out_json)
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

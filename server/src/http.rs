@@ -89,7 +89,8 @@ struct PageQuery {
     per_page: Option<u32>,
 }
 
-/// A public leaderboard page: names and scores only.
+/// A public leaderboard page: names and scores only, read by rank (see
+/// `crate::leaderboard`), and cacheable.
 async fn leaderboard(
     State(state): State<Arc<AppState>>,
     Path(rule_set): Path<String>,
@@ -107,14 +108,22 @@ async fn leaderboard(
         .page(rs.name(), q.page.unwrap_or(1), q.per_page.unwrap_or(25))
         .await
     {
-        Ok(page) => Json(page).into_response(),
+        // A board changes only when a ranked game ends, and anyone may
+        // ask for it: caches and browsers may keep a page briefly, which
+        // bounds what a busy page costs Redis however often it is asked.
+        Ok(page) => ([(header::CACHE_CONTROL, LEADERBOARD_CACHE)], Json(page)).into_response(),
         Err(e) => (
             StatusCode::SERVICE_UNAVAILABLE,
+            [(header::CACHE_CONTROL, "no-store")],
             Json(serde_json::json!({"error": "storage_unavailable", "message": e.to_string()})),
         )
             .into_response(),
     }
 }
+
+/// How long a leaderboard page may be reused by any cache: a few seconds
+/// fresh, then served stale while it is fetched again in the background.
+const LEADERBOARD_CACHE: &str = "public, max-age=10, stale-while-revalidate=30";
 
 /// What the internal `--metrics-listen` address serves: `/metrics`, and
 /// `/healthz` and `/readyz` for probes that must answer even when the

@@ -1,8 +1,14 @@
 //! Public leaderboards, one per rule set: ranked games against the
 //! Executive score win 3, draw 1, loss 0. Ordered by points, then more
 //! wins, then fewer completed games, then name. Each game counts once.
+//!
+//! The whole tie order is one key per player, [`PlaceKey`], whose bytes
+//! sort as the board does, so a board is kept sorted as it is written (a
+//! Redis sorted set whose members all score 0 is ordered by its members'
+//! bytes) and a page is read by rank: O(log n + page), never the whole
+//! board.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -75,19 +81,69 @@ pub fn order(standings: &mut [Standing]) {
     });
 }
 
-fn page_of(rule_set: &str, mut all: Vec<Standing>, page: u32, per_page: u32) -> Page {
-    order(&mut all);
+/// A player's place in the tie order as bytes that sort like it: points
+/// and wins counted down from `u32::MAX` and games up, each as ten
+/// digits, then the name, a NUL and the account (two players of one name
+/// stay apart, ordered by account). A NUL sorts before every character a
+/// name may hold, so "Ab" comes before "Ab c", as in [`order`]. Draws and
+/// losses follow from points, wins and games, so the key alone is a
+/// player's whole line.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PlaceKey(pub String);
+
+impl PlaceKey {
+    pub fn new(standing: &Standing, account: &str) -> PlaceKey {
+        PlaceKey(format!(
+            "{:010}{:010}{:010}{}\0{account}",
+            u32::MAX - standing.points,
+            u32::MAX - standing.wins,
+            standing.games,
+            standing.name,
+        ))
+    }
+
+    /// The line a key stands for; `None` if it is not one.
+    pub fn standing(&self) -> Option<Standing> {
+        let s = &self.0;
+        let number = |range: std::ops::Range<usize>| s.get(range)?.parse::<u32>().ok();
+        let points = u32::MAX - number(0..10)?;
+        let wins = u32::MAX - number(10..20)?;
+        let games = number(20..30)?;
+        let (name, _account) = s.get(30..)?.split_once('\0')?;
+        let draws = points.checked_sub(wins.checked_mul(3)?)?;
+        let losses = games.checked_sub(wins.checked_add(draws)?)?;
+        Some(Standing {
+            name: name.to_owned(),
+            points,
+            wins,
+            draws,
+            losses,
+            games,
+        })
+    }
+}
+
+/// The page asked for, made valid: `page` from 1, `per_page` 1 to 100;
+/// and the 0-based rank of its first line.
+fn page_bounds(page: u32, per_page: u32) -> (u32, u32, u64) {
     let per_page = per_page.clamp(1, 100);
     let page = page.max(1);
-    let total = all.len() as u32;
-    let start = ((page - 1) * per_page) as usize;
-    let entries = all
+    (page, per_page, u64::from(page - 1) * u64::from(per_page))
+}
+
+/// A page from the lines of its ranks, the first at rank `first`.
+fn page_from(
+    rule_set: &str,
+    (page, per_page, first): (u32, u32, u64),
+    total: u64,
+    keys: impl IntoIterator<Item = PlaceKey>,
+) -> Page {
+    let entries = keys
         .into_iter()
+        .filter_map(|k| k.standing())
         .enumerate()
-        .skip(start)
-        .take(per_page as usize)
         .map(|(i, standing)| PageEntry {
-            place: i as u32 + 1,
+            place: u32::try_from(first + i as u64 + 1).unwrap_or(u32::MAX),
             standing,
         })
         .collect();
@@ -95,7 +151,7 @@ fn page_of(rule_set: &str, mut all: Vec<Standing>, page: u32, per_page: u32) -> 
         rule_set: rule_set.to_owned(),
         page,
         per_page,
-        total,
+        total: u32::try_from(total).unwrap_or(u32::MAX),
         entries,
     }
 }
@@ -110,13 +166,22 @@ pub trait Leaderboards: Send + Sync + std::fmt::Debug {
         name: &'a str,
         outcome: RankedOutcome,
     ) -> StoreFuture<'a, ()>;
+    /// One page, read by rank (see the module's documentation).
     fn page<'a>(&'a self, rule_set: &'a str, page: u32, per_page: u32) -> StoreFuture<'a, Page>;
 }
 
-/// Games counted, and standings by (rule set, account).
-type Tables = (HashSet<String>, HashMap<(String, String), Standing>);
+/// Games counted, standings by (rule set, account), and each board in
+/// order.
+#[derive(Debug, Default)]
+struct Tables {
+    counted: HashSet<String>,
+    standings: HashMap<(String, String), Standing>,
+    boards: HashMap<String, BTreeSet<PlaceKey>>,
+}
 
-/// Leaderboards in this process only.
+/// Leaderboards in this process only. A page walks its board from the
+/// top to the page (O(place + page)); the public board in production is
+/// Redis's.
 #[derive(Debug, Default)]
 pub struct MemoryLeaderboards {
     tables: Mutex<Tables>,
@@ -131,37 +196,57 @@ impl Leaderboards for MemoryLeaderboards {
         name: &'a str,
         outcome: RankedOutcome,
     ) -> StoreFuture<'a, ()> {
-        let mut t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
-        if t.0.insert(game.to_owned()) {
-            let s =
-                t.1.entry((rule_set.to_owned(), account.to_owned()))
-                    .or_default();
+        let mut guard = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let t = &mut *guard;
+        if t.counted.insert(game.to_owned()) {
+            let s = t
+                .standings
+                .entry((rule_set.to_owned(), account.to_owned()))
+                .or_default();
+            let board = t.boards.entry(rule_set.to_owned()).or_default();
+            board.remove(&PlaceKey::new(s, account));
             s.name = name.to_owned();
             s.add(outcome);
+            board.insert(PlaceKey::new(s, account));
         }
         Box::pin(async { Ok(()) })
     }
 
     fn page<'a>(&'a self, rule_set: &'a str, page: u32, per_page: u32) -> StoreFuture<'a, Page> {
         let t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
-        let all: Vec<Standing> =
-            t.1.iter()
-                .filter(|((rs, _), _)| rs == rule_set)
-                .map(|(_, s)| s.clone())
-                .collect();
-        let p = page_of(rule_set, all, page, per_page);
+        let bounds = page_bounds(page, per_page);
+        let board = t.boards.get(rule_set);
+        let total = board.map_or(0, |b| b.len() as u64);
+        let keys: Vec<PlaceKey> = board
+            .into_iter()
+            .flatten()
+            .skip(usize::try_from(bounds.2).unwrap_or(usize::MAX))
+            .take(bounds.1 as usize)
+            .cloned()
+            .collect();
+        let p = page_from(rule_set, bounds, total, keys);
         Box::pin(async move { Ok(p) })
     }
 }
 
-/// Leaderboards in Redis: `jgl:{boards}:RULES` (hash account → standing
-/// JSON) and `jgl:{boards}:done` (games counted). Pages are ordered in the
-/// server with the full tie order, which reads the whole board: fine for
-/// boards of thousands of players.
+/// Leaderboards in Redis, every key under the hash tag `{boards}` (one
+/// Cluster slot, so recording a game is one script):
+///
+/// - `jgl:{boards}:done` — the games counted (a set: a game counts once);
+/// - `jgl:{boards}:RULES` — a hash, account → standing JSON (the record
+///   of each player, and what the order is rebuilt from);
+/// - `jgl:{boards}:RULES:order` — a sorted set, every member at score 0,
+///   each player's [`PlaceKey`]: the board in order;
+/// - `jgl:{boards}:RULES:ordered` — set once the order holds every
+///   player of the hash (boards written before the order existed are
+///   filled in once, in the background: see [`RedisLeaderboards::migrate`]).
 #[derive(Clone)]
 pub struct RedisLeaderboards {
     conn: redis::aio::ConnectionManager,
     script: redis::Script,
+    fill: redis::Script,
+    /// Rule sets whose order this process has seen complete, or is filling.
+    checked: std::sync::Arc<Mutex<HashSet<String>>>,
 }
 
 impl std::fmt::Debug for RedisLeaderboards {
@@ -170,28 +255,153 @@ impl std::fmt::Debug for RedisLeaderboards {
     }
 }
 
-/// KEYS: board, done. ARGV: game, account, name, outcome.
+/// The place key in Lua, exactly as [`PlaceKey::new`] writes it.
+const PLACE_KEY_LUA: &str = r"
+local function place(s, account)
+  return string.format('%010d%010d%010d', 4294967295 - s.points, 4294967295 - s.wins, s.games)
+    .. s.name .. '\0' .. account
+end
+";
+
+/// Counts a game once: the standing is updated and the player's place
+/// key replaced, all or nothing.
+///
+/// KEYS: board hash, done, order. ARGV: game, account, name, outcome.
 const RECORD: &str = r"
 if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then return 0 end
 local raw = redis.call('HGET', KEYS[1], ARGV[2])
-local s = {points = 0, wins = 0, draws = 0, losses = 0, games = 0}
-if raw then s = cjson.decode(raw) end
+local s = {points = 0, wins = 0, draws = 0, losses = 0, games = 0, name = ''}
+if raw then
+  s = cjson.decode(raw)
+  redis.call('ZREM', KEYS[3], place(s, ARGV[2]))
+end
 s.name = ARGV[3]
 s.games = s.games + 1
 if ARGV[4] == 'win' then s.wins = s.wins + 1; s.points = s.points + 3
 elseif ARGV[4] == 'draw' then s.draws = s.draws + 1; s.points = s.points + 1
 else s.losses = s.losses + 1 end
 redis.call('HSET', KEYS[1], ARGV[2], cjson.encode(s))
+redis.call('ZADD', KEYS[3], 0, place(s, ARGV[2]))
 return 1
 ";
+
+/// Puts the given players of a board written before the order existed
+/// into the order, from their standings as they are now (a game recorded
+/// meanwhile already replaced its player's key, and adding the same key
+/// again changes nothing). Atomic per batch, so it never races a record.
+///
+/// KEYS: board hash, order. ARGV: accounts.
+const FILL: &str = r"
+for _, account in ipairs(ARGV) do
+  local raw = redis.call('HGET', KEYS[1], account)
+  if raw then redis.call('ZADD', KEYS[2], 0, place(cjson.decode(raw), account)) end
+end
+return #ARGV
+";
+
+fn board_key(rule_set: &str) -> String {
+    format!("jgl:{{boards}}:{rule_set}")
+}
+
+fn order_key(rule_set: &str) -> String {
+    format!("jgl:{{boards}}:{rule_set}:order")
+}
+
+fn ordered_flag(rule_set: &str) -> String {
+    format!("jgl:{{boards}}:{rule_set}:ordered")
+}
+
+/// Players per batch when a board is filled into its order.
+const FILL_BATCH: usize = 500;
 
 impl RedisLeaderboards {
     pub fn open(url: &str, timeout: std::time::Duration) -> Result<RedisLeaderboards, StoreError> {
         let conn = crate::store::redis_connection(url, timeout)?;
         Ok(RedisLeaderboards {
             conn,
-            script: redis::Script::new(RECORD),
+            script: redis::Script::new(&format!("{PLACE_KEY_LUA}{RECORD}")),
+            fill: redis::Script::new(&format!("{PLACE_KEY_LUA}{FILL}")),
+            checked: std::sync::Arc::default(),
         })
+    }
+
+    /// Fills the order of a board written before the order existed (the
+    /// migration), in batches of [`FILL_BATCH`] players, each batch one
+    /// short script, so Redis is never blocked for the whole board; then
+    /// marks the board ordered. Safe to run while games are recorded and
+    /// more than once. Started in the background by the first page read
+    /// of a board not marked ordered; pages read meanwhile may miss
+    /// players not yet filled in.
+    pub async fn migrate(&self, rule_set: &str) -> Result<usize, StoreError> {
+        let mut conn = self.conn.clone();
+        let (board, order) = (board_key(rule_set), order_key(rule_set));
+        let mut cursor = 0u64;
+        let mut filled = 0;
+        loop {
+            let (next, pairs): (u64, Vec<String>) = redis::cmd("HSCAN")
+                .arg(&board)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(FILL_BATCH)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            let accounts: Vec<&String> = pairs.iter().step_by(2).collect();
+            if !accounts.is_empty() {
+                let mut fill = self.fill.key(&board);
+                fill.key(&order);
+                for account in &accounts {
+                    fill.arg(account.as_str());
+                }
+                let n: usize = fill
+                    .invoke_async(&mut conn)
+                    .await
+                    .map_err(StoreError::from)?;
+                filled += n;
+            }
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        let () = redis::cmd("SET")
+            .arg(ordered_flag(rule_set))
+            .arg(1)
+            .query_async(&mut conn)
+            .await
+            .map_err(StoreError::from)?;
+        Ok(filled)
+    }
+
+    /// Starts the migration of a board once per process if it is not
+    /// marked ordered (`ordered` as read with the page).
+    fn migrate_if_needed(&self, rule_set: &str, ordered: bool) {
+        if ordered {
+            return;
+        }
+        let first = self
+            .checked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(rule_set.to_owned());
+        if !first {
+            return;
+        }
+        let boards = self.clone();
+        let rule_set = rule_set.to_owned();
+        tokio::spawn(async move {
+            match boards.migrate(&rule_set).await {
+                Ok(n) => tracing::info!(%rule_set, players = n, "leaderboard order filled in"),
+                Err(e) => {
+                    tracing::warn!(%rule_set, error = %e, "leaderboard order not filled in yet; the next page read tries again");
+                    boards
+                        .checked
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&rule_set);
+                }
+            }
+        });
     }
 }
 
@@ -213,8 +423,9 @@ impl Leaderboards for RedisLeaderboards {
             };
             let _: i64 = self
                 .script
-                .key(format!("jgl:{{boards}}:{rule_set}"))
+                .key(board_key(rule_set))
                 .key("jgl:{boards}:done")
+                .key(order_key(rule_set))
                 .arg(game)
                 .arg(account)
                 .arg(name)
@@ -229,16 +440,28 @@ impl Leaderboards for RedisLeaderboards {
     fn page<'a>(&'a self, rule_set: &'a str, page: u32, per_page: u32) -> StoreFuture<'a, Page> {
         Box::pin(async move {
             let mut conn = self.conn.clone();
-            let raw: HashMap<String, String> = redis::cmd("HGETALL")
-                .arg(format!("jgl:{{boards}}:{rule_set}"))
+            let bounds = page_bounds(page, per_page);
+            let (_, per_page, first) = bounds;
+            let order = order_key(rule_set);
+            // ZCARD is O(1), ZRANGE by rank O(log n + page), EXISTS O(1).
+            let (total, keys, ordered): (u64, Vec<String>, bool) = redis::pipe()
+                .zcard(&order)
+                .zrange(
+                    &order,
+                    isize::try_from(first).unwrap_or(isize::MAX),
+                    isize::try_from(first + u64::from(per_page) - 1).unwrap_or(isize::MAX),
+                )
+                .exists(ordered_flag(rule_set))
                 .query_async(&mut conn)
                 .await
                 .map_err(StoreError::from)?;
-            let all = raw
-                .values()
-                .filter_map(|v| serde_json::from_str::<Standing>(v).ok())
-                .collect();
-            Ok(page_of(rule_set, all, page, per_page))
+            self.migrate_if_needed(rule_set, ordered);
+            Ok(page_from(
+                rule_set,
+                bounds,
+                total,
+                keys.into_iter().map(PlaceKey),
+            ))
         })
     }
 }
@@ -269,5 +492,95 @@ mod tests {
         order(&mut all);
         let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["Cat", "Bob", "Abe", "Zed", "Amy"]);
+    }
+
+    /// A standing as the game counts make it.
+    fn line(name: &str, wins: u32, draws: u32, losses: u32) -> Standing {
+        Standing {
+            name: name.into(),
+            points: 3 * wins + draws,
+            wins,
+            draws,
+            losses,
+            games: wins + draws + losses,
+        }
+    }
+
+    #[test]
+    fn a_place_key_is_the_whole_line() {
+        for s in [
+            line("Ann", 0, 0, 0),
+            line("Bo b", 3, 1, 2),
+            line("Ünïcødé 名前", 1_000_000, 5, 7),
+        ] {
+            let key = PlaceKey::new(&s, "a_1");
+            assert_eq!(key.standing(), Some(s));
+        }
+        assert_eq!(PlaceKey("garbage".into()).standing(), None);
+    }
+
+    proptest::proptest! {
+        /// Sorting the keys' bytes is the full tie order, names that are
+        /// prefixes of others and equal names included.
+        #[test]
+        fn place_keys_sort_in_the_tie_order(
+            lines in proptest::collection::vec(
+                ("[AB][ b]{0,2}", 0u32..4, 0u32..4, 0u32..4),
+                1..40,
+            )
+        ) {
+            let mut standings: Vec<Standing> = lines
+                .iter()
+                .map(|(name, w, d, l)| line(name, *w, *d, *l))
+                .collect();
+            let mut keys: Vec<PlaceKey> = standings
+                .iter()
+                .enumerate()
+                .map(|(i, s)| PlaceKey::new(s, &format!("a_{i}")))
+                .collect();
+            keys.sort();
+            order(&mut standings);
+            let by_key: Vec<Standing> = keys.iter().map(|k| k.standing().unwrap()).collect();
+            // Equal lines (same name and counts) may come in either order.
+            proptest::prop_assert_eq!(by_key, standings);
+        }
+    }
+
+    #[tokio::test]
+    async fn memory_pages_are_read_by_place() {
+        let boards = MemoryLeaderboards::default();
+        for i in 0..30u32 {
+            let account = format!("a_{i}");
+            let name = format!("P{i:02}");
+            for g in 0..(i % 4) {
+                let game = format!("{account}-{g}");
+                boards
+                    .record(&game, "thai", &account, &name, RankedOutcome::Win)
+                    .await
+                    .unwrap();
+            }
+            // Counted once, however often it lands.
+            boards
+                .record(
+                    &format!("{account}-0"),
+                    "thai",
+                    &account,
+                    &name,
+                    RankedOutcome::Win,
+                )
+                .await
+                .unwrap();
+        }
+        let page = boards.page("thai", 2, 10).await.unwrap();
+        assert_eq!(page.total, 30);
+        assert_eq!(page.entries.len(), 10);
+        assert_eq!(page.entries[0].place, 11);
+        let all = boards.page("thai", 1, 100).await.unwrap();
+        let mut expected: Vec<Standing> = all.entries.iter().map(|e| e.standing.clone()).collect();
+        order(&mut expected);
+        let got: Vec<Standing> = all.entries.into_iter().map(|e| e.standing).collect();
+        assert_eq!(got, expected);
+        assert_eq!(got[0].wins, 3, "at most three wins, each counted once");
+        assert!(boards.page("thai", 4, 10).await.unwrap().entries.is_empty());
     }
 }

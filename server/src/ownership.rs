@@ -44,6 +44,10 @@ enum Adoption {
     /// Claimed, but the stored room does not resume: listed for the
     /// operator.
     Unresumable,
+    /// Claimed, and closed: a solo game replaced by a newer one, or
+    /// already closed by its previous owner (see
+    /// [`crate::solo::close_discarded`]).
+    Closed,
 }
 
 fn unavailable() -> Refusal {
@@ -99,7 +103,7 @@ pub async fn acquire<H>(
         };
         match live_owner {
             None => match adopt(state, id, &fence).await {
-                Ok(Adoption::Adopted | Adoption::Lost) => continue,
+                Ok(Adoption::Adopted | Adoption::Lost | Adoption::Closed) => continue,
                 Ok(Adoption::Unresumable) => return Ok(None),
                 Err(_) => return Err(storage_unavailable()),
             },
@@ -197,12 +201,33 @@ async fn adopt(state: &Arc<AppState>, id: &str, seen: &Fence) -> Result<Adoption
     let stakes = crate::lobby::stranded_stakes(&stored.record);
     let started = match crate::solo::solo_record(&stored.record) {
         Some(record) => {
-            let owner_id = record.owner.clone();
-            let started = state.spawn_solo(record, owner).map(|_| ());
-            if started.is_ok() {
-                let _ = state.store.index_solo(&owner_id, id).await;
+            // Only the game its identity's note names is resumed (a game
+            // found without a note is noted, as before notes expired): a
+            // replaced game left open, by a close that was not stored, is
+            // closed now, never resumed in place of the current one.
+            let noted = state
+                .store
+                .index_solo_unless_noted(&record.owner, id)
+                .await?;
+            if record.closed || noted.as_deref().is_some_and(|n| n != id) {
+                return match crate::solo::close_discarded(
+                    record,
+                    owner,
+                    &state.settings,
+                    &*state.store,
+                    &*state.leaderboards,
+                )
+                .await
+                {
+                    Ok(()) => {
+                        tracing::info!(game = %id, "closed a replaced solo game left open");
+                        Ok(Adoption::Closed)
+                    }
+                    Err(crate::store::WriteError::Unavailable(e)) => Err(e),
+                    Err(_) => Ok(Adoption::Lost),
+                };
             }
-            started
+            state.spawn_solo(record, owner).map(|_| ())
         }
         None => state.resume_room(stored, owner, grace).map(|_| ()),
     };
@@ -248,7 +273,7 @@ async fn adopt_orphan(state: &Arc<AppState>, orphan: &Orphan) -> Result<bool, St
             Adoption::Lost => return Ok(false),
             // Now ours and listed under us: keep our own entry.
             Adoption::Adopted if orphan.dead_owner.as_deref() == Some(me) => return Ok(true),
-            Adoption::Adopted | Adoption::Unresumable => {}
+            Adoption::Adopted | Adoption::Unresumable | Adoption::Closed => {}
         }
     }
     state.store.forget_orphan(orphan).await?;

@@ -2,12 +2,20 @@
 //! One task owns each solo game; the computer thinks on a bounded pool of
 //! blocking threads so it never slows human games. Ranked games (accounts,
 //! against the Executive) are stored like rooms and resume after a restart.
+//!
+//! An identity has one current game, named by its note in the store. A
+//! game replaced by a newer one, or a practice game nobody attached to for
+//! `--idle-lobby-secs`, is closed: stored as such, taken out of the open
+//! set and given the finished TTL, so it is never resumed and its keys go
+//! away. A game whose close could not be stored is closed by whoever takes
+//! it over next ([`close_discarded`]).
 
 use std::sync::Arc;
 
 use jumpgate_protocol as wire;
 use jumpgate_protocol::{ErrorCode, ServerMessage};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::config::Settings;
 use crate::leaderboard::{Leaderboards, RankedOutcome};
@@ -21,6 +29,9 @@ mod record;
 pub use pool::BotPool;
 pub use record::{SoloMove, SoloRecord, new_record, solo_record};
 use record::{replay, undo_point, wire_level};
+
+/// How soon a close that could not be stored is tried again.
+const CLOSE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Messages to a solo game's task.
 #[derive(Debug)]
@@ -102,6 +113,13 @@ pub struct SoloGame {
     /// but may still have landed, so the next write takes a new version
     /// above it, and the store accepts it over the one that landed.
     highest_attempt: u64,
+    /// Since when no connection is attached (`None` while one is).
+    unattached_since: Option<Instant>,
+    /// Left unattached too long: the game is being closed, and takes no
+    /// more commands. A close that could not be stored is tried again at
+    /// `retry_close_at`.
+    closing: bool,
+    retry_close_at: Instant,
 }
 
 impl SoloGame {
@@ -132,6 +150,9 @@ impl SoloGame {
             thinking: false,
             notations,
             last_move,
+            unattached_since: Some(Instant::now()),
+            closing: false,
+            retry_close_at: Instant::now(),
         })
     }
 
@@ -146,9 +167,31 @@ impl SoloGame {
     pub async fn run(mut self, mut commands: mpsc::Receiver<SoloCommand>) {
         self.score_pending().await;
         self.maybe_think();
-        while let Some(command) = commands.recv().await {
+        loop {
+            let deadline = self.close_deadline();
+            let idle = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let command = tokio::select! {
+                command = commands.recv() => match command {
+                    Some(command) => command,
+                    None => break,
+                },
+                () = idle => {
+                    if self.close_abandoned().await {
+                        break;
+                    }
+                    continue;
+                }
+            };
             if let SoloCommand::CloseIfPractice { reply } = command {
                 let ranked_in_play = self.record.ranked && self.record.result.is_none();
+                if !ranked_in_play {
+                    self.discard().await;
+                }
                 let _ = reply.send(!ranked_in_play);
                 if !ranked_in_play {
                     break;
@@ -171,7 +214,11 @@ impl SoloGame {
                 }
                 continue;
             }
-            self.handle(command).await;
+            if self.closing {
+                self.refuse_closed(command).await;
+            } else {
+                self.handle(command).await;
+            }
             if self.stopped {
                 break;
             }
@@ -181,6 +228,74 @@ impl SoloGame {
             {
                 break;
             }
+        }
+    }
+
+    /// When the game closes for want of a player: a practice game (or a
+    /// finished one) nobody has attached to for the idle time. An
+    /// unfinished ranked game never does (leaving it does not forfeit it,
+    /// PROTOCOL.md section 14), nor a result still to be scored.
+    fn close_deadline(&self) -> Option<Instant> {
+        if self.stopped {
+            return None;
+        }
+        if self.closing {
+            return Some(self.retry_close_at);
+        }
+        let since = self.unattached_since?;
+        let kept = (self.record.ranked && self.record.result.is_none())
+            || self.record.pending_score
+            || self.stored_version == 0;
+        (!kept).then(|| since + self.settings.idle_lobby)
+    }
+
+    /// Closes the game left unattached: stored as closed (out of the open
+    /// set, with the finished TTL, the identity's note expiring with it).
+    /// Returns whether the task ends; if the close could not be stored it
+    /// is tried again shortly, and the game takes no commands meanwhile.
+    async fn close_abandoned(&mut self) -> bool {
+        if !self.closing {
+            tracing::debug!(game = %self.record.id, "closing a solo game left unattached");
+        }
+        self.closing = true;
+        self.record.closed = true;
+        if self.persist().await.is_ok() || self.stopped {
+            return true;
+        }
+        self.retry_close_at = Instant::now() + CLOSE_RETRY;
+        false
+    }
+
+    /// Discards the game for a newer one of its player: stored as closed,
+    /// so it is never resumed and its keys expire. A ranked result is
+    /// scored first. If the close cannot be stored now (or the result
+    /// cannot be scored), the game stays open in the store with the
+    /// identity's note naming the newer game, and whoever takes it over
+    /// next closes it ([`close_discarded`]).
+    async fn discard(&mut self) {
+        self.score_pending().await;
+        if self.record.pending_score || self.stored_version == 0 || self.stopped {
+            return;
+        }
+        self.record.closed = true;
+        if let Err(r) = self.persist().await {
+            tracing::info!(game = %self.record.id, why = %r.message, "a replaced solo game could not be stored as closed; it is closed when next taken over");
+        }
+    }
+
+    /// While closing: a connection that attaches is told the game is gone
+    /// (no other command can come from one, as none is attached).
+    async fn refuse_closed(&mut self, command: SoloCommand) {
+        match command {
+            SoloCommand::Attach { out, seq, .. } => {
+                let _ = out.try_send(Outbound::Direct(Box::new(ServerMessage::Error {
+                    seq: Some(seq),
+                    code: ErrorCode::NoGameInProgress,
+                    message: "that game was left unattached too long and has closed".into(),
+                })));
+            }
+            SoloCommand::CheckOwner => self.handle(SoloCommand::CheckOwner).await,
+            _ => {}
         }
     }
 
@@ -256,6 +371,7 @@ impl SoloGame {
         self.highest_attempt = self.highest_attempt.max(self.record.version) + 1;
         self.record.version = self.highest_attempt;
         let finished = self.record.result.is_some();
+        let closed = self.record.closed;
         let write = RoomWrite {
             code: self.record.id.clone(),
             owner: self.owner.clone(),
@@ -264,10 +380,11 @@ impl SoloGame {
             record: serde_json::to_string(&self.record).unwrap_or_default(),
             moves: Vec::new(),
             finished_games: Vec::new(),
-            open: !finished || self.record.pending_score,
-            expire_after: finished.then_some(self.settings.finished_ttl),
+            open: !closed && (!finished || self.record.pending_score),
+            expire_after: (finished || closed).then_some(self.settings.finished_ttl),
         };
-        match self.store.write(write).await {
+        let written = self.store.write_solo(write, &self.record.owner).await;
+        match written {
             Ok(()) => {
                 self.stored_version = self.record.version;
                 Ok(())
@@ -351,13 +468,8 @@ impl SoloGame {
         if !self.record.pending_score {
             return;
         }
-        let Some(result) = self.record.result else {
+        let Some(outcome) = ranked_outcome(&self.record) else {
             return;
-        };
-        let outcome = match result.winner {
-            None => RankedOutcome::Draw,
-            Some(w) if w == wire_view::color(self.record.you) => RankedOutcome::Win,
-            Some(_) => RankedOutcome::Loss,
         };
         let rs = self.record.rule_set.name();
         if self
@@ -400,6 +512,7 @@ impl SoloGame {
     async fn handle(&mut self, command: SoloCommand) {
         match command {
             SoloCommand::Attach { conn, out, seq } => {
+                self.unattached_since = None;
                 // A new game is stored before it is acknowledged, so any
                 // instance can resume it.
                 if self.stored_version == 0
@@ -422,6 +535,7 @@ impl SoloGame {
             SoloCommand::Detach { conn } => {
                 if self.attached.as_ref().is_some_and(|(c, _)| *c == conn) {
                     self.attached = None;
+                    self.unattached_since = Some(Instant::now());
                 }
             }
             SoloCommand::Resync { conn, seq } => {
@@ -589,6 +703,55 @@ impl SoloGame {
         self.rebuild();
         Ok(())
     }
+}
+
+/// How a finished ranked game ended for its player, if it did.
+fn ranked_outcome(record: &SoloRecord) -> Option<RankedOutcome> {
+    let result = record.result?;
+    Some(match result.winner {
+        None => RankedOutcome::Draw,
+        Some(w) if w == wire_view::color(record.you) => RankedOutcome::Win,
+        Some(_) => RankedOutcome::Loss,
+    })
+}
+
+/// Closes a stored solo game that was taken over (claimed at `owner`) but
+/// must not be resumed: its record says it was closed (the open set was
+/// not updated), or the identity's note names another game (it was
+/// replaced and its close was not stored). A ranked result still to be
+/// scored is scored first; the leaderboard counts each game once, so a
+/// score that had landed is not counted again.
+pub async fn close_discarded(
+    mut record: SoloRecord,
+    owner: OwnerEpoch,
+    settings: &Settings,
+    store: &dyn Store,
+    boards: &dyn Leaderboards,
+) -> Result<(), WriteError> {
+    if record.pending_score
+        && let Some(outcome) = ranked_outcome(&record)
+    {
+        let rs = record.rule_set.name();
+        boards
+            .record(&record.id, rs, &record.owner, &record.owner_name, outcome)
+            .await?;
+    }
+    record.pending_score = false;
+    record.closed = true;
+    let expected_version = record.version;
+    record.version += 1;
+    let write = RoomWrite {
+        code: record.id.clone(),
+        owner,
+        expected_version,
+        version: record.version,
+        record: serde_json::to_string(&record).unwrap_or_default(),
+        moves: Vec::new(),
+        finished_games: Vec::new(),
+        open: false,
+        expire_after: Some(settings.finished_ttl),
+    };
+    store.write_solo(write, &record.owner).await
 }
 
 #[cfg(test)]

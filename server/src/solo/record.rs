@@ -32,6 +32,10 @@ pub struct SoloRecord {
     pub version: u64,
     /// A ranked result not yet on the leaderboard.
     pub pending_score: bool,
+    /// Discarded (replaced by a newer game, or left unattached too long):
+    /// it cannot be resumed, and its keys expire.
+    #[serde(default)]
+    pub closed: bool,
 }
 
 /// A stored solo move: the form [`VariantGame::play_stored`] reads.
@@ -114,6 +118,7 @@ pub fn new_record(
         result: None,
         version: 0,
         pending_score: false,
+        closed: false,
     })
 }
 

@@ -23,13 +23,14 @@ mod redis;
 
 pub use self::redis::{RedisStore, redis_connection};
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 /// A store that did not answer, or answered with an error. For a write the
 /// outcome is unknown: it may have been applied. The kind is kept so logs
@@ -265,10 +266,32 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// a space and the asking instance.
     fn handover_requests(&self, me: &str) -> mpsc::Receiver<String>;
     /// Notes which solo game an identity plays (read by `resume_solo` on
-    /// any instance).
+    /// any instance). The note lasts until a write closes that game.
     fn index_solo<'a>(&'a self, owner: &'a str, id: &'a str) -> StoreFuture<'a, ()>;
+    /// Notes `id` as the identity's solo game unless another game is noted
+    /// (a game taken over must not displace the current one); returns the
+    /// game noted afterwards.
+    fn index_solo_unless_noted<'a>(
+        &'a self,
+        owner: &'a str,
+        id: &'a str,
+    ) -> StoreFuture<'a, Option<String>>;
     /// The solo game last noted for an identity.
     fn solo_of<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Option<String>>;
+    /// [`write`](Self::write) for a solo game of the identity `owner`: a
+    /// write that closes the game (not [`open`](RoomWrite::open)) also
+    /// gives the identity's note a TTL of `expire_after`, if the note
+    /// still names this game, so the note expires with it. Like the set
+    /// of open rooms, the note is updated only once the write applied,
+    /// and a failure to update it makes the write's outcome unknown.
+    fn write_solo<'a>(&'a self, write: RoomWrite, owner: &'a str) -> WriteFuture<'a>;
+}
+
+/// A key of the memory store that can expire.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Expiring {
+    Room(String),
+    SoloNote(String),
 }
 
 #[derive(Debug, Default)]
@@ -280,21 +303,58 @@ struct MemoryRoom {
     record: String,
     moves: BTreeMap<(u64, u32), StoredMove>,
     games: BTreeMap<u64, String>,
+    /// When the room's keys expire (a finished or closed room), as in Redis.
+    expires_at: Option<Instant>,
 }
 
-/// Keeps everything in this process: nothing survives a restart.
 #[derive(Debug, Default)]
-pub struct MemoryStore {
-    rooms: Mutex<HashMap<String, MemoryRoom>>,
-    open: Mutex<HashSet<String>>,
-    solos: Mutex<HashMap<String, String>>,
+struct MemoryTables {
+    rooms: HashMap<String, MemoryRoom>,
+    open: HashSet<String>,
+    /// Each identity's solo game, and when the note expires.
+    solos: HashMap<String, (String, Option<Instant>)>,
+    /// Every deadline set, soonest first. An entry whose key has since
+    /// been given another deadline (or none) is stale and skipped.
+    deadlines: BTreeSet<(Instant, Expiring)>,
 }
 
-impl MemoryStore {
-    /// The same checks as the Redis script, under the lock.
-    fn apply(&self, write: RoomWrite) -> Result<(), WriteError> {
-        let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
-        let room = rooms.entry(write.code.clone()).or_default();
+impl MemoryTables {
+    /// Deletes whatever expired by `now`, as Redis would: O(log n) per
+    /// deadline passed, so each operation pays only for what expired.
+    fn purge(&mut self, now: Instant) {
+        while let Some((at, key)) = self.deadlines.first().cloned() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop_first();
+            match key {
+                Expiring::Room(code) => {
+                    if self.rooms.get(&code).and_then(|r| r.expires_at) == Some(at) {
+                        self.rooms.remove(&code);
+                        self.open.remove(&code);
+                    }
+                }
+                Expiring::SoloNote(owner) => {
+                    if self.solos.get(&owner).and_then(|(_, t)| *t) == Some(at) {
+                        self.solos.remove(&owner);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sets or clears (`None`) a key's deadline.
+    fn expire(&mut self, key: Expiring, ttl: Option<Duration>, now: Instant) -> Option<Instant> {
+        let at = ttl.map(|ttl| now + ttl);
+        if let Some(at) = at {
+            self.deadlines.insert((at, key));
+        }
+        at
+    }
+
+    /// The same checks as the Redis script.
+    fn apply(&mut self, write: RoomWrite, now: Instant) -> Result<(), WriteError> {
+        let room = self.rooms.entry(write.code.clone()).or_default();
         let claims = room.epoch == 0 && room.version == 0 && write.owner.epoch == 1;
         if !claims
             && (room.owner.as_deref() != Some(&*write.owner.instance)
@@ -349,25 +409,69 @@ impl MemoryStore {
         for (n, pdn) in write.finished_games {
             room.games.insert(n, pdn);
         }
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let at = self.expire(Expiring::Room(write.code.clone()), write.expire_after, now);
+        if let Some(room) = self.rooms.get_mut(&write.code) {
+            room.expires_at = at;
+        }
         if write.open {
-            open.insert(write.code);
+            self.open.insert(write.code);
         } else {
-            open.remove(&write.code);
+            self.open.remove(&write.code);
         }
         Ok(())
     }
 }
 
+/// Keeps everything in this process: nothing survives a restart. Keys
+/// expire as they would in Redis (a finished or closed room after its
+/// TTL), checked on every operation, so memory stays bounded too.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    tables: Mutex<MemoryTables>,
+}
+
+impl MemoryStore {
+    /// The tables, with everything expired by now deleted.
+    fn tables(&self) -> std::sync::MutexGuard<'_, MemoryTables> {
+        let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        tables.purge(Instant::now());
+        tables
+    }
+
+    /// How many rooms are held, expired ones excluded (for tests).
+    pub fn len(&self) -> usize {
+        self.tables().rooms.len()
+    }
+
+    /// Whether no room is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 impl Store for MemoryStore {
     fn write(&self, write: RoomWrite) -> WriteFuture<'_> {
-        let result = self.apply(write);
+        let result = self.tables().apply(write, Instant::now());
+        Box::pin(async move { result })
+    }
+
+    fn write_solo<'a>(&'a self, write: RoomWrite, owner: &'a str) -> WriteFuture<'a> {
+        let now = Instant::now();
+        let mut tables = self.tables();
+        let (code, open, ttl) = (write.code.clone(), write.open, write.expire_after);
+        let result = tables.apply(write, now);
+        if result.is_ok() && !open && tables.solos.get(owner).is_some_and(|(id, _)| *id == code) {
+            let at = tables.expire(Expiring::SoloNote(owner.to_owned()), ttl, now);
+            if let Some(note) = tables.solos.get_mut(owner) {
+                note.1 = at;
+            }
+        }
         Box::pin(async move { result })
     }
 
     fn load<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Option<StoredRoom>> {
-        let rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
-        let room = rooms.get(code).map(|r| StoredRoom {
+        let tables = self.tables();
+        let room = tables.rooms.get(code).map(|r| StoredRoom {
             code: code.to_owned(),
             record: r.record.clone(),
             moves: r.moves.values().cloned().collect(),
@@ -376,12 +480,12 @@ impl Store for MemoryStore {
     }
 
     fn load_open(&self) -> StoreFuture<'_, Vec<StoredRoom>> {
-        let rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
-        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        let list = open
+        let tables = self.tables();
+        let list = tables
+            .open
             .iter()
             .filter_map(|code| {
-                rooms.get(code).map(|r| StoredRoom {
+                tables.rooms.get(code).map(|r| StoredRoom {
                     code: code.clone(),
                     record: r.record.clone(),
                     moves: r.moves.values().cloned().collect(),
@@ -392,8 +496,9 @@ impl Store for MemoryStore {
     }
 
     fn games<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Vec<String>> {
-        let rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
-        let list = rooms
+        let tables = self.tables();
+        let list = tables
+            .rooms
             .get(code)
             .map(|r| r.games.values().cloned().collect())
             .unwrap_or_default();
@@ -412,11 +517,11 @@ impl Store for MemoryStore {
     // exact anyway so the rooms' fencing behaves the same in every test.
 
     fn fence<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Option<Fence>> {
-        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        let rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
-        let fence = rooms
+        let tables = self.tables();
+        let fence = tables
+            .rooms
             .get(code)
-            .filter(|_| open.contains(code))
+            .filter(|_| tables.open.contains(code))
             .map(|r| Fence {
                 owner: r.owner.clone(),
                 epoch: r.epoch,
@@ -431,8 +536,8 @@ impl Store for MemoryStore {
         seen: &'a Fence,
         me: &'a Arc<str>,
     ) -> StoreFuture<'a, Option<OwnerEpoch>> {
-        let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
-        let claimed = rooms.get_mut(code).and_then(|r| {
+        let mut tables = self.tables();
+        let claimed = tables.rooms.get_mut(code).and_then(|r| {
             (r.owner == seen.owner && r.epoch == seen.epoch).then(|| {
                 r.owner = Some(me.to_string());
                 r.epoch += 1;
@@ -452,8 +557,8 @@ impl Store for MemoryStore {
         owner: &'a OwnerEpoch,
         to: Option<&'a str>,
     ) -> StoreFuture<'a, bool> {
-        let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
-        let released = rooms.get_mut(code).is_some_and(|r| {
+        let mut tables = self.tables();
+        let released = tables.rooms.get_mut(code).is_some_and(|r| {
             let holds = r.owner.as_deref() == Some(&*owner.instance) && r.epoch == owner.epoch;
             if holds {
                 r.owner = to.map(str::to_owned);
@@ -494,8 +599,7 @@ impl Store for MemoryStore {
     }
 
     fn open_codes(&self) -> StoreFuture<'_, Vec<String>> {
-        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        let codes = open.iter().cloned().collect();
+        let codes = self.tables().open.iter().cloned().collect();
         Box::pin(async move { Ok(codes) })
     }
 
@@ -514,20 +618,32 @@ impl Store for MemoryStore {
     }
 
     fn index_solo<'a>(&'a self, owner: &'a str, id: &'a str) -> StoreFuture<'a, ()> {
-        self.solos
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(owner.to_owned(), id.to_owned());
+        self.tables()
+            .solos
+            .insert(owner.to_owned(), (id.to_owned(), None));
         Box::pin(async { Ok(()) })
     }
 
-    fn solo_of<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Option<String>> {
-        let id = self
+    fn index_solo_unless_noted<'a>(
+        &'a self,
+        owner: &'a str,
+        id: &'a str,
+    ) -> StoreFuture<'a, Option<String>> {
+        let noted = self
+            .tables()
             .solos
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(owner)
-            .cloned();
+            .entry(owner.to_owned())
+            .or_insert_with(|| (id.to_owned(), None))
+            .0
+            .clone();
+        Box::pin(async move { Ok(Some(noted)) })
+    }
+
+    fn solo_of<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Option<String>> {
+        let id = self.tables().solos.get(owner).map(|(id, _)| id.clone());
         Box::pin(async move { Ok(id) })
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -37,7 +37,8 @@ use super::{
 /// - `jg:owned:{ID}` — the rooms an instance has claimed (a superset: a
 ///   room is listed before it is claimed and unlisted after it is given up);
 /// - `jg:orphans` — rooms released by their owner, for anyone to take;
-/// - `jg:solo:{IDENTITY}` — the solo game an identity last started;
+/// - `jg:solo:{IDENTITY}` — the solo game an identity last started (given
+///   the game's TTL once that game closes);
 /// - channel `jg:handover:{ID}` — codes other instances want handed over.
 #[derive(Clone)]
 pub struct RedisStore {
@@ -190,6 +191,21 @@ end
 return 1
 ";
 
+/// Gives an identity's solo note a TTL if it names the game that closed
+/// (a note naming the next game is left alone). Sent with `EVAL`: it is
+/// short, and a restarted Redis needs nothing loaded.
+///
+/// KEYS: note. ARGV: game id, ttl in seconds (0: delete the note now).
+const EXPIRE_NOTE_SCRIPT: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if tonumber(ARGV[2]) > 0 then return redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+return redis.call('DEL', KEYS[1])
+";
+
+fn solo_key(owner: &str) -> String {
+    format!("jg:solo:{{{owner}}}")
+}
+
 fn keys(code: &str) -> [String; 4] {
     [
         format!("jg:{{{code}}}:room"),
@@ -248,20 +264,11 @@ impl RedisStore {
 
 impl Store for RedisStore {
     fn write(&self, write: RoomWrite) -> WriteFuture<'_> {
-        Box::pin(async move {
-            let reply = observed("write", self.send_write(&write)).await?;
-            if let Some(why) = reply.strip_prefix("fenced:") {
-                crate::metrics::METRICS.writes_fenced.inc();
-                return Err(WriteError::Fenced(why.to_owned()));
-            }
-            match reply.strip_prefix("conflict:") {
-                Some(why) => {
-                    crate::metrics::METRICS.store_conflicts.inc();
-                    Err(WriteError::Conflict(why.to_owned()))
-                }
-                None => Ok(()),
-            }
-        })
+        self.write_noting(write, None)
+    }
+
+    fn write_solo<'a>(&'a self, write: RoomWrite, owner: &'a str) -> WriteFuture<'a> {
+        self.write_noting(write, Some(owner))
     }
 
     fn load<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Option<StoredRoom>> {
@@ -612,7 +619,7 @@ impl Store for RedisStore {
         Box::pin(observed("ownership", async move {
             let mut conn = self.conn.clone();
             let () = redis::cmd("SET")
-                .arg(format!("jg:solo:{{{owner}}}"))
+                .arg(solo_key(owner))
                 .arg(id)
                 .query_async(&mut conn)
                 .await
@@ -621,11 +628,33 @@ impl Store for RedisStore {
         }))
     }
 
+    fn index_solo_unless_noted<'a>(
+        &'a self,
+        owner: &'a str,
+        id: &'a str,
+    ) -> StoreFuture<'a, Option<String>> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let key = solo_key(owner);
+            let (noted,): (Option<String>,) = redis::pipe()
+                .cmd("SET")
+                .arg(&key)
+                .arg(id)
+                .arg("NX")
+                .ignore()
+                .get(&key)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(noted)
+        }))
+    }
+
     fn solo_of<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Option<String>> {
         Box::pin(observed("ownership", async move {
             let mut conn = self.conn.clone();
             let id: Option<String> = redis::cmd("GET")
-                .arg(format!("jg:solo:{{{owner}}}"))
+                .arg(solo_key(owner))
                 .query_async(&mut conn)
                 .await
                 .map_err(StoreError::from)?;
@@ -635,6 +664,29 @@ impl Store for RedisStore {
 }
 
 impl RedisStore {
+    /// A room write; `solo_owner` names the identity whose solo game it is
+    /// (see [`Store::write_solo`]).
+    fn write_noting<'a>(
+        &'a self,
+        write: RoomWrite,
+        solo_owner: Option<&'a str>,
+    ) -> WriteFuture<'a> {
+        Box::pin(async move {
+            let reply = observed("write", self.send_write(&write, solo_owner)).await?;
+            if let Some(why) = reply.strip_prefix("fenced:") {
+                crate::metrics::METRICS.writes_fenced.inc();
+                return Err(WriteError::Fenced(why.to_owned()));
+            }
+            match reply.strip_prefix("conflict:") {
+                Some(why) => {
+                    crate::metrics::METRICS.store_conflicts.inc();
+                    Err(WriteError::Conflict(why.to_owned()))
+                }
+                None => Ok(()),
+            }
+        })
+    }
+
     /// Runs a pipeline holding `script`, loading the script once if a
     /// restarted Redis has forgotten it.
     async fn query_scripted<T: redis::FromRedisValue>(
@@ -657,7 +709,11 @@ impl RedisStore {
     /// index, which lives outside the room's slot and so cannot be in the
     /// script. Adding and removing are idempotent; an index entry whose
     /// record has expired reads as no room.
-    async fn send_write(&self, write: &RoomWrite) -> Result<String, StoreError> {
+    async fn send_write(
+        &self,
+        write: &RoomWrite,
+        solo_owner: Option<&str>,
+    ) -> Result<String, StoreError> {
         let mut conn = self.conn.clone();
         let [room, moves, games, fence] = keys(&write.code);
         let mut invocation = self.script.prepare_invoke();
@@ -707,6 +763,19 @@ impl RedisStore {
                     .ignore()
                     .srem(&owned, &write.code)
                     .ignore();
+                // A closed solo game's note expires with it, unless it
+                // already names the identity's next game.
+                if let Some(owner) = solo_owner {
+                    let ttl = write.expire_after.map_or(0, |d| d.as_secs().max(1));
+                    index
+                        .cmd("EVAL")
+                        .arg(EXPIRE_NOTE_SCRIPT)
+                        .arg(1)
+                        .arg(solo_key(owner))
+                        .arg(&write.code)
+                        .arg(ttl)
+                        .ignore();
+                }
             }
             let () = index
                 .query_async(&mut conn)

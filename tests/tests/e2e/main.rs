@@ -7,6 +7,7 @@ mod browser;
 mod edge;
 mod failover;
 mod faults;
+mod leaderboards;
 mod limits;
 mod lobby;
 mod operations;

@@ -332,3 +332,332 @@ async fn entering_a_lobby_detaches_a_solo_game_that_resume_brings_back() {
     let after = p.solo_until(|_| true).await;
     assert_eq!(after.game.moves, before.game.moves, "the game carried on");
 }
+
+/// The values in a raw Redis reply (bulk strings, integers, simple
+/// strings), in order.
+fn values(reply: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = reply.split("\r\n").filter(|l| !l.is_empty());
+    while let Some(line) = lines.next() {
+        match line.as_bytes()[0] {
+            b'*' => {}
+            b'$' if line == "$-1" => {}
+            b'$' => out.push(lines.next().unwrap_or_default().to_owned()),
+            b':' | b'+' => out.push(line[1..].to_owned()),
+            _ => panic!("unexpected reply {reply:?}"),
+        }
+    }
+    out
+}
+
+async fn open_set(redis: &RedisServer) -> Vec<String> {
+    values(&redis.command(&["SMEMBERS", "jg:lobbies"]).await)
+}
+
+async fn ttl(redis: &RedisServer, key: &str) -> i64 {
+    values(&redis.command(&["TTL", key]).await)[0]
+        .parse()
+        .unwrap()
+}
+
+async fn note(redis: &RedisServer, identity: &str) -> Option<String> {
+    let key = format!("jg:solo:{{{identity}}}");
+    values(&redis.command(&["GET", &key]).await).pop()
+}
+
+/// Every solo game in Redis: its id, and the identity its record names.
+async fn stored_solo_games(redis: &RedisServer) -> Vec<(String, String)> {
+    let keys = values(&redis.command(&["KEYS", "jg:{S*}:room"]).await);
+    let mut games = Vec::new();
+    for key in keys {
+        let record = values(&redis.command(&["GET", &key]).await).pop().unwrap();
+        let record: serde_json::Value = serde_json::from_str(&record).unwrap();
+        games.push((
+            record["id"].as_str().unwrap().to_owned(),
+            record["owner"].as_str().unwrap().to_owned(),
+        ));
+    }
+    games
+}
+
+/// Puts a closed solo game back as open, its keys kept and its record not
+/// marked closed: what a close that was never stored leaves behind.
+async fn reopen(redis: &RedisServer, id: &str) {
+    let room = format!("jg:{{{id}}}:room");
+    let record = values(&redis.command(&["GET", &room]).await).pop().unwrap();
+    let mut record: serde_json::Value = serde_json::from_str(&record).unwrap();
+    assert_eq!(record["closed"], true, "closed by its replacement");
+    record["closed"] = false.into();
+    redis
+        .command(&["SET", &room, &record.to_string(), "KEEPTTL"])
+        .await;
+    for key in ["room", "fence", "moves", "games"] {
+        redis
+            .command(&["PERSIST", &format!("jg:{{{id}}}:{key}")])
+            .await;
+    }
+    redis.command(&["SADD", "jg:lobbies", id]).await;
+}
+
+/// What must hold for every identity at rest: at most one of its solo
+/// games is open, the one its note names; every other one of its games
+/// has a TTL, and so has a note naming a closed game.
+async fn only_the_current_game_is_open(redis: &RedisServer) {
+    let open = open_set(redis).await;
+    for (id, identity) in stored_solo_games(redis).await {
+        let noted = note(redis, &identity).await;
+        let room = format!("jg:{{{id}}}:room");
+        if open.contains(&id) {
+            assert_eq!(
+                noted.as_deref(),
+                Some(id.as_str()),
+                "an open game is the noted one"
+            );
+            assert_eq!(ttl(redis, &room).await, -1, "an open game is kept");
+        } else {
+            assert!(ttl(redis, &room).await > 0, "closed game {id} expires");
+            if noted.as_deref() == Some(id.as_str()) {
+                let key = format!("jg:solo:{{{identity}}}");
+                assert!(
+                    ttl(redis, &key).await > 0,
+                    "a note of a closed game expires"
+                );
+            }
+        }
+    }
+}
+
+/// Issue 19: after a restart, `resume_solo` gave players the practice game
+/// they had replaced (discarded) about half the time, because every open
+/// game was taken over and each one noted itself as its player's game.
+/// A replaced game is now closed (out of the open set, with a TTL) when
+/// it is replaced, and only the noted game is ever taken over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_practice_game_is_closed_and_never_resumed_after_kill_9() {
+    use jumpgate_e2e::JumpgateProcess;
+    let redis = RedisServer::start().await;
+    let env = [("JUMPGATE_REDIS_URL", redis.url())];
+    let mut first = JumpgateProcess::start(&env).await;
+    // (token, identity, replaced game, current game)
+    let mut players = Vec::new();
+    for _ in 0..12 {
+        let mut p = Player::connect_to(&first, Encoding::Json, None).await;
+        let old = start(&mut p, BotLevel::Tamer, false, SoloMode::Computer)
+            .await
+            .unwrap();
+        play_first(&mut p, &old).await.unwrap();
+        p.solo_until(|s| s.game.ply == 2 && !s.thinking).await;
+        let current = start(&mut p, BotLevel::Tamer, false, SoloMode::Computer)
+            .await
+            .unwrap();
+        assert_ne!(old.id, current.id);
+        players.push((p.token.clone(), p.id.clone(), old.id, current.id));
+    }
+    first.kill_9();
+    // Half the replaced games are put back as the code before the fix left
+    // every one of them (open, no TTL, not marked closed), as if their
+    // close had never been stored: they are closed when taken over.
+    for (_, _, old, _) in players.iter().take(6) {
+        reopen(&redis, old).await;
+    }
+
+    let second = JumpgateProcess::start_at(first.addr, &env).await;
+    for (token, _, old, current) in &players {
+        let mut p = Player::connect_to(&second, Encoding::Json, Some(token.clone())).await;
+        p.request(|seq| ClientMessage::ResumeSolo { seq })
+            .await
+            .unwrap();
+        let s = p.solo_until(|_| true).await;
+        assert_eq!(&s.id, current, "the current game, not the replaced {old}");
+    }
+    let open = open_set(&redis).await;
+    for (_, identity, old, current) in &players {
+        assert!(!open.contains(old), "a replaced game is not open");
+        assert!(open.contains(current));
+        assert_eq!(note(&redis, identity).await.as_ref(), Some(current));
+    }
+    only_the_current_game_is_open(&redis).await;
+}
+
+/// The replacement with a fault in its middle: Redis stalls for longer
+/// than the server's timeout while players replace their games (the close
+/// of the old game and the note of the new one time out), and the server
+/// is killed with SIGKILL during the stall. Whatever landed, a restarted
+/// server resumes no replaced game, and a replacement after that closes
+/// whatever the stall left open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replacing_a_game_during_a_stall_and_a_kill_9_never_resumes_a_discarded_one() {
+    use jumpgate_e2e::JumpgateProcess;
+    let redis = RedisServer::start().await;
+    let env = [
+        ("JUMPGATE_REDIS_URL", redis.url()),
+        ("JUMPGATE_REDIS_TIMEOUT_MS", "300".to_owned()),
+    ];
+    let mut first = JumpgateProcess::start(&env).await;
+    let mut players = Vec::new();
+    for _ in 0..6 {
+        let mut p = Player::connect_to(&first, Encoding::Json, None).await;
+        let old = start(&mut p, BotLevel::Tamer, false, SoloMode::Computer)
+            .await
+            .unwrap();
+        play_first(&mut p, &old).await.unwrap();
+        p.solo_until(|s| s.game.ply == 2 && !s.thinking).await;
+        players.push((p, old.id));
+    }
+    redis.pause(1_500).await;
+    for (p, _) in &mut players {
+        p.send(|seq| ClientMessage::StartSolo {
+            seq,
+            rule_set: RuleSet::American,
+            mode: SoloMode::Computer,
+            level: Some(BotLevel::Tamer),
+            ranked: false,
+        })
+        .await;
+    }
+    // Past the timeout of the old game's close, within the stall.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    first.kill_9();
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+
+    let second = JumpgateProcess::start_at(first.addr, &env).await;
+    let mut again = Vec::new();
+    for (p, old) in &players {
+        let mut p = Player::connect_to(&second, Encoding::Json, Some(p.token.clone())).await;
+        // No `start_solo` was acknowledged: the old game is back, or it
+        // was discarded (PROTOCOL.md: a refused `start_solo` may have
+        // discarded it); never another.
+        match p.request(|seq| ClientMessage::ResumeSolo { seq }).await {
+            Ok(()) => assert_eq!(&p.solo_until(|_| true).await.id, old),
+            Err(code) => assert_eq!(code, ErrorCode::NoGameInProgress),
+        }
+        let current = start(&mut p, BotLevel::Tamer, false, SoloMode::Computer)
+            .await
+            .unwrap();
+        again.push((p.token.clone(), old.clone(), current.id));
+    }
+    only_the_current_game_is_open(&redis).await;
+    let mut first = second;
+    first.kill_9();
+    let third = JumpgateProcess::start_at(first.addr, &env).await;
+    for (token, old, current) in &again {
+        let mut p = Player::connect_to(&third, Encoding::Json, Some(token.clone())).await;
+        p.request(|seq| ClientMessage::ResumeSolo { seq })
+            .await
+            .unwrap();
+        let s = p.solo_until(|_| true).await;
+        assert_eq!(&s.id, current, "the current game, not {old}");
+    }
+    only_the_current_game_is_open(&redis).await;
+}
+
+/// A practice game nobody attaches to for the idle time closes: out of
+/// the open set, its keys and its note expiring, and `resume_solo` no
+/// longer finds it; the close is stored even when Redis stalls for
+/// longer than the timeout just as it is made (it is tried again). An
+/// unfinished ranked game left alike stays (leaving does not forfeit it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_practice_game_left_unattached_closes_and_expires_through_a_stall() {
+    let redis = RedisServer::start().await;
+    let url = redis.url();
+    let server = TestServer::start(move |s| {
+        s.redis_url = Some(url);
+        s.redis_timeout = Duration::from_millis(300);
+        s.idle_lobby = Duration::from_secs(1);
+        s.executive_budget = Duration::from_millis(20);
+        s.accounts = Some(AccountSettings {
+            issuer: "https://id.test".into(),
+            audience: "jumpgate".into(),
+            hs256: vec![("k1".into(), SECRET.to_vec())],
+            ..AccountSettings::default()
+        });
+    })
+    .await;
+    let mut ranked = Player::connect_with(&server, Encoding::Json, Some(token("cy", "Cy"))).await;
+    let r = start(&mut ranked, BotLevel::Executive, true, SoloMode::Computer)
+        .await
+        .unwrap();
+    ranked
+        .request(|seq| ClientMessage::Leave { seq })
+        .await
+        .unwrap();
+
+    let mut p = Player::connect(&server, Encoding::Json).await;
+    let s = start(&mut p, BotLevel::Tamer, false, SoloMode::Computer)
+        .await
+        .unwrap();
+    play_first(&mut p, &s).await.unwrap();
+    p.solo_until(|s| s.game.ply == 2 && !s.thinking).await;
+    p.request(|seq| ClientMessage::Leave { seq }).await.unwrap();
+    redis.pause(1_500).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while open_set(&redis).await.contains(&s.id) {
+        assert!(tokio::time::Instant::now() < deadline, "never closed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ttl(&redis, &format!("jg:{{{}}}:room", s.id)).await > 0);
+    assert_eq!(
+        p.request(|seq| ClientMessage::ResumeSolo { seq }).await,
+        Err(ErrorCode::NoGameInProgress)
+    );
+    assert!(open_set(&redis).await.contains(&r.id), "ranked games wait");
+    only_the_current_game_is_open(&redis).await;
+    // The player simply starts another.
+    let again = start(&mut p, BotLevel::Tamer, false, SoloMode::Computer)
+        .await
+        .unwrap();
+    assert_ne!(again.id, s.id);
+    ranked
+        .request(|seq| ClientMessage::ResumeSolo { seq })
+        .await
+        .unwrap();
+    assert_eq!(ranked.solo_until(|_| true).await.id, r.id);
+}
+
+/// A replaced ranked game whose result was scored but whose record still
+/// says the score is pending (the write after the score never landed),
+/// left open by a close that was never stored: taken over at the next
+/// start, it is closed, and its result is recorded again but counted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_ranked_game_left_pending_counts_once_and_closes() {
+    let redis = RedisServer::start().await;
+    let first = server(Some(&redis), 500).await;
+    let tok = token("dee", "Dee");
+    let mut dee = Player::connect_with(&first, Encoding::Json, Some(tok.clone())).await;
+    let ranked = start(&mut dee, BotLevel::Executive, true, SoloMode::Computer)
+        .await
+        .unwrap();
+    dee.request(|seq| ClientMessage::Resign { seq })
+        .await
+        .unwrap();
+    let current = start(&mut dee, BotLevel::Tamer, false, SoloMode::Computer)
+        .await
+        .unwrap();
+    assert_eq!(board(&first).await["entries"][0]["games"], 1);
+    drop(first);
+    drop(dee);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    reopen(&redis, &ranked.id).await;
+    let room = format!("jg:{{{}}}:room", ranked.id);
+    let record = values(&redis.command(&["GET", &room]).await).pop().unwrap();
+    let mut record: serde_json::Value = serde_json::from_str(&record).unwrap();
+    record["pending_score"] = true.into();
+    redis.command(&["SET", &room, &record.to_string()]).await;
+
+    let second = server(Some(&redis), 500).await;
+    let mut dee = Player::connect_with(&second, Encoding::Json, Some(tok)).await;
+    dee.request(|seq| ClientMessage::ResumeSolo { seq })
+        .await
+        .unwrap();
+    assert_eq!(dee.solo_until(|_| true).await.id, current.id);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while open_set(&redis).await.contains(&ranked.id) {
+        assert!(tokio::time::Instant::now() < deadline, "never closed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let b = board(&second).await;
+    assert_eq!(b["entries"][0]["games"], 1, "counted once: {b}");
+    assert_eq!(b["entries"][0]["losses"], 1);
+    only_the_current_game_is_open(&redis).await;
+}
