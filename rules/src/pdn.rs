@@ -35,6 +35,32 @@ pub fn result_token(rule_set: RuleSet, winner: Option<Color>) -> &'static str {
     }
 }
 
+/// A Unix time (seconds) as a PDN date, `YYYY.MM.DD` in UTC.
+pub fn utc_date(unix_secs: u64) -> String {
+    // Days to a civil date (proleptic Gregorian), by eras of 400 years.
+    let days = (unix_secs / 86_400) as i64 + 719_468;
+    let era = days.div_euclid(146_097);
+    let day_of_era = days.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!("{year:04}.{month:02}.{day:02}")
+}
+
+/// The PDN text with an unknown date (`????.??.??`) replaced by `date`;
+/// a known date is kept.
+pub fn with_date(pdn: &str, date: &str) -> String {
+    pdn.replacen(
+        "[Date \"????.??.??\"]",
+        &format!("[Date \"{}\"]", escape(date)),
+        1,
+    )
+}
+
 pub fn escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
@@ -132,30 +158,45 @@ pub enum PdnError {
     },
 }
 
-/// Reads one PDN game in the given rule set: the FEN tag if any, then the
-/// moves. Comments in braces and move numbers are skipped.
-pub fn read(rule_set: RuleSet, pdn: &str) -> Result<Game, PdnError> {
-    let mut fen_tag = None;
+/// One PDN game taken apart: its tags (name and unquoted value, in order)
+/// and its moves as written, without move numbers, comments or the result.
+/// A pass is the token `--`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PdnParts {
+    pub tags: Vec<(String, String)>,
+    pub moves: Vec<String>,
+}
+
+impl PdnParts {
+    /// The value of the first tag with this name.
+    pub fn tag(&self, name: &str) -> Option<&str> {
+        self.tags
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Takes one PDN game apart (see [`PdnParts`]). Comments in braces and move
+/// numbers (`12.`, `12...`) are skipped; the movetext ends at the result.
+pub fn parts(pdn: &str) -> PdnParts {
+    let mut out = PdnParts::default();
     let mut movetext = String::new();
     for line in pdn.lines() {
         let line = line.trim();
         if let Some(tag) = line.strip_prefix('[') {
             let tag = tag.trim_end_matches(']');
-            if let Some(("FEN", value)) = tag.split_once(' ') {
-                fen_tag = Some(value.trim().trim_matches('"').to_owned());
+            if let Some((name, value)) = tag.split_once(' ') {
+                let value = value.trim().trim_matches('"');
+                let value = value.replace("\\\"", "\"").replace("\\\\", "\\");
+                out.tags.push((name.to_owned(), value));
             }
         } else {
             movetext.push_str(line);
             movetext.push(' ');
         }
     }
-    let start = match fen_tag {
-        Some(f) => fen::parse(rule_set, &f)?,
-        None => super::position::Position::start(rule_set),
-    };
-    let mut game = Game::from_position(rule_set, start);
     let mut in_comment = false;
-    let mut number = 0;
     for token in movetext.split_whitespace() {
         if in_comment || token.starts_with('{') {
             in_comment = !token.ends_with('}');
@@ -171,13 +212,26 @@ pub fn read(rule_set: RuleSet, pdn: &str) -> Result<Game, PdnError> {
             Some(i) => &token[i + 1..],
             None => token,
         };
-        if token.is_empty() {
-            continue;
+        if !token.is_empty() {
+            out.moves.push(token.to_owned());
         }
-        number += 1;
+    }
+    out
+}
+
+/// Reads one PDN game in the given rule set: the FEN tag if any, then the
+/// moves. Comments in braces and move numbers are skipped.
+pub fn read(rule_set: RuleSet, pdn: &str) -> Result<Game, PdnError> {
+    let parts = parts(pdn);
+    let start = match parts.tag("FEN") {
+        Some(f) => fen::parse(rule_set, f)?,
+        None => super::position::Position::start(rule_set),
+    };
+    let mut game = Game::from_position(rule_set, start);
+    for (i, token) in parts.moves.iter().enumerate() {
         game.play_text(token).map_err(|error| PdnError::Move {
-            number,
-            text: token.to_owned(),
+            number: i + 1,
+            text: token.clone(),
             error,
         })?;
     }

@@ -646,6 +646,35 @@ impl VariantGame {
         }
     }
 
+    /// Reads a game this crate wrote as PDN ([`pdn`](Self::pdn)) back: the
+    /// 8×8 rule sets through [`pdn::read`], Space Mode from its `Seed` tag
+    /// and its moves, orbit from its moves (`--` is a pass, which the game
+    /// makes by itself).
+    pub fn read_pdn(variant: Variant, text: &str) -> Result<VariantGame, String> {
+        if let Variant::Draughts(rs) = variant {
+            return pdn::read(rs, text)
+                .map(VariantGame::Draughts)
+                .map_err(|e| e.to_string());
+        }
+        let parts = pdn::parts(text);
+        let seed = match variant {
+            Variant::Space => parts
+                .tag("Seed")
+                .and_then(|s| s.parse().ok())
+                .ok_or("a Space Mode game needs its Seed tag")?,
+            _ => 0,
+        };
+        let mut game = VariantGame::new(variant, seed);
+        for (i, text) in parts.moves.iter().enumerate() {
+            if text == "--" {
+                continue;
+            }
+            game.play_text(text)
+                .map_err(|e| format!("move {} ({text}): {e}", i + 1))?;
+        }
+        Ok(game)
+    }
+
     /// The game as PDN. `notations` are the moves as they were written when
     /// played; the 8×8 rule sets rewrite them from the game itself.
     pub fn pdn(&self, tags: &PdnTags, notations: &[String]) -> String {
@@ -659,8 +688,12 @@ impl VariantGame {
     }
 }
 
-/// PDN-style export for the space rule sets, which have no PDN GameType:
-/// the usual tags plus `Variant`, then numbered moves and the result.
+/// PDN for the space rule sets, by the same conventions as the 8×8 rule
+/// sets (see RULES.md, "PDN"): `White` and `Black` name the players, Dark
+/// (who moves first) being Black as in American checkers, and the result
+/// reads White–Black. Space Mode adds American's `GameType` (its board and
+/// numbering) with `[Variant "space"]` and the wormholes' `Seed`; orbit has
+/// no PDN game type, only `[Variant "orbit"]`. Points read White–Black.
 fn write_plain_pdn(
     game: &VariantGame,
     tags: &PdnTags,
@@ -673,9 +706,7 @@ fn write_plain_pdn(
     };
     let result = match winner {
         None => "*",
-        Some(None) => "1/2-1/2",
-        Some(Some(Color::Dark)) => "1-0",
-        Some(Some(Color::Light)) => "0-1",
+        Some(w) => pdn::result_token(SPACE_RULES, w),
     };
     let esc = pdn::escape;
     let mut out = String::new();
@@ -691,19 +722,22 @@ fn write_plain_pdn(
     );
     let _ = writeln!(
         out,
-        "[Dark \"{}\"]",
-        esc(tags.dark.as_deref().unwrap_or("?"))
+        "[White \"{}\"]",
+        esc(tags.light.as_deref().unwrap_or("?"))
     );
     let _ = writeln!(
         out,
-        "[Light \"{}\"]",
-        esc(tags.light.as_deref().unwrap_or("?"))
+        "[Black \"{}\"]",
+        esc(tags.dark.as_deref().unwrap_or("?"))
     );
     let _ = writeln!(out, "[Result \"{result}\"]");
+    if game.variant() == Variant::Space {
+        let _ = writeln!(out, "[GameType \"{}\"]", SPACE_RULES.pdn_game_type());
+    }
     let _ = writeln!(out, "[Variant \"{}\"]", game.variant().name());
     out.push_str(&extra);
     if let Some([dark, light]) = tags.points.or(game.outcome().and_then(|o| o.points)) {
-        let _ = writeln!(out, "[Points \"{dark}-{light}\"]");
+        let _ = writeln!(out, "[Points \"{light}-{dark}\"]");
     }
     out.push('\n');
     // Replayed to know who made each move: on the orbit board a side that

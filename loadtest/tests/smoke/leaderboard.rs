@@ -21,6 +21,7 @@ async fn tiny_leaderboard_reads_back_in_order() {
     let addr = listener.local_addr().unwrap();
     let mut settings = Settings::for_address(addr);
     settings.redis_url = Some(redis.url.clone());
+    settings.limits = jumpgate_server::limits::LimitSettings::unlimited();
     let (stop, stopped) = oneshot::channel::<()>();
     tokio::spawn(jumpgate_server::run(listener, settings, async {
         let _ = stopped.await;

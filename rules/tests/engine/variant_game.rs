@@ -5,7 +5,8 @@
 //! replay of the stored moves rebuilds the same game (Space Mode's
 //! wormholes included).
 
-use jumpgate_rules::{Variant, VariantGame};
+use jumpgate_rules::pdn::{self, PdnTags};
+use jumpgate_rules::{Color, Variant, VariantGame};
 use proptest::prelude::*;
 
 /// What a client can see of a game; equal views mean equal games.
@@ -115,6 +116,35 @@ proptest! {
         let (replayed, played) = VariantGame::replay(variant, seed, &texts).expect("replays");
         prop_assert_eq!(view(&replayed), view(&game));
         prop_assert_eq!(played.len(), stored.len());
+
+        // The PDN export reads back into the same game, with the same tags
+        // in every rule set.
+        let notations: Vec<String> = played.iter().map(|m| m.notation.clone()).collect();
+        let tags = PdnTags {
+            dark: Some("Dee \"the\" Dark".into()),
+            light: Some("Lee".into()),
+            ..PdnTags::default()
+        };
+        let text = game.pdn(&tags, &notations);
+        let back = VariantGame::read_pdn(variant, &text);
+        prop_assert!(back.is_ok(), "{variant}: {back:?}\n{text}");
+        prop_assert_eq!(view(&back.unwrap()), view(&game), "{}", text);
+        let parts = pdn::parts(&text);
+        for tag in ["Event", "Date", "White", "Black", "Result"] {
+            prop_assert!(parts.tag(tag).is_some(), "{variant}: no {tag} tag\n{text}");
+        }
+        prop_assert_eq!(parts.tag("GameType").is_some(), variant != Variant::Orbit);
+        // Dark moves first; it is White in the rule sets where White does.
+        let dark_is_white = matches!(variant, Variant::Draughts(rs) if rs.first_player_letter() == 'W');
+        let (white, black) = if dark_is_white { ("Dee \"the\" Dark", "Lee") } else { ("Lee", "Dee \"the\" Dark") };
+        prop_assert_eq!(parts.tag("White"), Some(white));
+        prop_assert_eq!(parts.tag("Black"), Some(black));
+        let expected = match game.outcome().map(|o| o.winner) {
+            None => "*",
+            Some(None) => "1/2-1/2",
+            Some(Some(winner)) => if (winner == Color::Dark) == dark_is_white { "1-0" } else { "0-1" },
+        };
+        prop_assert_eq!(parts.tag("Result"), Some(expected));
     }
 }
 
@@ -168,8 +198,8 @@ fn orbit_pdn_marks_passes_and_points() {
         let pdn = game.pdn(&tags, &notations);
         assert!(pdn.contains("[Variant \"orbit\"]"), "{pdn}");
         assert!(
-            pdn.contains("[Points \"7-1\"]"),
-            "points from the tags win: {pdn}"
+            pdn.contains("[Points \"1-7\"]"),
+            "points from the tags win, White's (Light's) first: {pdn}"
         );
         assert!(
             pdn.contains(" -- ") || pdn.contains(". --"),
@@ -183,4 +213,20 @@ fn orbit_pdn_marks_passes_and_points() {
         return;
     }
     panic!("no orbit game with a pass");
+}
+
+#[test]
+fn pdn_dates_are_utc_calendar_days() {
+    assert_eq!(pdn::utc_date(0), "1970.01.01");
+    assert_eq!(pdn::utc_date(951_782_400), "2000.02.29");
+    assert_eq!(pdn::utc_date(1_796_083_199), "2026.11.30");
+    assert_eq!(pdn::utc_date(4_107_542_400), "2100.03.01");
+    let text = "[Event \"x\"]\n[Date \"????.??.??\"]\n\n1. 11-15 *\n";
+    assert!(pdn::with_date(text, "2026.11.30").contains("[Date \"2026.11.30\"]"));
+    let known = pdn::with_date(text, "2026.11.30");
+    assert_eq!(
+        pdn::with_date(&known, "1999.01.01"),
+        known,
+        "a known date is kept"
+    );
 }

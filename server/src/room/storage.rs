@@ -31,7 +31,9 @@ impl Room {
             version,
             record,
             moves: self.lobby.pending_moves.clone(),
-            finished_games: self.lobby.pending_games.clone(),
+            // A finished game's PDN is dated when it is stored: the day
+            // (UTC) it ended, give or take a retry.
+            finished_games: dated(&self.lobby.pending_games),
             open: !closed,
             expire_after: (closed || finished).then_some(self.settings.finished_ttl),
         };
@@ -233,4 +235,16 @@ impl Room {
             let _ = m.out.try_send(Outbound::Direct(Box::new(left.clone())));
         }
     }
+}
+
+/// The games' PDN with today's date (UTC) where it was left unknown.
+fn dated(games: &[(u64, String)]) -> Vec<(u64, String)> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let date = crate::rules::pdn::utc_date(now);
+    games
+        .iter()
+        .map(|(n, pdn)| (*n, crate::rules::pdn::with_date(pdn, &date)))
+        .collect()
 }

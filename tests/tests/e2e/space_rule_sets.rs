@@ -188,7 +188,8 @@ async fn orbit_series_is_scored_by_points() {
     let (status, pdn) = http_get(server.addr, &format!("/r/{}/games.pdn", finished.code)).await;
     assert_eq!(status, 200);
     assert!(pdn.contains("[Variant \"orbit\"]"), "{pdn}");
-    assert!(pdn.contains(&format!("[Points \"{}-{}\"]", points.dark, points.light)));
+    // White first: in orbit Light is White (Dark, who moves first, is Black).
+    assert!(pdn.contains(&format!("[Points \"{}-{}\"]", points.light, points.dark)));
     assert!(pdn.contains(&format!("1. {} {}", g.moves[0], g.moves[1])));
 }
 
