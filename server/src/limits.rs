@@ -172,7 +172,11 @@ impl TryAgain {
 #[derive(Debug)]
 pub struct ClientLimits {
     settings: LimitSettings,
-    messages: Option<DefaultKeyedRateLimiter<ClientAddr>>,
+    messages: Option<Arc<DefaultKeyedRateLimiter<ClientAddr>>>,
+    /// One queue per address whose messages are being held back: its
+    /// connections wait their turn in order, and only the first sleeps
+    /// until the bucket has a token (no herd waking at every token).
+    message_queues: Arc<Mutex<HashMap<ClientAddr, Arc<tokio::sync::Mutex<()>>>>>,
     rooms_by_address: Option<DefaultKeyedRateLimiter<ClientAddr>>,
     rooms_by_identity: Option<DefaultKeyedRateLimiter<String>>,
     http: Option<DefaultKeyedRateLimiter<ClientAddr>>,
@@ -203,7 +207,8 @@ fn per_minute(rate: u32) -> Option<Quota> {
 impl ClientLimits {
     pub fn new(settings: LimitSettings) -> ClientLimits {
         ClientLimits {
-            messages: keyed(per_second(settings.messages_per_second)),
+            messages: keyed(per_second(settings.messages_per_second)).map(Arc::new),
+            message_queues: Arc::default(),
             rooms_by_address: keyed(per_minute(settings.rooms_per_minute_per_address)),
             rooms_by_identity: keyed(per_minute(settings.rooms_per_minute_per_identity)),
             http: keyed(per_second(settings.http_per_second)),
@@ -214,10 +219,52 @@ impl ClientLimits {
         }
     }
 
-    /// One more message from `addr`: `Err` says how long its connections
-    /// must wait (they stop reading until then).
+    /// One more message from `addr`, now: `Err` when it must wait its turn
+    /// ([`message_turn`](Self::message_turn)); the connection stops reading
+    /// until then. Nobody jumps the queue: while connections of the address
+    /// wait, a new message waits too.
     pub fn message(&self, addr: ClientAddr) -> Result<(), TryAgain> {
-        check(self.messages.as_ref(), &addr)
+        let queued = self
+            .message_queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&addr);
+        if queued {
+            return Err(TryAgain(Duration::ZERO));
+        }
+        check(self.messages.as_deref(), &addr)
+    }
+
+    /// Resolves when a held message from `addr` may be handled: the
+    /// address's waiting connections are served in order, and only the
+    /// first of them sleeps until the bucket refills.
+    pub fn message_turn(
+        &self,
+        addr: ClientAddr,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let limiter = self.messages.clone();
+        let queues = self.message_queues.clone();
+        let queue = queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(addr)
+            .or_default()
+            .clone();
+        async move {
+            let turn = queue.clone().lock_owned().await;
+            if let Some(limiter) = &limiter {
+                while let Err(wait) = check(Some(&**limiter), &addr) {
+                    tokio::time::sleep(wait.0).await;
+                }
+            }
+            // The last one out takes the queue away (the map holds one
+            // reference, this future another).
+            drop(turn);
+            let mut map = queues.lock().unwrap_or_else(|e| e.into_inner());
+            if Arc::strong_count(&queue) == 2 {
+                map.remove(&addr);
+            }
+        }
     }
 
     /// One more HTTP request (or WebSocket upgrade) from `addr`.
@@ -262,9 +309,13 @@ impl ClientLimits {
 
     /// Drops the buckets that have refilled (they hold no information).
     pub fn forget_idle(&self) {
-        for limiter in [&self.messages, &self.http, &self.rooms_by_address]
-            .into_iter()
-            .flatten()
+        for limiter in [
+            self.messages.as_deref(),
+            self.http.as_ref(),
+            self.rooms_by_address.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
         {
             limiter.retain_recent();
             limiter.shrink_to_fit();
@@ -413,6 +464,40 @@ mod tests {
         assert!(limits.greet("G-1").is_none());
         drop(greeted);
         assert!(limits.greet("G-1").is_some());
+    }
+
+    #[tokio::test]
+    async fn held_messages_take_their_turns_in_order_and_nobody_jumps_the_queue() {
+        let limits = Arc::new(ClientLimits::new(LimitSettings {
+            messages_per_second: 100,
+            ..LimitSettings::default()
+        }));
+        let addr = ClientAddr::new(ip("192.0.2.1"));
+        while limits.message(addr).is_ok() {}
+        let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel();
+        let turns: Vec<_> = (0..3)
+            .map(|i| {
+                let turn = limits.message_turn(addr);
+                let done = done_tx.clone();
+                tokio::spawn(async move {
+                    turn.await;
+                    done.send(i).unwrap();
+                })
+            })
+            .collect();
+        // While they wait, a new message from the address waits too.
+        assert!(limits.message(addr).is_err());
+        for turn in turns {
+            turn.await.unwrap();
+        }
+        let order: Vec<i32> = std::iter::from_fn(|| done_rx.try_recv().ok()).collect();
+        assert_eq!(order, [0, 1, 2]);
+        assert!(
+            limits.message_queues.lock().unwrap().is_empty(),
+            "the queue is gone"
+        );
+        // Another address never waited.
+        limits.message(ClientAddr::new(ip("192.0.2.2"))).unwrap();
     }
 
     #[test]

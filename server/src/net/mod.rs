@@ -30,6 +30,10 @@ const CLOSE_INVALID_DATA: u16 = 1007;
 const CLOSE_POLICY: u16 = 1008;
 const CLOSE_TOO_BIG: u16 = 1009;
 const CLOSE_ROOM_MOVED: u16 = wire::CLOSE_ROOM_MOVED;
+/// A held message's turn in its address's queue (see
+/// `ClientLimits::message_turn`).
+type HeldTurn = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// The most queued messages written before one flush.
 const MAX_WRITE_BATCH: usize = 16;
 
@@ -155,13 +159,13 @@ async fn serve_inner(
     let mut last_heard = Instant::now();
     let mut pings = tokio::time::interval(settings.ping_interval);
     pings.tick().await;
-    // A message held back while the client's address is over its rate:
-    // nothing more is read from this connection until it is handled, so a
-    // flood backs up into the client's own socket, not the server.
-    let mut held: Option<(Message, Instant)> = None;
+    // A message held back while the client's address is over its rate,
+    // with its turn in the address's queue: nothing more is read from this
+    // connection until it is handled, so a flood backs up into the
+    // client's own socket, not the server.
+    let mut held: Option<(Message, HeldTurn)> = None;
     let close = loop {
         let greeting = matches!(conn.session, Session::Greeting);
-        let release_at = held.as_ref().map_or_else(Instant::now, |(_, at)| *at);
         tokio::select! {
             incoming = socket.recv(), if held.is_none() => {
                 let message = match incoming {
@@ -181,17 +185,11 @@ async fn serve_inner(
                     break Some((code, reason));
                 }
             }
-            () = tokio::time::sleep_until(release_at), if held.is_some() => {
+            () = async { held.as_mut().expect("a held message").1.as_mut().await }, if held.is_some() => {
+                // Its turn came: the bucket gave it a token.
                 let (message, _) = held.take().expect("a held message");
                 last_heard = Instant::now();
-                let flow = match conn.throttle(message) {
-                    Ok(message) => conn.on_frame(message).await,
-                    Err(later) => {
-                        held = Some(later);
-                        Flow::Continue
-                    }
-                };
-                if let Flow::Close(code, reason) = flow {
+                if let Flow::Close(code, reason) = conn.on_frame(message).await {
                     break Some((code, reason));
                 }
             }
@@ -397,15 +395,18 @@ impl Connection {
     /// Lets a message through now, or holds it until the client's address
     /// is back under its message rate (its connections stop reading until
     /// then). Control frames are never held.
-    fn throttle(&self, message: Message) -> Result<Message, (Message, Instant)> {
+    fn throttle(&self, message: Message) -> Result<Message, (Message, HeldTurn)> {
         if !matches!(message, Message::Text(_) | Message::Binary(_)) {
             return Ok(message);
         }
         match self.state.limits.message(self.client) {
             Ok(()) => Ok(message),
-            Err(wait) => {
+            Err(_) => {
                 crate::metrics::METRICS.messages_throttled.inc();
-                Err((message, Instant::now() + wait.0))
+                Err((
+                    message,
+                    Box::pin(self.state.limits.message_turn(self.client)),
+                ))
             }
         }
     }
