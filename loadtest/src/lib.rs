@@ -14,12 +14,17 @@
 //! spent on ownership while rooms sit idle) and `bench-fencing` ([`fencing`]: move
 //! latency and throughput with fencing against a build without it). Their players are
 //! [`seated`] lobbies on reconnecting clients.
+//!
+//! `edge` ([`edge`]) measures the server's edge under abuse: connections held at the
+//! cap, half-open and un-greeted connections left to their deadlines, and an innocent
+//! game while one address floods.
 
 pub mod bench;
 pub mod bots;
 pub mod cluster;
 pub mod driver;
 pub mod echo;
+pub mod edge;
 pub mod failover;
 pub mod fencing;
 pub mod net;

@@ -1,13 +1,14 @@
 //! The `jumpgate-loadtest` binary: `bench` runs the whole comparison, `bench-bots`
 //! compares human move latency with and without bot games, `echo-server` runs the
 //! baseline server on its own; `failover`, `ownership-cost` and `bench-fencing`
-//! measure ownership across several instances on one Redis.
+//! measure ownership across several instances on one Redis; `edge` measures the
+//! server's connection cap, deadlines and per-address limits under abuse.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use jumpgate_loadtest::{bench, bots, echo, failover, fencing, net, ownership_cost, svg};
+use jumpgate_loadtest::{bench, bots, echo, edge, failover, fencing, net, ownership_cost, svg};
 use serde::Serialize;
 
 #[derive(Debug, Parser)]
@@ -36,6 +37,9 @@ enum Command {
     OwnershipCost(Box<ownership_cost::OwnershipCostArgs>),
     /// Run the same load on a Redis-backed server with fencing and on one without.
     BenchFencing(Box<fencing::FencingArgs>),
+    /// Start Jumpgate with its edge limits and measure them under abuse: connections
+    /// at the cap, half-open and un-greeted connections, an innocent game under a flood.
+    Edge(Box<edge::EdgeArgs>),
     /// Run the echo baseline: every data frame is sent back as is.
     EchoServer {
         /// Loopback address to listen on.
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
             print_report(&report.table(), &report.details(), &report, &args.out_json)
         }),
         Command::BenchFencing(args) => run_bench_fencing(&args),
+        Command::Edge(args) => run_edge(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -79,6 +84,15 @@ fn run_bench_fencing(args: &fencing::FencingArgs) -> Result<(), String> {
         pin_self(cpus)?;
     }
     let report = runtime()?.block_on(fencing::bench_fencing(args))?;
+    print_report(&report.table(), &report.details(), &report, &args.out_json)
+}
+
+fn run_edge(args: &edge::EdgeArgs) -> Result<(), String> {
+    // Before the runtime exists, so its worker threads inherit the affinity.
+    if let Some(cpus) = &args.client_cpus {
+        pin_self(cpus)?;
+    }
+    let report = runtime()?.block_on(edge::edge(args))?;
     print_report(&report.table(), &report.details(), &report, &args.out_json)
 }
 
