@@ -17,12 +17,16 @@
 //!
 //! `leaderboard` ([`leaderboard`]) times a page of the public leaderboard at growing
 //! board sizes, the players written straight into Redis.
+//! `edge` ([`edge`]) measures the server's edge under abuse: connections held at the
+//! cap, half-open and un-greeted connections left to their deadlines, and an innocent
+//! game while one address floods.
 
 pub mod bench;
 pub mod bots;
 pub mod cluster;
 pub mod driver;
 pub mod echo;
+pub mod edge;
 pub mod failover;
 pub mod fencing;
 pub mod leaderboard;

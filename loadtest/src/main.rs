@@ -2,14 +2,15 @@
 //! compares human move latency with and without bot games, `echo-server` runs the
 //! baseline server on its own; `failover`, `ownership-cost` and `bench-fencing`
 //! measure ownership across several instances on one Redis; `leaderboard` times a
-//! leaderboard page at 10k to 1M players.
+//! leaderboard page at 10k to 1M players; `edge` measures the server's connection
+//! cap, deadlines and per-address limits under abuse.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use jumpgate_loadtest::{
-    bench, bots, echo, failover, fencing, leaderboard, net, ownership_cost, svg,
+    bench, bots, echo, edge, failover, fencing, leaderboard, net, ownership_cost, svg,
 };
 use serde::Serialize;
 
@@ -42,6 +43,9 @@ enum Command {
     /// Start Redis and one instance, write players straight into a leaderboard and
     /// time page reads at each board size.
     Leaderboard(Box<leaderboard::LeaderboardArgs>),
+    /// Start Jumpgate with its edge limits and measure them under abuse: connections
+    /// at the cap, half-open and un-greeted connections, an innocent game under a flood.
+    Edge(Box<edge::EdgeArgs>),
     /// Run the echo baseline: every data frame is sent back as is.
     EchoServer {
         /// Loopback address to listen on.
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
             let report = rt.block_on(leaderboard::leaderboard(&args))?;
             print_report(&report.table(), &report.details(), &report, &args.out_json)
         }),
+        Command::Edge(args) => run_edge(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -89,6 +94,15 @@ fn run_bench_fencing(args: &fencing::FencingArgs) -> Result<(), String> {
         pin_self(cpus)?;
     }
     let report = runtime()?.block_on(fencing::bench_fencing(args))?;
+    print_report(&report.table(), &report.details(), &report, &args.out_json)
+}
+
+fn run_edge(args: &edge::EdgeArgs) -> Result<(), String> {
+    // Before the runtime exists, so its worker threads inherit the affinity.
+    if let Some(cpus) = &args.client_cpus {
+        pin_self(cpus)?;
+    }
+    let report = runtime()?.block_on(edge::edge(args))?;
     print_report(&report.table(), &report.details(), &report, &args.out_json)
 }
 

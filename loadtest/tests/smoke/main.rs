@@ -3,4 +3,5 @@
 
 mod bench;
 mod bots;
+mod edge;
 mod leaderboard;
