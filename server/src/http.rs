@@ -49,7 +49,14 @@ pub fn router(state: Arc<AppState>) -> Router {
             StatusCode::SERVICE_UNAVAILABLE,
             timeout,
         ))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
+        // Requests at debug level; a 5xx (a refusal at the connection cap,
+        // a timeout) is the server working as designed, counted in the
+        // metrics, not an error to log once per request.
+        .layer(
+            tower_http::trace::TraceLayer::new_for_http().on_failure(
+                tower_http::trace::DefaultOnFailure::new().level(tracing::Level::DEBUG),
+            ),
+        )
         .with_state(state)
 }
 
@@ -83,10 +90,12 @@ fn too_many(wait: crate::limits::TryAgain, message: &str) -> Response {
         .into_response()
 }
 
-#[derive(Debug, serde::Deserialize)]
-struct PageQuery {
-    page: Option<u32>,
-    per_page: Option<u32>,
+/// A query parameter as a number, read leniently: anything that is not an
+/// integer counts as absent, and integers are clamped into `u32`.
+fn number_param(params: &[(String, String)], name: &str) -> Option<u32> {
+    let value = params.iter().find(|(n, _)| n == name)?.1.trim();
+    let n: i128 = value.parse().ok()?;
+    Some(n.clamp(0, i128::from(u32::MAX)) as u32)
 }
 
 /// A public leaderboard page: names and scores only, read by rank (see
@@ -94,8 +103,10 @@ struct PageQuery {
 async fn leaderboard(
     State(state): State<Arc<AppState>>,
     Path(rule_set): Path<String>,
-    Query(q): Query<PageQuery>,
+    Query(params): Query<Vec<(String, String)>>,
 ) -> Response {
+    let page = number_param(&params, "page").unwrap_or(1);
+    let per_page = number_param(&params, "per_page").unwrap_or(25);
     let Ok(rs) = rule_set.parse::<crate::rules::Variant>() else {
         return (
             StatusCode::NOT_FOUND,
@@ -103,11 +114,7 @@ async fn leaderboard(
         )
             .into_response();
     };
-    match state
-        .leaderboards
-        .page(rs.name(), q.page.unwrap_or(1), q.per_page.unwrap_or(25))
-        .await
-    {
+    match state.leaderboards.page(rs.name(), page, per_page).await {
         // A board changes only when a ranked game ends, and anyone may
         // ask for it: caches and browsers may keep a page briefly, which
         // bounds what a busy page costs Redis however often it is asked.

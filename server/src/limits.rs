@@ -76,6 +76,14 @@ impl LimitSettings {
         }
     }
 
+    /// Whether `peer` is a trusted proxy. An IPv4 peer reaching a dual-stack
+    /// (`[::]`) listener shows as `::ffff:a.b.c.d`: it is compared as the
+    /// IPv4 address it is.
+    pub fn is_trusted(&self, peer: IpAddr) -> bool {
+        let peer = peer.to_canonical();
+        self.trusted_proxies.iter().any(|net| net.contains(&peer))
+    }
+
     /// The flags that give [`unlimited`](Self::unlimited) to `jumpgate
     /// serve`, as environment variables.
     pub const UNLIMITED_ENV: &[(&str, &str)] = &[
@@ -111,7 +119,7 @@ impl ClientAddr {
     /// address in the configured header when `peer` is a trusted proxy
     /// (the one the proxy itself appended), else `peer`.
     pub fn resolve(peer: IpAddr, headers: &axum::http::HeaderMap, limits: &LimitSettings) -> Self {
-        let trusted = limits.trusted_proxies.iter().any(|net| net.contains(&peer));
+        let trusted = limits.is_trusted(peer);
         if trusted {
             let named = headers
                 .get_all(limits.client_address_header.as_str())
@@ -418,6 +426,12 @@ mod tests {
         );
     }
 
+    fn headers_with(forwarded: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-forwarded-for", forwarded.parse().unwrap());
+        headers
+    }
+
     #[test]
     fn the_header_is_believed_only_from_a_trusted_proxy() {
         let settings = LimitSettings {
@@ -440,6 +454,13 @@ mod tests {
         headers.insert("x-forwarded-for", "not an address".parse().unwrap());
         let junk = ClientAddr::resolve(ip("10.1.1.1"), &headers, &settings);
         assert_eq!(junk, ClientAddr::new(ip("10.1.1.1")));
+        // An IPv4 proxy seen through a dual-stack listener is still trusted.
+        let mapped = ClientAddr::resolve(
+            ip("::ffff:10.1.1.1"),
+            &headers_with("203.0.113.9"),
+            &settings,
+        );
+        assert_eq!(mapped, ClientAddr::new(ip("203.0.113.9")));
         assert!(parse_proxy("10.0.0.0/33").is_err());
         assert!(parse_proxy("proxy").is_err());
     }

@@ -164,11 +164,7 @@ fn admit(
     }
     // A trusted proxy carries many clients: they are told apart (and
     // capped) by the address it names, once the request is read.
-    let address = if limits
-        .trusted_proxies
-        .iter()
-        .any(|n| n.contains(&peer.ip()))
-    {
+    let address = if limits.is_trusted(peer.ip()) {
         None
     } else {
         match state.limits.accept(ClientAddr::new(peer.ip())) {

@@ -394,9 +394,10 @@ impl Connection {
 
     /// Lets a message through now, or holds it until the client's address
     /// is back under its message rate (its connections stop reading until
-    /// then). Control frames are never held.
+    /// then). Pings and pongs count too (a flood of them costs the server
+    /// as much as one of messages); a close frame never waits.
     fn throttle(&self, message: Message) -> Result<Message, (Message, HeldTurn)> {
-        if !matches!(message, Message::Text(_) | Message::Binary(_)) {
+        if matches!(message, Message::Close(_)) {
             return Ok(message);
         }
         match self.state.limits.message(self.client) {

@@ -196,3 +196,26 @@ async fn a_board_from_before_the_sorted_order_is_migrated() {
             .starts_with(":1")
     );
 }
+
+/// Paging parameters that are not in range, or not numbers at all, are read
+/// leniently (clamped, or taken as absent): still a JSON page, never a
+/// plain-text 400.
+#[tokio::test]
+async fn odd_paging_parameters_still_get_a_json_page() {
+    let server = TestServer::start(|_| {}).await;
+    for (query, page, per_page) in [
+        ("per_page=-5", 1, 1),
+        ("per_page=1000000000000", 1, 100),
+        ("page=-3&per_page=abc", 1, 25),
+        ("page=99999999999999999999999", u32::MAX, 25),
+    ] {
+        let (status, body) =
+            jumpgate_e2e::http_get(server.addr, &format!("/api/leaderboards/american?{query}"))
+                .await;
+        assert_eq!(status, 200, "{query}: {body}");
+        let json = body.split("\r\n\r\n").nth(1).unwrap();
+        let json: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(json["page"], page, "{query}");
+        assert_eq!(json["per_page"], per_page, "{query}");
+    }
+}

@@ -458,3 +458,36 @@ async fn health_answers_on_the_internal_listener_when_the_public_one_is_full() {
         "counted"
     );
 }
+
+/// WebSocket pings count against the address's message rate like messages
+/// (a flood of them is held back, not answered at full speed).
+#[tokio::test]
+async fn pings_count_against_the_address_message_rate() {
+    let server = TestServer::start(|s| {
+        s.limits = LimitSettings {
+            messages_per_second: 5,
+            ..LimitSettings::unlimited()
+        };
+    })
+    .await;
+    let throttled = || async {
+        metric(
+            &jumpgate_e2e::http_get(server.addr, "/metrics").await.1,
+            "jumpgate_messages_throttled_total",
+        )
+    };
+    let before = throttled().await;
+    let (status, _, mut stream) = upgrade_from([127, 0, 0, 11], server.addr, &[]).await;
+    assert_eq!(status, 101);
+    // 100 empty masked pings (FIN + opcode 9, mask bit, zero mask key).
+    let pings: Vec<u8> = [0x89u8, 0x80, 0, 0, 0, 0].repeat(100);
+    stream.write_all(&pings).await.unwrap();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while throttled().await <= before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "pings were never held back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
