@@ -220,6 +220,11 @@ pub enum ServerMessage {
         identity: Identity,
         /// Present it in a later `hello` to be the same identity again.
         token: String,
+        /// Whether this server accepts account tokens (signing in); `false`:
+        /// guests only, so nothing that needs an account can be offered.
+        /// Absent from servers before it: read as `false`.
+        #[serde(default)]
+        accounts: bool,
     },
     /// The message with this `seq` was accepted.
     Ack { seq: u32 },

@@ -328,8 +328,8 @@ connection.addEventListener('welcome', ({ detail }) => {
   const signedIn = detail.guest === false;
   $('identity').textContent = signedIn ? `Signed in as ${detail.name}` : `You are ${detail.name}`;
   $('sign-out').hidden = !signedIn;
-  soloPanel.setSignedIn(signedIn && isAccountToken(connection.token));
-  lobby.setGuest(!signedIn);
+  soloPanel.setSignedIn(signedIn && isAccountToken(connection.token), connection.accounts);
+  lobby.setGuest(!signedIn, connection.accounts);
   $('name-form').hidden = signedIn; // an account's name comes from its sign-in
   if (document.activeElement !== $('name-input')) $('name-input').value = detail.name;
   // Once per page load: a signed-in player's unfinished solo game (a ranked

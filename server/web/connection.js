@@ -324,6 +324,8 @@ export class Connection extends EventTarget {
       case 'welcome':
         this.storage.setItem(TOKEN_KEY, message.token);
         this.identity = message.identity;
+        // Whether this server takes account tokens at all (sign-in).
+        this.accounts = message.accounts === true;
         this.attempt = 0;
         this.emit('welcome', message.identity);
         this.afterWelcome();

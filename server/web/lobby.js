@@ -73,11 +73,15 @@ export class LobbyScreen {
     });
   }
 
-  /** Stakes need an account: a guest is not offered the field, only how to sign in. */
-  setGuest(guest) {
-    $('stake-field').hidden = guest;
-    $('stake-guest-hint').hidden = !guest;
-    if (guest) $('stake').value = '';
+  /**
+   * Stakes need an account: a guest is not offered the field, only how to
+   * sign in, and only where the server takes accounts (`accounts`);
+   * elsewhere nothing about stakes is shown.
+   */
+  setGuest(guest, accounts) {
+    $('stake-field').hidden = guest || !accounts;
+    $('stake-guest-hint').hidden = !(guest && accounts);
+    if (guest || !accounts) $('stake').value = '';
   }
 
   async busy(promise) {
@@ -190,9 +194,13 @@ export class SoloPanel {
     }
   }
 
-  /** Ranked play needs an account (a signed-in token) and the Executive. */
-  setSignedIn(signedIn) {
+  /**
+   * Ranked play needs an account (a signed-in token) and the Executive;
+   * `accounts`: whether this server takes accounts at all.
+   */
+  setSignedIn(signedIn, accounts = true) {
     this.signedIn = signedIn;
+    this.accounts = accounts;
     this.refresh();
   }
 
@@ -202,7 +210,9 @@ export class SoloPanel {
     box.disabled = !(this.signedIn && executive);
     if (box.disabled) box.checked = false;
     const why = !this.signedIn
-      ? 'Ranked games need a signed-in account; as a guest you play practice games.'
+      ? (this.accounts === false
+        ? 'Ranked games need an account, and this server has no sign-in: every game here is practice.'
+        : 'Ranked games need a signed-in account; as a guest you play practice games.')
       : executive ? 'Ranked games against the Executive count for the leaderboard.'
         : 'Only games against the Executive can be ranked.';
     $('solo-ranked-hint').textContent = `${why} Using undo turns a ranked game into practice for good.`;

@@ -81,6 +81,7 @@ async fn stand_in_server(upgrade: Upgrade) -> SocketAddr {
                     guest: true,
                 },
                 token: "t1".into(),
+                accounts: false,
             }))
             .await
             .unwrap();

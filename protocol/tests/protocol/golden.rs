@@ -692,6 +692,7 @@ fn server_examples() -> Vec<(&'static str, ServerMessage)> {
                     guest: true,
                 },
                 token: "tk_2Vq9LmX4Rz".into(),
+                accounts: true,
             },
         ),
         ("server_ack", ServerMessage::Ack { seq: 3 }),
@@ -968,4 +969,22 @@ fn states_decode_the_same_whatever_the_key_order() {
             "{name}, keys reordered"
         );
     }
+}
+
+/// A `welcome` from a server older than its `accounts` field still decodes,
+/// as a server without accounts.
+#[test]
+fn a_welcome_without_accounts_reads_as_guests_only() {
+    let old = r#"{"type":"welcome","server_version":"0.1.0","protocols":[1],"identity":{"id":"u_7f3a","name":"Guest 7F3A","guest":true},"token":"tk"}"#;
+    let decoded = jumpgate_protocol::codec::decode_server(Encoding::Json, old.as_bytes()).unwrap();
+    assert!(
+        matches!(
+            decoded,
+            ServerMessage::Welcome {
+                accounts: false,
+                ..
+            }
+        ),
+        "{decoded:?}"
+    );
 }

@@ -107,6 +107,7 @@ impl Connection {
                 guest: true,
             },
             token: "t1".into(),
+            accounts: false,
         })
         .await;
     }

@@ -275,6 +275,7 @@ impl Connection {
                 guest: identity.guest,
             },
             token,
+            accounts: self.state.settings.accounts.is_some(),
         });
         self.session = Session::Idle { identity };
         Flow::Continue
