@@ -9,6 +9,9 @@
 //! sends `hello` with the kept token and the next `seq`, enters the room again and
 //! re-sends the unanswered requests with their original `seq` and content. Its user learns of it from
 //! [`Event::Reconnected`] and otherwise carries on receiving messages as before.
+//!
+//! Over 700 lines: about 230 of them are unit tests; the client's reconnect
+//! state machine reads best in one place.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;

@@ -6,6 +6,9 @@
 //! and the orbit board on [`OrbitGame`]. Square names are the ones the wire
 //! protocol uses: `a1`–`h8` on the 8×8 board, `C`, `B1`–`B12`, `A1`–`A12` on
 //! the orbit board.
+//!
+//! Over 700 lines: it adapts three engines behind one type, one match per
+//! method, and writes and reads the space rule sets' PDN.
 
 use std::fmt;
 use std::fmt::Write as _;

@@ -1,5 +1,8 @@
 //! Shared helpers for the end-to-end tests: start a real server on port 0
 //! and drive it with the protocol crate's real WebSocket client.
+//!
+//! Over 700 lines: it gathers the process helpers every e2e test shares
+//! (servers, Redis, players); the balancer and tables are split out.
 
 pub mod balancer;
 pub mod table;

@@ -9,6 +9,9 @@
 //! set and given the finished TTL, so it is never resumed and its keys go
 //! away. A game whose close could not be stored is closed by whoever takes
 //! it over next ([`close_discarded`]).
+//!
+//! Over 700 lines: the game task and the handling of its commands read best
+//! together; the bot pool and the stored record are split out.
 
 use std::sync::Arc;
 
