@@ -33,7 +33,9 @@ METRICS = {
     "jumpgate_decode_errors_total": ("counter", {"code"}),
     "jumpgate_clock_forfeits_total": ("counter", {"rule_set"}),
     "jumpgate_series_finished_total": ("counter", {"outcome"}),
-    "jumpgate_stake_points_total": ("counter", {"kind"}),
+    "jumpgate_stake_points_escrowed_total": ("counter", set()),
+    "jumpgate_stake_points_paid_total": ("counter", set()),
+    "jumpgate_stake_points_refunded_total": ("counter", set()),
     "jumpgate_redis_op_seconds": ("histogram", {"op"}),
     "jumpgate_redis_errors_total": ("counter", {"op"}),
     "jumpgate_bot_think_seconds": ("histogram", {"level"}),
@@ -45,6 +47,11 @@ METRICS = {
     "jumpgate_edge_refusals_total": ("counter", {"reason"}),
     "jumpgate_messages_throttled_total": ("counter", set()),
     "jumpgate_http_connections_open": ("gauge", set()),
+    "jumpgate_solo_games_live": ("gauge", set()),
+    "jumpgate_rooms_awaiting_store": ("gauge", set()),
+    "jumpgate_resume_seconds": ("gauge", set()),
+    "jumpgate_build_info": ("gauge", {"version"}),
+    "jumpgate_rooms_unresumable": ("gauge", set()),
 }
 TARGET_LABELS = {"instance", "job", "namespace", "pod"}
 
@@ -455,10 +462,31 @@ if check(dockerfile, "Dockerfile is missing"):
           'Dockerfile: ENTRYPOINT must be ["jumpgate", "serve"]')
     check("COPY --from=" in dockerfile, "Dockerfile: runtime stage must copy the binary from the build stage")
 
+# --- alert rules ---------------------------------------------------------------
+# Every rule names only metrics the server exports (or `up`), and has a
+# summary and a description; promtool checks the syntax when installed.
+ALERTS = HERE / "prometheus" / "alerts.yaml"
+alert_docs = load_yaml(ALERTS) if ALERTS.exists() else []
+if check(alert_docs and isinstance(alert_docs[0], dict), "prometheus/alerts.yaml: missing or empty"):
+    rules = [r for g in alert_docs[0].get("groups", []) for r in g.get("rules", [])]
+    check(rules, "prometheus/alerts.yaml: no rules")
+    for rule in rules:
+        name = rule.get("alert", "?")
+        ann = rule.get("annotations", {})
+        check(ann.get("summary") and ann.get("description"), f"alerts: {name} lacks a summary or description")
+        for metric in re.findall(r"\b(jumpgate_[a-z_]+)", rule.get("expr", "")):
+            base = re.sub(r"_(bucket|sum|count)$", "", metric)
+            check(metric in METRICS or base in METRICS, f"alerts: {name} uses unknown metric {metric}")
+promtool = shutil.which("promtool")
+if promtool and ALERTS.exists():
+    run = subprocess.run([promtool, "check", "rules", str(ALERTS)], capture_output=True, text=True)
+    check(run.returncode == 0, f"prometheus/alerts.yaml: promtool check rules failed: {run.stdout}{run.stderr}")
+
 if failures:
     print("deploy/check.py: FAILED", file=sys.stderr)
     for f in failures:
         print("  - " + f, file=sys.stderr)
     sys.exit(1)
 parsed = "checked by haproxy -c" if haproxy else "haproxy not installed, not parsed"
-print(f"deploy/check.py: ok ({len(docs)} YAML files, dashboard, Dockerfile, both haproxy.cfg, {parsed})")
+rules_checked = "alert rules checked by promtool" if promtool else "alert rules (promtool not installed)"
+print(f"deploy/check.py: ok ({len(docs)} YAML files, dashboard, Dockerfile, both haproxy.cfg, {parsed}, {rules_checked})")

@@ -462,6 +462,7 @@ pub async fn run(
         // Alive before claiming anything: others must not count this
         // instance dead while it takes rooms over.
         ownership::start_heartbeat(&state).await;
+        let resume_started = std::time::Instant::now();
         let adopted = loop {
             match ownership::adopt_open_rooms(&state).await {
                 Ok(adopted) => break adopted,
@@ -471,7 +472,9 @@ pub async fn run(
                 }
             }
         };
-        tracing::info!(adopted, instance = %state.settings.instance_id, "rooms without a live owner taken over");
+        let resume = resume_started.elapsed();
+        metrics::METRICS.resume_seconds.set(resume.as_secs_f64());
+        tracing::info!(adopted, resume_ms = resume.as_millis() as u64, instance = %state.settings.instance_id, "rooms without a live owner taken over");
         ownership::spawn_background(&state);
     }
     // Shutting down: stop taking connections and rooms, hand every room

@@ -20,7 +20,9 @@ pub struct Metrics {
     pub decode_errors: IntCounterVec,
     pub clock_forfeits: IntCounterVec,
     pub series_finished: IntCounterVec,
-    pub stake_points: IntCounterVec,
+    pub stake_points_escrowed: IntCounter,
+    pub stake_points_paid: IntCounter,
+    pub stake_points_refunded: IntCounter,
     pub redis_op_seconds: HistogramVec,
     pub redis_errors: IntCounterVec,
     pub bot_think_seconds: HistogramVec,
@@ -35,6 +37,10 @@ pub struct Metrics {
     pub edge_refusals: IntCounterVec,
     pub messages_throttled: IntCounter,
     pub http_connections_open: IntGauge,
+    pub solo_games_live: IntGauge,
+    pub rooms_awaiting_store: IntGauge,
+    pub resume_seconds: prometheus::Gauge,
+    pub build_info: IntGaugeVec,
 }
 
 /// Why the edge turned something away (the `reason` of
@@ -52,19 +58,36 @@ fn opts(name: &str, help: &str) -> Opts {
     Opts::new(name, help).namespace("jumpgate")
 }
 
-/// Latency buckets from 50 µs to 5 s.
-const LATENCY_BUCKETS: &[f64] = &[
-    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-    2.5, 5.0,
+/// Buckets for handling a move in memory: 5 µs to 100 ms (a move takes
+/// tens of microseconds, plus its store write when Redis is on).
+const MOVE_BUCKETS: &[f64] = &[
+    0.000005, 0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+    0.025, 0.05, 0.1,
 ];
+
+/// Buckets for one Redis operation: 100 µs to 5 s (the command timeout is
+/// 2 s by default; a stall shows at the top).
+const REDIS_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+
+/// Buckets for a computer move: 1 ms to 10 s (the Executive thinks about
+/// `--executive-ms`, 1 s by default; the lower levels answer in
+/// milliseconds).
+const BOT_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0,
+];
+
+/// The Redis operations timed (`op` of `jumpgate_redis_op_seconds`).
+pub const REDIS_OPS: &[&str] = &["games", "load", "ownership", "ping", "write"];
 
 impl Metrics {
     fn new() -> Metrics {
         let registry = Registry::new();
-        let hist = |name: &str, help: &str| {
+        let hist = |name: &str, help: &str, buckets: &[f64]| {
             HistogramOpts::new(name, help)
                 .namespace("jumpgate")
-                .buckets(LATENCY_BUCKETS.to_vec())
+                .buckets(buckets.to_vec())
         };
         let m = Metrics {
             connections_open: IntGauge::with_opts(opts(
@@ -110,16 +133,23 @@ impl Metrics {
                 &["outcome"],
             )
             .expect("valid metric"),
-            stake_points: IntCounterVec::new(
-                opts(
-                    "stake_points_total",
-                    "Bold Points escrowed, paid and refunded",
-                ),
-                &["kind"],
-            )
+            stake_points_escrowed: IntCounter::with_opts(opts(
+                "stake_points_escrowed_total",
+                "Bold Points taken from wallets into escrow when staked series start",
+            ))
+            .expect("valid metric"),
+            stake_points_paid: IntCounter::with_opts(opts(
+                "stake_points_paid_total",
+                "Bold Points paid out of escrow to series winners",
+            ))
+            .expect("valid metric"),
+            stake_points_refunded: IntCounter::with_opts(opts(
+                "stake_points_refunded_total",
+                "Bold Points given back out of escrow (draws, undone starts, the daily cap)",
+            ))
             .expect("valid metric"),
             redis_op_seconds: HistogramVec::new(
-                hist("redis_op_seconds", "Redis operation latency"),
+                hist("redis_op_seconds", "Redis operation latency", REDIS_BUCKETS),
                 &["op"],
             )
             .expect("valid metric"),
@@ -129,13 +159,18 @@ impl Metrics {
             )
             .expect("valid metric"),
             bot_think_seconds: HistogramVec::new(
-                hist("bot_think_seconds", "Computer opponent thinking time"),
+                hist(
+                    "bot_think_seconds",
+                    "Computer opponent thinking time",
+                    BOT_BUCKETS,
+                ),
                 &["level"],
             )
             .expect("valid metric"),
             move_handling_seconds: Histogram::with_opts(hist(
                 "move_handling_seconds",
                 "Time from a move reaching its room to its acknowledgement",
+                MOVE_BUCKETS,
             ))
             .expect("valid metric"),
             slow_consumers_dropped: IntCounter::with_opts(opts(
@@ -191,10 +226,30 @@ impl Metrics {
                 "TCP connections on the public listener not (yet) upgraded to WebSocket",
             ))
             .expect("valid metric"),
+            solo_games_live: IntGauge::with_opts(opts(
+                "solo_games_live",
+                "Solo games (against the computer or on one device) running on this instance",
+            ))
+            .expect("valid metric"),
+            rooms_awaiting_store: IntGauge::with_opts(opts(
+                "rooms_awaiting_store",
+                "Rooms holding changes the store has not confirmed yet (they retry; clients get storage_unavailable meanwhile)",
+            ))
+            .expect("valid metric"),
+            resume_seconds: prometheus::Gauge::with_opts(opts(
+                "resume_seconds",
+                "How long this instance took at start to take over the stored rooms without a live owner",
+            ))
+            .expect("valid metric"),
+            build_info: IntGaugeVec::new(
+                opts("build_info", "Always 1; the labels say which build runs"),
+                &["version"],
+            )
+            .expect("valid metric"),
             registry,
         };
         let r = &m.registry;
-        let all: [Box<dyn prometheus::core::Collector>; 23] = [
+        let all: [Box<dyn prometheus::core::Collector>; 29] = [
             Box::new(m.connections_open.clone()),
             Box::new(m.lobbies_live.clone()),
             Box::new(m.games_live.clone()),
@@ -203,7 +258,9 @@ impl Metrics {
             Box::new(m.decode_errors.clone()),
             Box::new(m.clock_forfeits.clone()),
             Box::new(m.series_finished.clone()),
-            Box::new(m.stake_points.clone()),
+            Box::new(m.stake_points_escrowed.clone()),
+            Box::new(m.stake_points_paid.clone()),
+            Box::new(m.stake_points_refunded.clone()),
             Box::new(m.redis_op_seconds.clone()),
             Box::new(m.redis_errors.clone()),
             Box::new(m.bot_think_seconds.clone()),
@@ -218,6 +275,10 @@ impl Metrics {
             Box::new(m.edge_refusals.clone()),
             Box::new(m.messages_throttled.clone()),
             Box::new(m.http_connections_open.clone()),
+            Box::new(m.solo_games_live.clone()),
+            Box::new(m.rooms_awaiting_store.clone()),
+            Box::new(m.resume_seconds.clone()),
+            Box::new(m.build_info.clone()),
         ];
         for c in all {
             r.register(c).expect("metric names are unique");
@@ -232,8 +293,29 @@ impl Metrics {
         for reason in EDGE_REFUSALS {
             m.edge_refusals.with_label_values(&[reason]);
         }
-        for kind in ["escrowed", "paid", "refunded"] {
-            m.stake_points.with_label_values(&[kind]);
+        for code in jumpgate_protocol::ErrorCode::ALL {
+            m.moves_rejected.with_label_values(&[code.as_str()]);
+            m.decode_errors.with_label_values(&[code.as_str()]);
+        }
+        for reason in jumpgate_protocol::SeriesEndReason::ALL {
+            m.series_finished.with_label_values(&[reason.as_str()]);
+        }
+        for op in REDIS_OPS {
+            m.redis_op_seconds.with_label_values(&[op]);
+            m.redis_errors.with_label_values(&[op]);
+        }
+        for level in crate::bots::Level::ALL {
+            m.bot_think_seconds.with_label_values(&[level.name()]);
+        }
+        m.build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION")])
+            .set(1);
+        // CPU, memory, file descriptors and threads of this process.
+        #[cfg(target_os = "linux")]
+        {
+            let process = prometheus::process_collector::ProcessCollector::for_self();
+            r.register(Box::new(process))
+                .expect("metric names are unique");
         }
         m
     }

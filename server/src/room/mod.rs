@@ -330,6 +330,9 @@ impl Room {
             metrics.games_live.with_label_values(&[rule_set]).dec();
         }
         metrics.lobbies_live.with_label_values(&[rule_set]).dec();
+        if self.unsaved_since.is_some() {
+            metrics.rooms_awaiting_store.dec();
+        }
         tracing::debug!(room = %self.lobby.code, "room closed");
     }
 

@@ -24,8 +24,7 @@ impl Room {
         match taken {
             Ok(Escrow::Taken) => {
                 crate::metrics::METRICS
-                    .stake_points
-                    .with_label_values(&["escrowed"])
+                    .stake_points_escrowed
                     .inc_by(sa + sb);
                 self.lobby.begin_series(now());
                 self.lobby.version += 1;
@@ -89,8 +88,7 @@ impl Room {
         {
             Ok(settled) => {
                 crate::metrics::METRICS
-                    .stake_points
-                    .with_label_values(&["refunded"])
+                    .stake_points_refunded
                     .inc_by(settled.refunded);
                 tracing::info!(room = %self.lobby.code, series = %intent.series, refunded = settled.refunded, "series start undone");
                 self.undo_series_start();
@@ -199,14 +197,8 @@ impl Room {
         {
             Ok(settled) => {
                 let metrics = &crate::metrics::METRICS;
-                metrics
-                    .stake_points
-                    .with_label_values(&["paid"])
-                    .inc_by(settled.paid);
-                metrics
-                    .stake_points
-                    .with_label_values(&["refunded"])
-                    .inc_by(settled.refunded);
+                metrics.stake_points_paid.inc_by(settled.paid);
+                metrics.stake_points_refunded.inc_by(settled.refunded);
                 tracing::info!(room = %self.lobby.code, %series, paid = settled.paid, refunded = settled.refunded, "stakes settled");
                 self.lobby.pending_settlement = None;
                 self.commit_or_retry().await;

@@ -43,6 +43,7 @@ impl Room {
                 self.lobby.pending_moves.clear();
                 self.lobby.pending_games.clear();
                 if let Some(since) = self.unsaved_since.take() {
+                    crate::metrics::METRICS.rooms_awaiting_store.dec();
                     tracing::info!(room = %self.lobby.code, "store caught up");
                     self.lobby.give_back_time(since.elapsed());
                 }
@@ -64,7 +65,10 @@ impl Room {
                         tracing::warn!(room = %self.lobby.code, error = %e, "write not confirmed; holding the change until the store answers");
                     }
                 }
-                self.unsaved_since.get_or_insert_with(Instant::now);
+                if self.unsaved_since.is_none() {
+                    crate::metrics::METRICS.rooms_awaiting_store.inc();
+                    self.unsaved_since = Some(Instant::now());
+                }
                 Err(e)
             }
         }

@@ -168,6 +168,12 @@ impl SoloGame {
     }
 
     pub async fn run(mut self, mut commands: mpsc::Receiver<SoloCommand>) {
+        crate::metrics::METRICS.solo_games_live.inc();
+        self.run_until_done(&mut commands).await;
+        crate::metrics::METRICS.solo_games_live.dec();
+    }
+
+    async fn run_until_done(&mut self, commands: &mut mpsc::Receiver<SoloCommand>) {
         self.score_pending().await;
         self.maybe_think();
         loop {

@@ -36,10 +36,28 @@ async fn health_and_metrics_follow_what_happens() {
         "jumpgate_games_live",
         "jumpgate_moves_accepted_total",
         "jumpgate_clock_forfeits_total",
-        "jumpgate_stake_points_total",
+        "jumpgate_stake_points_escrowed_total",
+        "jumpgate_stake_points_paid_total",
+        "jumpgate_stake_points_refunded_total",
         "jumpgate_slow_consumers_dropped_total",
+        "jumpgate_solo_games_live",
+        "jumpgate_rooms_awaiting_store",
+        "jumpgate_build_info",
+        "process_resident_memory_bytes",
+        "process_open_fds",
     ] {
         assert!(before.contains(name), "{name} is exported");
+    }
+    // Bounded label values exist before their first event, so panels and
+    // alerts see a zero rather than nothing (other tests in this process
+    // may have counted some since: only the series' presence is checked).
+    for series in [
+        r#"jumpgate_moves_rejected_total{reason="not_your_turn"} "#,
+        r#"jumpgate_series_finished_total{outcome="resigned"} "#,
+        r#"jumpgate_redis_errors_total{op="write"} "#,
+        r#"jumpgate_bot_think_seconds_count{level="executive"} "#,
+    ] {
+        assert!(before.contains(series), "{series} is there from the start");
     }
     let accepted = r#"jumpgate_moves_accepted_total{rule_set="thai"}"#;
     let accepted_before = sample(&before, accepted);

@@ -499,7 +499,7 @@ mod played {
         assert!(!summary.contains("private.example"));
         let metrics = http(&server, "/metrics", false).await;
         assert!(!metrics.contains("private.example"));
-        assert!(metrics.contains("jumpgate_stake_points_total{kind=\"paid\"}"));
+        assert!(metrics.contains("jumpgate_stake_points_paid_total"));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
