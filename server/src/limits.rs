@@ -332,6 +332,12 @@ impl ClientLimits {
             limiter.retain_recent();
             limiter.shrink_to_fit();
         }
+        // A queue whose last waiter went away mid-wait (its connection
+        // closed) is held by the map alone: nobody is in it.
+        self.message_queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, queue| Arc::strong_count(queue) > 1);
     }
 
     /// Addresses with at least one connection open.
@@ -516,6 +522,19 @@ mod tests {
         assert!(
             limits.message_queues.lock().unwrap().is_empty(),
             "the queue is gone"
+        );
+        // A waiter that goes away mid-wait leaves its queue behind until the
+        // next message from the address, or the minute's clean-up.
+        while limits.message(addr).is_ok() {}
+        drop(limits.message_turn(addr));
+        assert!(
+            limits.message(addr).is_err(),
+            "an empty queue still makes messages wait"
+        );
+        limits.forget_idle();
+        assert!(
+            limits.message_queues.lock().unwrap().is_empty(),
+            "the clean-up took it"
         );
         // Another address never waited.
         limits.message(ClientAddr::new(ip("192.0.2.2"))).unwrap();
