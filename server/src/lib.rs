@@ -472,6 +472,7 @@ pub async fn run(
                 }
             }
         };
+        metrics::METRICS.resume_rooms_left.set(0);
         let resume = resume_started.elapsed();
         metrics::METRICS.resume_seconds.set(resume.as_secs_f64());
         tracing::info!(adopted, resume_ms = resume.as_millis() as u64, instance = %state.settings.instance_id, "rooms without a live owner taken over");

@@ -40,6 +40,7 @@ pub struct Metrics {
     pub solo_games_live: IntGauge,
     pub rooms_awaiting_store: IntGauge,
     pub resume_seconds: prometheus::Gauge,
+    pub resume_rooms_left: IntGauge,
     pub build_info: IntGaugeVec,
 }
 
@@ -241,6 +242,11 @@ impl Metrics {
                 "How long this instance took at start to take over the stored rooms without a live owner",
             ))
             .expect("valid metric"),
+            resume_rooms_left: IntGauge::with_opts(opts(
+                "resume_rooms_left",
+                "Stored open rooms this instance still has to look at while it starts (0 once it has)",
+            ))
+            .expect("valid metric"),
             build_info: IntGaugeVec::new(
                 opts("build_info", "Always 1; the labels say which build runs"),
                 &["version"],
@@ -249,7 +255,7 @@ impl Metrics {
             registry,
         };
         let r = &m.registry;
-        let all: [Box<dyn prometheus::core::Collector>; 29] = [
+        let all: [Box<dyn prometheus::core::Collector>; 30] = [
             Box::new(m.connections_open.clone()),
             Box::new(m.lobbies_live.clone()),
             Box::new(m.games_live.clone()),
@@ -278,6 +284,7 @@ impl Metrics {
             Box::new(m.solo_games_live.clone()),
             Box::new(m.rooms_awaiting_store.clone()),
             Box::new(m.resume_seconds.clone()),
+            Box::new(m.resume_rooms_left.clone()),
             Box::new(m.build_info.clone()),
         ];
         for c in all {

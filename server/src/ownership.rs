@@ -309,13 +309,21 @@ async fn adopt_orphans(state: &Arc<AppState>, orphans: Vec<Orphan>) -> usize {
 pub async fn adopt_open_rooms(state: &Arc<AppState>) -> Result<usize, StoreError> {
     use futures_util::{StreamExt, TryStreamExt};
     let codes = state.store.open_codes().await?;
+    // Progress for operators: how many stored rooms are still to look at.
+    let left = &crate::metrics::METRICS.resume_rooms_left;
+    left.set(i64::try_from(codes.len()).unwrap_or(i64::MAX));
     futures_util::stream::iter(codes)
         .map(|code| async move {
-            let Some(fence) = state.store.fence(&code).await? else {
-                return Ok(false);
-            };
-            Ok(owner_if_alive(state, &fence).await?.is_none()
-                && adopt(state, &code, &fence).await? == Adoption::Adopted)
+            let adopted = async {
+                let Some(fence) = state.store.fence(&code).await? else {
+                    return Ok(false);
+                };
+                Ok(owner_if_alive(state, &fence).await?.is_none()
+                    && adopt(state, &code, &fence).await? == Adoption::Adopted)
+            }
+            .await;
+            left.dec();
+            adopted
         })
         .buffer_unordered(ADOPT_AT_ONCE)
         .try_fold(0, |n, adopted| async move { Ok(n + usize::from(adopted)) })

@@ -42,6 +42,8 @@ async fn health_and_metrics_follow_what_happens() {
         "jumpgate_slow_consumers_dropped_total",
         "jumpgate_solo_games_live",
         "jumpgate_rooms_awaiting_store",
+        "jumpgate_resume_seconds",
+        "jumpgate_resume_rooms_left",
         "jumpgate_build_info",
         "process_resident_memory_bytes",
         "process_open_fds",
