@@ -233,6 +233,31 @@ fn timed_out(what: &str) -> String {
     format!("no answer to {what} within {PATIENCE:?}")
 }
 
+/// Notes what a message from the server says about a player's lobby: a
+/// state of `code` (or of any lobby while `code` is unknown) becomes the
+/// newest; an error without `seq` or a shutdown ends the run.
+pub(crate) fn absorb(
+    code: Option<&str>,
+    state: &mut Option<RoomState>,
+    message: ServerMessage,
+) -> Result<(), String> {
+    match message {
+        ServerMessage::State(new) => {
+            if code.is_none_or(|code| code == new.code) {
+                *state = Some(new);
+            }
+            Ok(())
+        }
+        ServerMessage::Error {
+            seq: None,
+            code,
+            message,
+        } => Err(format!("server error: {code} {message}")),
+        ServerMessage::Shutdown { .. } => Err("the server is shutting down".into()),
+        _ => Ok(()),
+    }
+}
+
 /// A greeted Jumpgate connection with the newest state of its lobby.
 #[derive(Debug)]
 struct Player {
@@ -261,21 +286,7 @@ impl Player {
     }
 
     fn absorb(&mut self, message: ServerMessage) -> Result<(), String> {
-        match message {
-            ServerMessage::State(state) => {
-                if self.code.as_deref().is_none_or(|code| code == state.code) {
-                    self.state = Some(state);
-                }
-                Ok(())
-            }
-            ServerMessage::Error {
-                seq: None,
-                code,
-                message,
-            } => Err(format!("server error: {code} {message}")),
-            ServerMessage::Shutdown { .. } => Err("the server is shutting down".into()),
-            _ => Ok(()),
-        }
+        absorb(self.code.as_deref(), &mut self.state, message)
     }
 
     /// Sends a request and waits for its `ack`; returns when it came.

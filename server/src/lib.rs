@@ -529,12 +529,16 @@ pub async fn run(
     let app = http::router(state.clone());
     // Buckets that have refilled are forgotten, so the limits' memory
     // follows the clients active in the last minute.
+    // It ends with the server, so the state it holds is dropped too.
     let limits = state.clone();
+    let mut closed = state.shutdown.subscribe();
     tokio::spawn(async move {
         let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
         loop {
-            every.tick().await;
-            limits.limits.forget_idle();
+            tokio::select! {
+                _ = every.tick() => limits.limits.forget_idle(),
+                _ = closed.wait_for(|s| *s) => break,
+            }
         }
     });
     let mut stop = state.draining.subscribe();

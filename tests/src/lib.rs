@@ -691,6 +691,21 @@ async fn http_request(
     path: &str,
     headers: &[(&str, &str)],
 ) -> (u16, String) {
+    let mut all = vec![("Accept", "application/json")];
+    all.extend_from_slice(headers);
+    http_exchange(addr, method, path, &all, "").await
+}
+
+/// One HTTP/1.1 request on a fresh connection, with exactly these headers
+/// and body (plus `Host`, `Content-Length` and `Connection: close`): the
+/// status and the whole response, headers included.
+pub async fn http_exchange(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let extra: String = headers
@@ -698,7 +713,8 @@ async fn http_request(
         .map(|(k, v)| format!("{k}: {v}\r\n"))
         .collect();
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
     );
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = String::new();

@@ -52,21 +52,7 @@ impl Seat {
     }
 
     fn absorb(&mut self, message: ServerMessage) -> Result<(), String> {
-        match message {
-            ServerMessage::State(state) => {
-                if self.code.as_deref().is_none_or(|code| code == state.code) {
-                    self.state = Some(state);
-                }
-                Ok(())
-            }
-            ServerMessage::Error {
-                seq: None,
-                code,
-                message,
-            } => Err(format!("server error: {code} {message}")),
-            ServerMessage::Shutdown { .. } => Err("the server is shutting down".into()),
-            _ => Ok(()),
-        }
+        crate::driver::absorb(self.code.as_deref(), &mut self.state, message)
     }
 
     /// Sends a request and waits for its `ack`; returns when it came.

@@ -243,6 +243,10 @@ impl Room {
 
 /// The games' PDN with today's date (UTC) where it was left unknown.
 fn dated(games: &[(u64, String)]) -> Vec<(u64, String)> {
+    // Most writes (every move) carry no finished game.
+    if games.is_empty() {
+        return Vec::new();
+    }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -248,19 +248,8 @@ async fn refusal(
 /// A GET with this `Accept` header: the status and the body (headers
 /// dropped: they carry the date).
 async fn get_body(server: &TestServer, path: &str, accept: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    let request = format!(
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let (status, response) =
+        jumpgate_e2e::http_exchange(server.addr, "GET", path, &[("Accept", accept)], "").await;
     let body = response
         .split_once("\r\n\r\n")
         .map_or("", |(_, body)| body)

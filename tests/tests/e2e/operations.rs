@@ -316,35 +316,6 @@ async fn logs_never_carry_tokens_secrets_or_emails() {
 /// An operator token of the length the server asks for.
 const ADMIN_TOKEN: &str = "operator-token-for-the-e2e-tests-3f9a";
 
-/// A request with a body: the status and the whole response.
-async fn http_send(
-    addr: std::net::SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> (u16, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let extra: String = headers
-        .iter()
-        .map(|(k, v)| format!("{k}: {v}\r\n"))
-        .collect();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, response)
-}
-
 /// Waits until `addr` accepts connections: the server binds its operator
 /// address as it starts, after `TestServer::start` has returned.
 async fn listening(addr: std::net::SocketAddr) {
@@ -394,7 +365,7 @@ async fn the_operator_api_is_private_checks_its_token_first_and_scopes_grant_key
         ("GET", "/api/admin/rooms/unresumable"),
         ("POST", "/api/admin/rooms/ABCDEFGH/settle"),
     ] {
-        let (status, response) = http_send(
+        let (status, response) = jumpgate_e2e::http_exchange(
             server.addr,
             method,
             path,
@@ -416,7 +387,8 @@ async fn the_operator_api_is_private_checks_its_token_first_and_scopes_grant_key
             ("GET", "/api/admin/no-such-endpoint", ""),
             ("GET", "/api/admin/wallets/a_ann/grant", ""),
         ] {
-            let (status, response) = http_send(admin, method, path, headers, body).await;
+            let (status, response) =
+                jumpgate_e2e::http_exchange(admin, method, path, headers, body).await;
             assert_eq!(status, 401, "{method} {path}: {response}");
             assert_eq!(json_body(&response)["error"], "unauthorised", "{response}");
             assert!(response.contains("application/json"), "{response}");
@@ -437,7 +409,8 @@ async fn the_operator_api_is_private_checks_its_token_first_and_scopes_grant_key
         r#"{"amount": 5, "key": ""}"#,
         "amount=5&key=k",
     ] {
-        let (status, response) = http_send(admin, "POST", grant, with_token, body).await;
+        let (status, response) =
+            jumpgate_e2e::http_exchange(admin, "POST", grant, with_token, body).await;
         assert_eq!(status, 400, "{body}: {response}");
         assert_eq!(json_body(&response)["error"], "invalid_grant", "{response}");
     }
@@ -463,7 +436,8 @@ async fn the_operator_api_is_private_checks_its_token_first_and_scopes_grant_key
     for (account, expected) in [("a_ann", 1_250), ("a_ann", 1_250), ("a_bob", 1_250)] {
         let path = format!("/api/admin/wallets/{account}/grant");
         // No Content-Type needed: the body is read as JSON whatever it says.
-        let (status, response) = http_send(admin, "POST", &path, with_token, body).await;
+        let (status, response) =
+            jumpgate_e2e::http_exchange(admin, "POST", &path, with_token, body).await;
         assert_eq!(status, 200, "{response}");
         assert_eq!(balance(&response), expected, "{account}: {response}");
     }

@@ -329,25 +329,17 @@ mod played {
     }
 
     async fn http(server: &TestServer, path: &str, auth: bool) -> String {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let addr = if path.starts_with("/api/admin/") {
             admin_addr(server)
         } else {
             server.addr
         };
-        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let extra = if auth {
-            "Authorization: Bearer admin-secret\r\n"
+        let headers: &[(&str, &str)] = if auth {
+            &[("Authorization", "Bearer admin-secret")]
         } else {
-            ""
+            &[]
         };
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\n{extra}Connection: close\r\n\r\n"
-        );
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await.unwrap();
-        response
+        jumpgate_e2e::http_get_with(addr, path, headers).await.1
     }
 
     async fn balance(server: &TestServer, account: &str) -> i64 {
