@@ -369,6 +369,7 @@ impl Game {
                     series_length: 1,
                     invite_only: false,
                     stake: None,
+                    pace: None,
                 },
                 hard,
             )

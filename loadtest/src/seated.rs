@@ -258,6 +258,7 @@ impl SeatedLobby {
                 series_length: 1,
                 invite_only: false,
                 stake: None,
+                pace: None,
             })
             .await?;
         let opened = |v: &SeatView| v.answer(seq).is_some() && v.state.is_some();

@@ -441,6 +441,7 @@ mod tests {
                 series_length: 1,
                 invite_only: false,
                 stake: None,
+                pace: None,
             })
         );
         let json = br#"{"type":"hello","seq":1,"protocol":1,"client":"t"}"#;

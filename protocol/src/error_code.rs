@@ -69,6 +69,9 @@ pub enum ErrorCode {
     /// `hello` named an identity that already has as many connections open as the
     /// server allows; the connection is closed (1008). Close another one first.
     TooManyConnections,
+    /// `claim_forfeit` came before the claim window ran out; the message says how long is
+    /// left, and `state.game.deadline` says when it runs out.
+    ClaimTooEarly,
 }
 
 wire_names!(ErrorCode {
@@ -100,6 +103,7 @@ wire_names!(ErrorCode {
     InsufficientFunds => "insufficient_funds",
     RoomUnavailable => "room_unavailable",
     TooManyConnections => "too_many_connections",
+    ClaimTooEarly => "claim_too_early",
 });
 
 impl ErrorCode {
@@ -124,6 +128,6 @@ mod tests {
             let back: ErrorCode = serde_json::from_str(&json).unwrap();
             assert_eq!(back, *code);
         }
-        assert_eq!(ErrorCode::ALL.len(), 28);
+        assert_eq!(ErrorCode::ALL.len(), 29);
     }
 }

@@ -240,6 +240,11 @@ pub enum GameEndReason {
     HalfLost,
     /// `orbit`: the ply limit was reached; scored as the board stands.
     PlyLimit,
+    /// Correspondence: the side to move had not moved within the claim window, and the
+    /// opponent claimed the game.
+    ForfeitClaimed,
+    /// Correspondence: the lobby had no move for its expiry window; no winner.
+    Expired,
 }
 
 wire_names!(GameEndReason {
@@ -255,6 +260,8 @@ wire_names!(GameEndReason {
     InARow => "in_a_row",
     HalfLost => "half_lost",
     PlyLimit => "ply_limit",
+    ForfeitClaimed => "forfeit_claimed",
+    Expired => "expired",
 });
 
 #[cfg(test)]

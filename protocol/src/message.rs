@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error_code::ErrorCode;
 use crate::game::RuleSet;
-use crate::room::RoomState;
+use crate::room::{LobbySummary, MyGame, Pace, RoomState};
 
 fn default_series_length() -> u8 {
     1
@@ -49,6 +49,9 @@ pub enum ClientMessage {
         /// free lobby. Staked lobbies need an account.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         stake: Option<u32>,
+        /// How fast the lobby is played; absent: `live` (the move clock).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pace: Option<Pace>,
     },
     /// Take the free seat of a lobby.
     JoinLobby {
@@ -116,6 +119,21 @@ pub enum ClientMessage {
     Undo { seq: u32 },
     /// Come back to your unfinished solo game (after a refresh or restart).
     ResumeSolo { seq: u32 },
+    /// In a correspondence lobby: end the game in play as a win for you,
+    /// because your opponent, to move, has not moved within the claim window.
+    ClaimForfeit { seq: u32 },
+    /// What a lobby is (rule set, pace, series length, stake, host), to show
+    /// before `join_lobby`; answered by `lobby_info`. Enters nothing.
+    LobbyInfo {
+        seq: u32,
+        code: String,
+        /// Needed for an invite-only lobby.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        invite: Option<String>,
+    },
+    /// The lobbies you hold a seat in and your solo game, where not finished;
+    /// answered by `my_games`.
+    MyGames { seq: u32 },
 }
 
 impl ClientMessage {
@@ -139,6 +157,9 @@ impl ClientMessage {
         "start_solo",
         "undo",
         "resume_solo",
+        "claim_forfeit",
+        "lobby_info",
+        "my_games",
     ];
 
     /// The client's sequence number for this message.
@@ -161,7 +182,10 @@ impl ClientMessage {
             | ClientMessage::Ping { seq }
             | ClientMessage::StartSolo { seq, .. }
             | ClientMessage::Undo { seq }
-            | ClientMessage::ResumeSolo { seq } => *seq,
+            | ClientMessage::ResumeSolo { seq }
+            | ClientMessage::ClaimForfeit { seq }
+            | ClientMessage::LobbyInfo { seq, .. }
+            | ClientMessage::MyGames { seq } => *seq,
         }
     }
 
@@ -186,6 +210,9 @@ impl ClientMessage {
             ClientMessage::StartSolo { .. } => "start_solo",
             ClientMessage::Undo { .. } => "undo",
             ClientMessage::ResumeSolo { .. } => "resume_solo",
+            ClientMessage::ClaimForfeit { .. } => "claim_forfeit",
+            ClientMessage::LobbyInfo { .. } => "lobby_info",
+            ClientMessage::MyGames { .. } => "my_games",
         }
     }
 }
@@ -248,6 +275,10 @@ pub enum ServerMessage {
     },
     /// The full state of your solo game, after every change.
     SoloState(SoloState),
+    /// The answer to `lobby_info`: what the lobby is, before joining it.
+    LobbyInfo { seq: u32, lobby: LobbySummary },
+    /// The answer to `my_games`: your unfinished lobbies and solo game.
+    MyGames { seq: u32, games: Vec<MyGame> },
 }
 
 impl ServerMessage {
@@ -260,6 +291,8 @@ impl ServerMessage {
         "left",
         "shutdown",
         "solo_state",
+        "lobby_info",
+        "my_games",
     ];
 
     /// The message's `type` on the wire, e.g. "state"; handy as a metrics label.
@@ -272,6 +305,8 @@ impl ServerMessage {
             ServerMessage::Left { .. } => "left",
             ServerMessage::Shutdown { .. } => "shutdown",
             ServerMessage::SoloState(_) => "solo_state",
+            ServerMessage::LobbyInfo { .. } => "lobby_info",
+            ServerMessage::MyGames { .. } => "my_games",
         }
     }
 

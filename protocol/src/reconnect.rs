@@ -494,6 +494,10 @@ impl ReconnectingClient {
                 });
             }
             ServerMessage::Left { .. } => self.room = None,
+            // Answers that carry the request's `seq` instead of an `ack`.
+            ServerMessage::LobbyInfo { seq, .. } | ServerMessage::MyGames { seq, .. } => {
+                self.requests.answered(*seq);
+            }
             ServerMessage::Shutdown {
                 reconnect_after_ms, ..
             } => {

@@ -20,6 +20,13 @@ pub struct RoomState {
     pub series_length: u8,
     /// Whether joining or watching needs the invite.
     pub invite_only: bool,
+    /// How fast the lobby is played; absent: `live`.
+    #[serde(default, skip_serializing_if = "Pace::is_live")]
+    pub pace: Pace,
+    /// In a correspondence lobby: Unix milliseconds at which the lobby expires
+    /// with no winner unless a move is played before. Absent in live lobbies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
     /// Bold Points each player stakes (0: a free lobby). Fixed at creation,
     /// so anyone who opens the lobby sees it before taking a seat.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -170,6 +177,8 @@ pub enum SeriesEndReason {
     Left,
     /// The host ended the match.
     EndedByHost,
+    /// A correspondence lobby had no move for its expiry window: no winner.
+    Expired,
     /// A series scored by points (`orbit`) ended: every game was played, or the
     /// trailing seat could no longer catch up.
     Points,
@@ -181,12 +190,107 @@ wire_names!(SeriesEndReason {
     Resigned => "resigned",
     Left => "left",
     EndedByHost => "ended_by_host",
+    Expired => "expired",
     Points => "points",
 });
 
+/// How fast a lobby is played, chosen at creation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pace {
+    /// Both players at the board: the move clock forfeits a side that runs out of time.
+    #[default]
+    Live,
+    /// Each plays whenever they can: no clock forfeits by itself; after the claim window
+    /// the opponent may claim the game, and a lobby with no move for the expiry window
+    /// ends with no winner.
+    Correspondence,
+}
+
+wire_names!(Pace {
+    Live => "live",
+    Correspondence => "correspondence",
+});
+
+impl Pace {
+    /// Whether this is the default pace (left out of `state`).
+    pub fn is_live(&self) -> bool {
+        *self == Pace::Live
+    }
+}
+
+/// What a lobby is, as shown before joining it (`lobby_info`, and the JSON of
+/// `GET /r/{CODE}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LobbySummary {
+    pub code: String,
+    pub rule_set: RuleSet,
+    pub pace: Pace,
+    pub series_length: u8,
+    pub invite_only: bool,
+    /// Bold Points each player stakes; 0 for a free lobby.
+    pub stake: u32,
+    /// The host's display name (the host created the lobby, or took it over
+    /// when the creator left); absent if the host holds no seat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_name: Option<String>,
+    /// Display names by seat; `None` for an empty seat.
+    pub players: Vec<Option<String>>,
+    /// Connections watching.
+    pub spectators: u32,
+    pub phase: Phase,
+    /// Correspondence lobbies: when the lobby expires unless a move is played.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+}
+
+/// Whether a [`MyGame`] is a lobby or a solo game.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GameKind {
+    Lobby,
+    Solo,
+}
+
+wire_names!(GameKind {
+    Lobby => "lobby",
+    Solo => "solo",
+});
+
+/// One unfinished lobby or solo game of yours, in `my_games`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MyGame {
+    /// The lobby's code, or the solo game's id (`S` and a code).
+    pub code: String,
+    pub kind: GameKind,
+    pub rule_set: RuleSet,
+    /// `live` for solo games.
+    pub pace: Pace,
+    /// The lobby's phase; absent for solo games.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// The opponent's display name: the other seat (absent while it is empty), or the
+    /// computer's level in a solo game (absent on one device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opponent: Option<String>,
+    /// Whether a game is in play and it is your move.
+    pub your_turn: bool,
+    /// With a game in play: in a live lobby, when the side to move loses on time; in a
+    /// correspondence lobby, when the side to move may be claimed against (by you, if it
+    /// is your opponent's turn). Unix milliseconds. Absent in solo games.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<u64>,
+    /// When the last move was played (Unix milliseconds); absent before the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_move_at: Option<u64>,
+    /// Correspondence lobbies: when the lobby expires unless a move is played.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Phase, SeriesEndReason};
+    use super::{GameKind, Pace, Phase, SeriesEndReason};
 
     #[test]
     fn names_match_serde() {
@@ -195,6 +299,12 @@ mod tests {
                 serde_json::to_string(phase).unwrap(),
                 format!("\"{phase}\"")
             );
+        }
+        for pace in Pace::ALL {
+            assert_eq!(serde_json::to_string(pace).unwrap(), format!("\"{pace}\""));
+        }
+        for kind in GameKind::ALL {
+            assert_eq!(serde_json::to_string(kind).unwrap(), format!("\"{kind}\""));
         }
         for reason in SeriesEndReason::ALL {
             assert_eq!(

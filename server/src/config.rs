@@ -42,6 +42,31 @@ pub struct ServeConfig {
     /// closed lobby).
     #[arg(long, env = "JUMPGATE_IDLE_LOBBY_SECS", default_value_t = 1_800)]
     pub idle_lobby_secs: u64,
+    /// Correspondence lobbies: seconds the side to move has before the
+    /// opponent may claim the game by forfeit (default 2 days).
+    #[arg(
+        long,
+        env = "JUMPGATE_CORRESPONDENCE_CLAIM_SECS",
+        default_value_t = 172_800
+    )]
+    pub correspondence_claim_secs: u64,
+    /// Correspondence lobbies: seconds without a move after which the lobby
+    /// ends with no winner (default 7 days).
+    #[arg(
+        long,
+        env = "JUMPGATE_CORRESPONDENCE_EXPIRY_SECS",
+        default_value_t = 604_800
+    )]
+    pub correspondence_expiry_secs: u64,
+    /// Correspondence lobbies: seconds with nobody connected after which the
+    /// lobby is unloaded from memory (kept in Redis, loaded again when asked
+    /// for or when its expiry is due). Needs Redis.
+    #[arg(
+        long,
+        env = "JUMPGATE_CORRESPONDENCE_UNLOAD_SECS",
+        default_value_t = 60
+    )]
+    pub correspondence_unload_secs: u64,
     /// Serve /metrics on this separate address too (it is always on the main
     /// address).
     #[arg(long, env = "JUMPGATE_METRICS_LISTEN")]
@@ -246,6 +271,11 @@ pub struct Settings {
     pub finished_ttl: Duration,
     /// How long a lobby with nobody connected and no game in play lives on.
     pub idle_lobby: Duration,
+    /// Correspondence: the claim window, the expiry window, and how long a
+    /// lobby nobody is connected to stays in memory.
+    pub correspondence_claim: Duration,
+    pub correspondence_expiry: Duration,
+    pub correspondence_unload: Duration,
     pub metrics_listen: Option<SocketAddr>,
     pub shutdown_grace: Duration,
     /// This instance's name in Redis, unique among running instances.
@@ -303,6 +333,9 @@ impl Settings {
             resume_grace: Duration::from_secs(15),
             finished_ttl: Duration::from_secs(86_400),
             idle_lobby: Duration::from_secs(1_800),
+            correspondence_claim: Duration::from_secs(172_800),
+            correspondence_expiry: Duration::from_secs(604_800),
+            correspondence_unload: Duration::from_secs(60),
             metrics_listen: None,
             shutdown_grace: Duration::from_secs(10),
             instance_id: nanoid::nanoid!(12).into(),
@@ -341,6 +374,11 @@ impl Settings {
         settings.resume_grace = Duration::from_millis(config.resume_grace_ms);
         settings.finished_ttl = Duration::from_secs(config.finished_ttl_secs.max(1));
         settings.idle_lobby = Duration::from_secs(config.idle_lobby_secs.max(1));
+        settings.correspondence_claim = Duration::from_secs(config.correspondence_claim_secs);
+        settings.correspondence_expiry =
+            Duration::from_secs(config.correspondence_expiry_secs.max(1));
+        settings.correspondence_unload =
+            Duration::from_secs(config.correspondence_unload_secs.max(1));
         settings.metrics_listen = config.metrics_listen;
         settings.shutdown_grace = Duration::from_millis(config.shutdown_grace_ms);
         if let Some(id) = &config.instance_id {

@@ -31,6 +31,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/r/{code}", get(lobby_summary))
         .route("/r/{code}/games.pdn", get(lobby_games))
         .route("/api/leaderboards/{rule_set}", get(leaderboard))
+        .route("/api/my-games", get(my_games))
         // The operator API is not here: it has a listener of its own
         // (`crate::admin`, `--admin-listen`).
         .merge(crate::web::router())
@@ -239,6 +240,38 @@ async fn upgrade(
         .on_upgrade(move |socket| crate::net::serve(socket, state, admission))
 }
 
+/// `GET /api/my-games`: the unfinished games of the identity whose token
+/// (a guest's or an account's) is in `Authorization: Bearer …`.
+async fn my_games(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let identity = match token.map(|t| state.identities.verify(t)) {
+        Some(Ok(identity)) => identity,
+        Some(Err(_)) | None => {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                Json(serde_json::json!({
+                    "error": "invalid_token",
+                    "message": "send the token from your welcome as Authorization: Bearer TOKEN",
+                })),
+            )
+                .into_response();
+        }
+    };
+    match crate::my_games::list(&state, &identity).await {
+        Ok(games) => (
+            [(header::CACHE_CONTROL, "no-store")],
+            Json(serde_json::json!({ "games": games })),
+        )
+            .into_response(),
+        Err(refusal) => try_again(&refusal),
+    }
+}
+
 /// The `invite` query parameter, as invite links carry it
 /// (`/r/{CODE}?invite=…`; see `room::view`).
 fn invite_param(params: &[(String, String)]) -> Option<String> {
@@ -306,25 +339,10 @@ async fn ask_room<T>(
     if code.trim() != code {
         return Err(not_found());
     }
-    let handle = match state.acquire_room(code, true).await {
-        Ok(Some(handle)) => handle,
-        Ok(None) => return Err(not_found()),
-        Err(refusal) => return Err(try_again(&refusal)),
-    };
-    // A room that stops before answering moved just now: ask again.
-    let moved = || {
-        try_again(&crate::outbound::Refusal::new(
-            jumpgate_protocol::ErrorCode::RoomUnavailable,
-            "the lobby moved between server instances just now; try again",
-        ))
-    };
-    let (tx, rx) = oneshot::channel();
-    if handle.commands.send(command(tx)).await.is_err() {
-        return Err(moved());
-    }
-    match rx.await {
-        Ok(answer) => answer.ok_or_else(not_found),
-        Err(_) => Err(moved()),
+    match state.ask_room(code, true, command).await {
+        Ok(Some(answer)) => Ok(answer),
+        Ok(None) => Err(not_found()),
+        Err(refusal) => Err(try_again(&refusal)),
     }
 }
 

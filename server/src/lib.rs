@@ -17,6 +17,7 @@ pub mod limits;
 pub mod listener;
 pub mod lobby;
 pub mod metrics;
+pub mod my_games;
 pub mod net;
 pub mod outbound;
 pub mod ownership;
@@ -211,6 +212,32 @@ impl AppState {
         ownership::acquire(self, code.as_str(), may_ask, || self.room(&code)).await
     }
 
+    /// Asks the lobby with this code (taken over, or loaded, if it does not
+    /// run here) for something and waits for its answer. `Ok(None)`: no
+    /// open lobby has that code, or it does not show itself to this request.
+    pub async fn ask_room<T>(
+        self: &Arc<Self>,
+        code: &str,
+        may_ask: bool,
+        command: impl FnOnce(tokio::sync::oneshot::Sender<Option<T>>) -> room::RoomCommand,
+    ) -> Result<Option<T>, outbound::Refusal> {
+        let Some(handle) = self.acquire_room(code, may_ask).await? else {
+            return Ok(None);
+        };
+        // A room that stops before answering moved just now: ask again.
+        let moved = || {
+            outbound::Refusal::new(
+                jumpgate_protocol::ErrorCode::RoomUnavailable,
+                "the lobby moved between server instances just now; try again",
+            )
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if handle.commands.send(command(tx)).await.is_err() {
+            return Err(moved());
+        }
+        rx.await.map_err(|_| moved())
+    }
+
     /// The player's unfinished solo game: running here, or taken over;
     /// `named` is the room the connection named in its address.
     pub async fn acquire_solo(
@@ -327,7 +354,17 @@ impl AppState {
             .unwrap_or_else(|e| e.into_inner())
             .insert(code.clone(), handle.clone());
         let span = tracing::info_span!("room", code = %code);
-        tokio::spawn(tracing::Instrument::instrument(room.run(rx), span));
+        let state = self.clone();
+        let run = async move {
+            room.run(rx).await;
+            // Out of the registry at once (unloaded rooms above all, which
+            // must leave nothing behind), unless the code runs again.
+            let mut rooms = state.rooms.lock().unwrap_or_else(|e| e.into_inner());
+            if rooms.get(&code).is_some_and(|h| h.commands.is_closed()) {
+                rooms.remove(&code);
+            }
+        };
+        tokio::spawn(tracing::Instrument::instrument(run, span));
         handle
     }
 

@@ -33,6 +33,9 @@ pub struct Metrics {
     pub writes_fenced: IntCounter,
     pub room_handovers: IntCounter,
     pub room_takeovers: IntCounter,
+    pub rooms_unloaded: IntCounter,
+    pub rooms_woken: IntCounter,
+    pub correspondence_expired: IntCounter,
     pub rooms_unresumable: IntGauge,
     pub edge_refusals: IntCounterVec,
     pub messages_throttled: IntCounter,
@@ -204,6 +207,21 @@ impl Metrics {
                 "Rooms this instance claimed from a dead instance, a released owner or the store at start",
             ))
             .expect("valid metric"),
+            rooms_unloaded: IntCounter::with_opts(opts(
+                "rooms_unloaded_total",
+                "Correspondence lobbies unloaded from memory (nobody connected; kept in Redis)",
+            ))
+            .expect("valid metric"),
+            rooms_woken: IntCounter::with_opts(opts(
+                "rooms_woken_total",
+                "Unloaded lobbies loaded again by the sweep because a timer was due",
+            ))
+            .expect("valid metric"),
+            correspondence_expired: IntCounter::with_opts(opts(
+                "correspondence_expired_total",
+                "Correspondence lobbies that ended with no move for the expiry window",
+            ))
+            .expect("valid metric"),
             rooms_unresumable: IntGauge::with_opts(opts(
                 "rooms_unresumable",
                 "Stored lobbies that could not be resumed at start (listed by the operator API)",
@@ -255,7 +273,7 @@ impl Metrics {
             registry,
         };
         let r = &m.registry;
-        let all: [Box<dyn prometheus::core::Collector>; 30] = [
+        let all: [Box<dyn prometheus::core::Collector>; 33] = [
             Box::new(m.connections_open.clone()),
             Box::new(m.lobbies_live.clone()),
             Box::new(m.games_live.clone()),
@@ -277,6 +295,9 @@ impl Metrics {
             Box::new(m.writes_fenced.clone()),
             Box::new(m.room_handovers.clone()),
             Box::new(m.room_takeovers.clone()),
+            Box::new(m.rooms_unloaded.clone()),
+            Box::new(m.rooms_woken.clone()),
+            Box::new(m.correspondence_expired.clone()),
             Box::new(m.rooms_unresumable.clone()),
             Box::new(m.edge_refusals.clone()),
             Box::new(m.messages_throttled.clone()),

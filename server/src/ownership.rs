@@ -303,6 +303,45 @@ async fn adopt_orphans(state: &Arc<AppState>, orphans: Vec<Orphan>) -> usize {
         .await
 }
 
+/// Loads unloaded rooms whose timer is due (a correspondence lobby's
+/// expiry, or the end of its break), several at a time; returns how many
+/// are off the dormant list. An entry for a room that runs somewhere, or is
+/// gone, is simply dropped: a room lists itself again when it unloads.
+async fn wake_dormant(state: &Arc<AppState>, due: Vec<crate::store::Dormant>) -> usize {
+    use futures_util::StreamExt;
+    futures_util::stream::iter(due)
+        .map(|entry| async move {
+            if state.is_draining() {
+                return false;
+            }
+            let woken = async {
+                if let Some(fence) = state.store.fence(&entry.code).await?
+                    && !state.runs(&entry.code)
+                    && owner_if_alive(state, &fence).await?.is_none()
+                {
+                    match adopt(state, &entry.code, &fence).await? {
+                        Adoption::Lost => return Ok(false),
+                        Adoption::Adopted => crate::metrics::METRICS.rooms_woken.inc(),
+                        Adoption::Unresumable | Adoption::Closed => {}
+                    }
+                }
+                state.store.forget_dormant(&entry).await?;
+                Ok::<_, StoreError>(true)
+            };
+            match woken.await {
+                Ok(done) => done,
+                Err(e) => {
+                    tracing::debug!(room = %entry.code, error = %e, "dormant room not loaded yet");
+                    false
+                }
+            }
+        })
+        .buffer_unordered(ADOPT_AT_ONCE)
+        .filter(|done| std::future::ready(*done))
+        .count()
+        .await
+}
+
 /// Adopts every open room without a live owner: at start, this catches
 /// rooms stored before ownership existed as well as those of instances
 /// that died. Returns how many rooms run here afterwards.
@@ -318,6 +357,11 @@ pub async fn adopt_open_rooms(state: &Arc<AppState>) -> Result<usize, StoreError
                 let Some(fence) = state.store.fence(&code).await? else {
                     return Ok(false);
                 };
+                // An unloaded lobby stays in the store until it is asked
+                // for or due (the dormant sweep): a start loads none.
+                if fence.parked && fence.owner.is_none() {
+                    return Ok(false);
+                }
                 Ok(owner_if_alive(state, &fence).await?.is_none()
                     && adopt(state, &code, &fence).await? == Adoption::Adopted)
             }
@@ -397,6 +441,29 @@ pub fn spawn_background(state: &Arc<AppState>) {
             };
             let batch = orphans.len();
             let done = adopt_orphans(&sweep, orphans).await;
+            full = batch >= SWEEP_BATCH && done > 0;
+        }
+    });
+    let wake = state.clone();
+    tokio::spawn(async move {
+        let mut full = false;
+        while !wake.is_draining() {
+            if !full {
+                tokio::time::sleep(SWEEP_EVERY).await;
+            }
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            let due = match wake.store.dormant_due(now_ms, SWEEP_BATCH).await {
+                Ok(due) => due,
+                Err(e) => {
+                    tracing::debug!(error = %e, "cannot look for dormant rooms now");
+                    full = false;
+                    continue;
+                }
+            };
+            let batch = due.len();
+            let done = wake_dormant(&wake, due).await;
             full = batch >= SWEEP_BATCH && done > 0;
         }
     });

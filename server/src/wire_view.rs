@@ -34,6 +34,13 @@ pub fn rule_set_from_wire(rs: wire::RuleSet) -> Variant {
     }
 }
 
+pub fn pace_from_wire(pace: wire::Pace) -> crate::lobby::Pace {
+    match pace {
+        wire::Pace::Live => crate::lobby::Pace::Live,
+        wire::Pace::Correspondence => crate::lobby::Pace::Correspondence,
+    }
+}
+
 pub fn color(c: Color) -> wire::Color {
     match c {
         Color::Dark => wire::Color::Dark,

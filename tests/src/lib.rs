@@ -281,6 +281,7 @@ pub async fn seated_pair_on(
             series_length,
             invite_only: false,
             stake: None,
+            pace: None,
         })
         .await;
     host.expect_ack(seq).await;

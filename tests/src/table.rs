@@ -136,6 +136,7 @@ impl Table {
             series_length: 1,
             invite_only: false,
             stake: None,
+            pace: None,
         })
         .await;
         let code = host.state_until(|_| true).await.code;

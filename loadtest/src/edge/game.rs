@@ -145,6 +145,7 @@ impl Duel {
                 series_length: 1,
                 invite_only: false,
                 stake: None,
+                pace: None,
             },
             limit,
         )

@@ -468,6 +468,7 @@ fn client_message() -> impl Strategy<Value = ClientMessage> {
                     series_length,
                     invite_only,
                     stake,
+                    pace: None,
                 }
             }),
         (seq, text(), prop::option::of(text()))

@@ -18,8 +18,9 @@ use std::path::{Path, PathBuf};
 use jumpgate_protocol::codec::{self, Encoding};
 use jumpgate_protocol::{
     BoardGeometry, Boosts, ClientMessage, Color, ErrorCode, GameEndReason, GameResult, GameView,
-    Identity, MoveView, Phase, PieceView, PlayerView, Points, RoomState, RuleSet, SeriesEndReason,
-    SeriesResult, SeriesView, ServerMessage, SpaceView, SquareGeometry,
+    Identity, LobbySummary, MoveView, MyGame, Pace, Phase, PieceView, PlayerView, Points,
+    RoomState, RuleSet, SeriesEndReason, SeriesResult, SeriesView, ServerMessage, SpaceView,
+    SquareGeometry,
 };
 
 fn client_examples() -> Vec<(&'static str, ClientMessage)> {
@@ -62,6 +63,7 @@ fn client_examples() -> Vec<(&'static str, ClientMessage)> {
                 series_length: 3,
                 invite_only: true,
                 stake: Some(100),
+                pace: None,
             },
         ),
         (
@@ -129,6 +131,30 @@ fn client_examples() -> Vec<(&'static str, ClientMessage)> {
         ),
         ("client_undo", ClientMessage::Undo { seq: 302 }),
         ("client_resume_solo", ClientMessage::ResumeSolo { seq: 303 }),
+        (
+            "client_create_lobby_correspondence",
+            ClientMessage::CreateLobby {
+                seq: 2,
+                rule_set: RuleSet::American,
+                series_length: 3,
+                invite_only: false,
+                stake: None,
+                pace: Some(Pace::Correspondence),
+            },
+        ),
+        (
+            "client_claim_forfeit",
+            ClientMessage::ClaimForfeit { seq: 14 },
+        ),
+        (
+            "client_lobby_info",
+            ClientMessage::LobbyInfo {
+                seq: 2,
+                code: "M3XW9A".into(),
+                invite: Some("inv_8dJ3".into()),
+            },
+        ),
+        ("client_my_games", ClientMessage::MyGames { seq: 3 }),
     ]
 }
 
@@ -185,6 +211,8 @@ fn state_playing() -> RoomState {
         code: "K7QP2D".into(),
         rule_set: RuleSet::American,
         series_length: 3,
+        pace: Pace::Live,
+        expires_at: None,
         invite_only: false,
         invite: None,
         stake: 0,
@@ -239,6 +267,19 @@ fn state_playing() -> RoomState {
     }
 }
 
+/// `state_playing` in a correspondence lobby: `deadline` is when Light may claim the
+/// game (two days after Light's move), `expires_at` a week after it.
+fn state_correspondence() -> RoomState {
+    let mut state = state_playing();
+    state.pace = Pace::Correspondence;
+    state.expires_at = Some(1_767_830_400_000);
+    let game = state.game.as_mut().expect("a game is in play");
+    game.deadline = 1_767_398_400_000;
+    game.remaining_ms = 172_795_000;
+    game.draw_offer = None;
+    state
+}
+
 /// `state_playing` after Light declined Dark's offer: Dark, to move, is told.
 fn state_draw_declined() -> RoomState {
     let mut state = state_playing();
@@ -257,6 +298,8 @@ fn state_waiting() -> RoomState {
         code: "M3XW9A".into(),
         rule_set: RuleSet::Russian,
         series_length: 3,
+        pace: Pace::Live,
+        expires_at: None,
         invite_only: true,
         invite: Some("inv_8dJ3".into()),
         stake: 0,
@@ -302,6 +345,8 @@ fn state_finished() -> RoomState {
         code: "ZZ4T8N".into(),
         rule_set: RuleSet::American,
         series_length: 1,
+        pace: Pace::Live,
+        expires_at: None,
         invite_only: false,
         invite: None,
         stake: 0,
@@ -375,6 +420,8 @@ fn state_break() -> RoomState {
         code: "Q2RB7K".into(),
         rule_set: RuleSet::Brazilian,
         series_length: 5,
+        pace: Pace::Live,
+        expires_at: None,
         invite_only: false,
         invite: None,
         stake: 0,
@@ -746,6 +793,81 @@ fn server_examples() -> Vec<(&'static str, ServerMessage)> {
             ServerMessage::Shutdown {
                 reason: "restarting for an upgrade".into(),
                 reconnect_after_ms: 3_000,
+            },
+        ),
+        (
+            "server_state_correspondence",
+            ServerMessage::State(state_correspondence()),
+        ),
+        (
+            "server_error_claim_too_early",
+            ServerMessage::Error {
+                seq: Some(14),
+                code: ErrorCode::ClaimTooEarly,
+                message: "you can claim this game in 1 d 4 h 30 min".into(),
+            },
+        ),
+        (
+            "server_lobby_info",
+            ServerMessage::LobbyInfo {
+                seq: 2,
+                lobby: LobbySummary {
+                    code: "M3XW9A".into(),
+                    rule_set: RuleSet::Russian,
+                    pace: Pace::Correspondence,
+                    series_length: 3,
+                    invite_only: true,
+                    stake: 100,
+                    host_name: Some("Ann".into()),
+                    players: vec![Some("Ann".into()), None],
+                    spectators: 0,
+                    phase: Phase::Waiting,
+                    expires_at: Some(1_767_830_400_000),
+                },
+            },
+        ),
+        (
+            "server_my_games",
+            ServerMessage::MyGames {
+                seq: 3,
+                games: vec![
+                    MyGame {
+                        code: "K7QP2D".into(),
+                        kind: jumpgate_protocol::GameKind::Lobby,
+                        rule_set: RuleSet::American,
+                        pace: Pace::Correspondence,
+                        phase: Some(Phase::Playing),
+                        opponent: Some("Guest 91C2".into()),
+                        your_turn: true,
+                        deadline: Some(1_767_398_400_000),
+                        last_move_at: Some(1_767_225_600_000),
+                        expires_at: Some(1_767_830_400_000),
+                    },
+                    MyGame {
+                        code: "M3XW9A".into(),
+                        kind: jumpgate_protocol::GameKind::Lobby,
+                        rule_set: RuleSet::Russian,
+                        pace: Pace::Correspondence,
+                        phase: Some(Phase::Waiting),
+                        opponent: None,
+                        your_turn: false,
+                        deadline: None,
+                        last_move_at: None,
+                        expires_at: Some(1_767_830_400_000),
+                    },
+                    MyGame {
+                        code: "S4K7M2QX".into(),
+                        kind: jumpgate_protocol::GameKind::Solo,
+                        rule_set: RuleSet::Italian,
+                        pace: Pace::Live,
+                        phase: None,
+                        opponent: Some("executive".into()),
+                        your_turn: true,
+                        deadline: None,
+                        last_move_at: Some(1_767_225_000_000),
+                        expires_at: None,
+                    },
+                ],
             },
         ),
         (

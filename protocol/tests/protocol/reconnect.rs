@@ -216,6 +216,7 @@ async fn a_moved_room_is_entered_again_and_the_unanswered_move_resent() {
             series_length: 1,
             invite_only: false,
             stake: None,
+            pace: None,
         })
         .await
         .unwrap();

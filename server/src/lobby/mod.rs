@@ -28,7 +28,7 @@ use crate::store::StoredMove;
 use crate::wallet::Settlement;
 
 pub use outcome::{GameEnd, GameResult, Phase, Points, SeriesEnd, SeriesResult};
-pub use record::{ResumeError, StrandedStakes, WallClock, stranded_stakes};
+pub use record::{RecordGlance, ResumeError, StrandedStakes, WallClock, glance, stranded_stakes};
 pub use series::{FORFEIT_POINTS, MAX_GAME_POINTS, points_series_over};
 
 /// Options fixed when a lobby is created.
@@ -39,13 +39,32 @@ pub struct LobbyOptions {
     pub invite_only: bool,
     /// Bold Points each player stakes; 0 for a free lobby.
     pub stake: u32,
+    pub pace: Pace,
 }
 
-/// How long moves and breaks last.
+/// How fast a lobby is played (stored by these names).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pace {
+    /// The move clock forfeits a side that runs out of time.
+    #[default]
+    Live,
+    /// No clock forfeits by itself: after the claim window the opponent may
+    /// claim the game ([`Action::ClaimForfeit`]); with no move for the
+    /// expiry window the lobby ends with no winner.
+    Correspondence,
+}
+
+/// How long moves, breaks and correspondence windows last.
 #[derive(Clone, Copy, Debug)]
 pub struct Timing {
     pub move_clock: Duration,
     pub break_time: Duration,
+    /// Correspondence: how long the side to move has before the opponent
+    /// may claim the game.
+    pub claim_after: Duration,
+    /// Correspondence: how long a lobby lasts without a move.
+    pub expire_after: Duration,
 }
 
 /// Something a seated player (or a spectator, who is refused) asks for.
@@ -64,6 +83,7 @@ pub enum Action {
     Rematch,
     EndMatch,
     Resync,
+    ClaimForfeit,
 }
 
 /// A player in a seat.
@@ -186,6 +206,37 @@ pub enum LobbyError {
     NotNow(&'static str),
     #[error("{0}")]
     IllegalMove(String),
+    /// A forfeit claimed before the claim window ran out; what is left of it.
+    #[error("you can claim this game in {}", remaining_text(*.0))]
+    ClaimTooEarly(Duration),
+}
+
+/// "1 d 4 h 30 min", "12 min 5 s": a time left, for people.
+fn remaining_text(left: Duration) -> String {
+    let secs = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+    let (d, h, m, s) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60, secs % 60);
+    let parts = [(d, "d"), (h, "h"), (m, "min"), (s, "s")];
+    let first = parts.iter().position(|(n, _)| *n > 0).unwrap_or(3);
+    parts[first..(first + 3).min(4)]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, unit)| format!("{n} {unit}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What the clock did to the lobby (see [`Lobby::on_clock`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockEvent {
+    /// Nothing was due.
+    Nothing,
+    /// A live game's side to move ran out of time and lost.
+    Forfeit(Color),
+    /// The break ended: the next round started.
+    NextRound,
+    /// A correspondence lobby had no move for its expiry window: it ended
+    /// with no winner (a series in play refunded, nothing recorded).
+    Expired,
 }
 
 /// Compares two secrets in time that depends on their lengths only.
@@ -227,6 +278,11 @@ pub struct Lobby {
     pub pending_moves: Vec<StoredMove>,
     pub pending_games: Vec<(u64, String)>,
     pub timing: Timing,
+    /// Since when nothing has happened for the expiry window to count from:
+    /// the lobby's creation, its last move, or the start of its last round.
+    pub active_at: Instant,
+    /// When the last move was played.
+    pub last_move_at: Option<Instant>,
     /// Draws the seeds of new games (Space Mode's wormholes).
     seeds: u64,
 }
@@ -241,6 +297,7 @@ impl Lobby {
         host: &str,
         timing: Timing,
         seed: u64,
+        now: Instant,
     ) -> Lobby {
         Lobby {
             code,
@@ -263,8 +320,37 @@ impl Lobby {
             pending_moves: Vec::new(),
             pending_games: Vec::new(),
             timing,
+            active_at: now,
+            last_move_at: None,
             seeds: seed,
         }
+    }
+
+    /// Whether this is a correspondence lobby.
+    pub fn is_correspondence(&self) -> bool {
+        self.options.pace == Pace::Correspondence
+    }
+
+    /// How long the side to move has: the move clock, or in correspondence
+    /// the claim window.
+    fn turn_window(&self) -> Duration {
+        match self.options.pace {
+            Pace::Live => self.timing.move_clock,
+            Pace::Correspondence => self.timing.claim_after,
+        }
+    }
+
+    /// Correspondence: when the lobby expires unless a move is played.
+    pub fn expires_at(&self) -> Option<Instant> {
+        (self.is_correspondence() && self.phase != Phase::Ended)
+            .then(|| self.active_at + self.timing.expire_after)
+    }
+
+    /// The seat whose move it is, while a game is in play.
+    pub fn seat_to_move(&self) -> Option<usize> {
+        let round = self.round.as_ref().filter(|_| self.game_in_play())?;
+        let turn = round.game.turn();
+        Some(if round.color_of(0) == turn { 0 } else { 1 })
     }
 
     pub fn seat_of(&self, id: &str) -> Option<usize> {
@@ -324,7 +410,10 @@ impl Lobby {
         if !self.admits(Some(&who.id), invite) {
             return Err(LobbyError::NotInvited);
         }
-        let here = |id: &str| id == who.id || present(id);
+        // A correspondence series starts as soon as both seats are taken:
+        // each plays whenever they can.
+        let correspondence = self.is_correspondence();
+        let here = |id: &str| correspondence || id == who.id || present(id);
         if let Some(seat) = self.seat_of(&who.id) {
             if let Some(s) = self.seats[seat].as_mut() {
                 s.name.clone_from(&who.name);
@@ -493,6 +582,23 @@ impl Lobby {
                 }
                 Ok(())
             }
+            Action::ClaimForfeit => {
+                if !self.is_correspondence() {
+                    return Err(LobbyError::NotNow(
+                        "only correspondence games are claimed; in live games the move clock decides",
+                    ));
+                }
+                let round = self.round_in_play()?;
+                let color = round.color_of(seat);
+                if round.game.turn() == color {
+                    return Err(LobbyError::NotNow("it is your move: play it instead"));
+                }
+                if now < round.deadline {
+                    return Err(LobbyError::ClaimTooEarly(round.deadline - now));
+                }
+                self.end_round(Some(color), GameEnd::ForfeitClaimed, now);
+                Ok(())
+            }
             Action::Resync => Ok(()),
         }
     }
@@ -521,7 +627,9 @@ impl Lobby {
         if round.game.turn() != color {
             return Err(LobbyError::NotYourTurn);
         }
-        let move_clock = self.timing.move_clock;
+        let window = self.turn_window();
+        self.active_at = now;
+        self.last_move_at = Some(now);
         let round = self.round.as_mut().expect("checked by round_in_play");
         let m = play_submitted(&mut round.game, text.as_deref(), path.as_deref())?;
         round.notations.push(m.notation.clone());
@@ -533,7 +641,7 @@ impl Lobby {
         } else if round.draw_declined == Some(color) {
             round.draw_declined = None;
         }
-        round.deadline = now + move_clock;
+        round.deadline = now + window;
         self.pending_moves.push(StoredMove {
             game_no: round.game_no,
             ply: round.game.ply(),
@@ -629,11 +737,12 @@ impl Lobby {
         // Seat 0 opens round one; the opening move alternates.
         let dark_seat = if self.series.round % 2 == 1 { 0 } else { 1 };
         self.games_started += 1;
+        self.active_at = now;
         self.round = Some(Round {
             game_no: self.games_started,
             game: VariantGame::new(self.options.rule_set, self.next_seed()),
             dark_seat,
-            deadline: now + self.timing.move_clock,
+            deadline: now + self.turn_window(),
             draw_offer: None,
             draw_declined: None,
             notations: Vec::new(),
@@ -654,8 +763,16 @@ impl Lobby {
         z ^ (z >> 31)
     }
 
-    /// When the clock or the break next needs the lobby's attention.
+    /// When the clock or the break next needs the lobby's attention. In
+    /// correspondence no clock forfeits by itself: what is due is the end of
+    /// a break, or the lobby's expiry.
     pub fn next_deadline(&self) -> Option<Instant> {
+        if let Some(expiry) = self.expires_at() {
+            return Some(match self.phase {
+                Phase::Break => self.break_until.map_or(expiry, |b| b.min(expiry)),
+                _ => expiry,
+            });
+        }
         match self.phase {
             Phase::Playing => self
                 .round
@@ -667,12 +784,16 @@ impl Lobby {
         }
     }
 
-    /// The clock at `now`: the side to move loses on time when its deadline
-    /// has passed; a break that is over starts the next round. Returns the
-    /// loser on time, if any, and whether anything changed.
-    pub fn on_clock(&mut self, now: Instant) -> (bool, Option<Color>) {
+    /// The clock at `now`: in a live lobby the side to move loses on time
+    /// when its deadline has passed; a correspondence lobby with no move for
+    /// its expiry window ends; a break that is over starts the next round.
+    pub fn on_clock(&mut self, now: Instant) -> ClockEvent {
+        if self.expires_at().is_some_and(|t| t <= now) {
+            self.expire();
+            return ClockEvent::Expired;
+        }
         match self.phase {
-            Phase::Playing => {
+            Phase::Playing if !self.is_correspondence() => {
                 let lapsed = self
                     .round
                     .as_ref()
@@ -681,17 +802,31 @@ impl Lobby {
                 match lapsed {
                     Some(loser) => {
                         self.end_round(Some(loser.opposite()), GameEnd::Timeout, now);
-                        (true, Some(loser))
+                        ClockEvent::Forfeit(loser)
                     }
-                    None => (false, None),
+                    None => ClockEvent::Nothing,
                 }
             }
             Phase::Break if self.break_until.is_some_and(|t| t <= now) => {
                 self.start_round(now);
-                (true, None)
+                ClockEvent::NextRound
             }
-            _ => (false, None),
+            _ => ClockEvent::Nothing,
         }
+    }
+
+    /// A correspondence lobby nobody moved in for the expiry window: the
+    /// game in play ends unscored, a series in play ends with no winner
+    /// (stakes refunded, nothing recorded), and nothing more is played.
+    fn expire(&mut self) {
+        if matches!(self.phase, Phase::Playing | Phase::Break) {
+            if self.round.as_ref().is_some_and(|r| r.result.is_none()) {
+                self.end_round_unscored(GameEnd::Expired);
+            }
+            self.finish(None, SeriesEnd::Expired);
+        }
+        self.phase = Phase::Ended;
+        self.break_until = None;
     }
 
     /// The clocks stood still for `lost` (the store could not confirm the

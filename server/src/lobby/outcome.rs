@@ -31,6 +31,10 @@ pub enum GameEnd {
     InARow,
     HalfLost,
     PlyLimit,
+    /// Correspondence: the opponent claimed the game after the claim window.
+    ForfeitClaimed,
+    /// Correspondence: no move for the expiry window.
+    Expired,
 }
 
 impl GameEnd {
@@ -75,6 +79,8 @@ pub enum SeriesEnd {
     Left,
     EndedByHost,
     Points,
+    /// Correspondence: no move for the expiry window; no winner.
+    Expired,
 }
 
 /// How a series ended.

@@ -5,7 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::{EscrowIntent, GameResult, Lobby, LobbyOptions, Phase, Round, Seat, Series, Timing};
+use super::{
+    EscrowIntent, GameResult, Lobby, LobbyOptions, Pace, Phase, Round, Seat, Series, Timing,
+};
 use crate::code::RoomCode;
 use crate::records::SeriesRecord;
 use crate::rules::{Color, Variant, VariantGame};
@@ -20,7 +22,8 @@ pub struct WallClock {
 }
 
 impl WallClock {
-    fn to_unix_ms(self, at: Instant) -> u64 {
+    /// `at` as Unix milliseconds.
+    pub fn to_unix_ms(self, at: Instant) -> u64 {
         if at >= self.now {
             self.unix_ms + (at - self.now).as_millis() as u64
         } else {
@@ -80,6 +83,18 @@ struct LobbyRecord {
     pending_record: Option<SeriesRecord>,
     #[serde(default)]
     escrow_intent: Option<EscrowIntent>,
+    #[serde(default)]
+    pace: Pace,
+    /// Unix milliseconds the expiry window counts from (absent in records
+    /// written before correspondence lobbies: read as the time of loading).
+    #[serde(default)]
+    active_at_ms: Option<u64>,
+    #[serde(default)]
+    last_move_ms: Option<u64>,
+    /// The seat to move while a game is in play (for `my_games`, which reads
+    /// records without replaying them).
+    #[serde(default)]
+    to_move: Option<u8>,
 }
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -131,6 +146,10 @@ impl Lobby {
             pending_settlement: self.pending_settlement.clone(),
             pending_record: self.pending_record.clone(),
             escrow_intent: self.escrow_intent.clone(),
+            pace: self.options.pace,
+            active_at_ms: Some(clock.to_unix_ms(self.active_at)),
+            last_move_ms: self.last_move_at.map(|t| clock.to_unix_ms(t)),
+            to_move: self.seat_to_move().map(|s| s as u8),
         };
         serde_json::to_string(&record).expect("a lobby record always encodes")
     }
@@ -164,7 +183,12 @@ impl Lobby {
                         record: r.notations.len(),
                     });
                 }
-                let deadline = clock.to_instant(r.deadline_ms).max(clock.now + grace);
+                // A correspondence claim time is a stored fact, not a clock
+                // the restart stopped: it gets no grace.
+                let deadline = match record.pace {
+                    Pace::Live => clock.to_instant(r.deadline_ms).max(clock.now + grace),
+                    Pace::Correspondence => clock.to_instant(r.deadline_ms),
+                };
                 Some(Round {
                     game_no: r.game_no,
                     game,
@@ -185,12 +209,17 @@ impl Lobby {
                 series_length: record.series_length,
                 invite_only: record.invite.is_some(),
                 stake: record.stake,
+                pace: record.pace,
             },
             record.invite,
             &record.host,
             timing,
             seed,
+            record
+                .active_at_ms
+                .map_or(clock.now, |ms| clock.to_instant(ms)),
         );
+        lobby.last_move_at = record.last_move_ms.map(|ms| clock.to_instant(ms));
         lobby.seats = record.seats;
         lobby.phase = record.phase;
         lobby.series = record.series;
@@ -244,4 +273,42 @@ pub fn stranded_stakes(record: &str) -> Option<StrandedStakes> {
         }
         _ => None,
     }
+}
+
+/// What `my_games` needs of a stored lobby, read from its record alone
+/// (no replay): cheap enough to read for every lobby of a player.
+#[derive(Debug, Clone)]
+pub struct RecordGlance {
+    pub rule_set: Variant,
+    pub pace: Pace,
+    pub phase: Phase,
+    pub seats: [Option<Seat>; 2],
+    /// The seat to move, while a game is in play.
+    pub to_move: Option<usize>,
+    /// The turn's deadline (live) or claim time (correspondence), Unix ms.
+    pub deadline_ms: Option<u64>,
+    pub last_move_ms: Option<u64>,
+    /// Unix ms the expiry window counts from (correspondence).
+    pub active_at_ms: Option<u64>,
+}
+
+/// Reads a stored lobby record for `my_games`; `None` if it is not one.
+pub fn glance(record: &str) -> Option<RecordGlance> {
+    let record: LobbyRecord = serde_json::from_str(record).ok()?;
+    let in_play =
+        record.phase == Phase::Playing && record.round.as_ref().is_some_and(|r| r.result.is_none());
+    Some(RecordGlance {
+        rule_set: record.rule_set,
+        pace: record.pace,
+        phase: record.phase,
+        seats: record.seats,
+        to_move: record.to_move.filter(|_| in_play).map(usize::from),
+        deadline_ms: record
+            .round
+            .as_ref()
+            .filter(|_| in_play)
+            .map(|r| r.deadline_ms),
+        last_move_ms: record.last_move_ms,
+        active_at_ms: record.active_at_ms,
+    })
 }

@@ -147,8 +147,8 @@ impl Lobby {
     /// The series is over: what it leaves to settle and to record.
     pub(super) fn finish(&mut self, winner: Option<usize>, reason: SeriesEnd) {
         // Records count series between two accounts that ended with a
-        // result; a match the host ended is not one.
-        if reason != SeriesEnd::EndedByHost
+        // result; a match the host ended, or one that expired, is not one.
+        if !matches!(reason, SeriesEnd::EndedByHost | SeriesEnd::Expired)
             && let [Some(a), Some(b)] = &self.seats
             && !a.guest
             && !b.guest

@@ -3,6 +3,243 @@
 
 use super::*;
 
+const CLAIM: Duration = Duration::from_secs(2 * 86_400);
+const EXPIRY: Duration = Duration::from_secs(7 * 86_400);
+
+fn correspondence_lobby(now: Instant, stake: u32) -> Lobby {
+    let options = LobbyOptions {
+        rule_set: Variant::Draughts(crate::rules::RuleSet::American),
+        series_length: 3,
+        invite_only: false,
+        stake,
+        pace: Pace::Correspondence,
+    };
+    let timing = Timing {
+        move_clock: Duration::from_secs(10),
+        break_time: Duration::from_secs(3),
+        claim_after: CLAIM,
+        expire_after: EXPIRY,
+    };
+    Lobby::new(RoomCode::generate(), options, None, "a_ann", timing, 1, now)
+}
+
+fn account(id: &str) -> Identity {
+    Identity {
+        id: id.into(),
+        name: id.into(),
+        guest: false,
+    }
+}
+
+#[test]
+fn a_correspondence_series_starts_with_the_host_away_and_no_clock_forfeits() {
+    let start = Instant::now();
+    let mut lobby = correspondence_lobby(start, 0);
+    let away = |_: &str| false;
+    lobby
+        .enter(&account("a_ann"), None, false, &away, start)
+        .unwrap();
+    // Days later a friend opens the link while the host is away.
+    let joined = start + Duration::from_secs(3 * 86_400);
+    lobby
+        .enter(&account("a_bob"), None, false, &away, joined)
+        .unwrap();
+    assert_eq!(lobby.phase, Phase::Playing, "each plays whenever they can");
+    // The creator (seat 0) has the first move; the clock is the claim window.
+    assert_eq!(lobby.seat_to_move(), Some(0));
+    let round = lobby.round.as_ref().unwrap();
+    assert_eq!(round.deadline, joined + CLAIM);
+    // Nothing forfeits when the window passes: only the expiry is due.
+    assert_eq!(lobby.next_deadline(), Some(joined + EXPIRY));
+    assert_eq!(lobby.on_clock(joined + CLAIM * 2), ClockEvent::Nothing);
+    assert!(lobby.game_in_play());
+}
+
+#[test]
+fn a_forfeit_is_claimed_only_after_the_window_and_only_against_the_side_to_move() {
+    let start = Instant::now();
+    let mut lobby = correspondence_lobby(start, 0);
+    let here = |_: &str| true;
+    lobby
+        .enter(&account("a_ann"), None, false, &here, start)
+        .unwrap();
+    lobby
+        .enter(&account("a_bob"), None, false, &here, start)
+        .unwrap();
+    let moved = start + Duration::from_secs(60);
+    let played = lobby.act(
+        "a_ann",
+        1,
+        Action::Move {
+            notation: Some("11-15".into()),
+            path: None,
+        },
+        moved,
+    );
+    assert_eq!(played, Ok(Applied::Changed));
+    assert_eq!(lobby.last_move_at, Some(moved));
+    // Bob is to move; Ann may claim only once his window has run out.
+    let early = moved + CLAIM - Duration::from_secs(90);
+    let before = lobby.version;
+    assert_eq!(
+        lobby.act("a_ann", 2, Action::ClaimForfeit, early),
+        Err(LobbyError::ClaimTooEarly(Duration::from_secs(90)))
+    );
+    assert_eq!(
+        LobbyError::ClaimTooEarly(Duration::from_secs(90)).to_string(),
+        "you can claim this game in 1 min 30 s"
+    );
+    assert_eq!(
+        LobbyError::ClaimTooEarly(Duration::from_secs(100_000)).to_string(),
+        "you can claim this game in 1 d 3 h 46 min"
+    );
+    assert!(matches!(
+        lobby.act("a_bob", 1, Action::ClaimForfeit, moved + CLAIM),
+        Err(LobbyError::NotNow(_))
+    ));
+    assert_eq!(lobby.version, before, "refusals change nothing");
+    assert!(lobby.game_in_play());
+    let claimed = lobby.act("a_ann", 3, Action::ClaimForfeit, moved + CLAIM);
+    assert_eq!(claimed, Ok(Applied::Changed));
+    let result = lobby.round.as_ref().unwrap().result.unwrap();
+    assert_eq!(result.reason, GameEnd::ForfeitClaimed);
+    assert_eq!(
+        result.winner,
+        Some(lobby.round.as_ref().unwrap().color_of(0))
+    );
+    assert_eq!(lobby.series.wins, [1, 0]);
+    assert_eq!(lobby.phase, Phase::Break, "a best-of-3 goes on");
+    // A live lobby has nothing to claim: its clock decides.
+    let mut live = free_lobby();
+    live.enter(&guest("g_host", "Host"), None, false, &here, start)
+        .unwrap();
+    live.enter(&guest("g_two", "Two"), None, false, &here, start)
+        .unwrap();
+    assert!(matches!(
+        live.act("g_two", 1, Action::ClaimForfeit, start + CLAIM),
+        Err(LobbyError::NotNow(_))
+    ));
+}
+
+#[test]
+fn a_correspondence_lobby_with_no_move_for_a_week_expires_with_no_winner() {
+    let start = Instant::now();
+    let mut lobby = correspondence_lobby(start, 100);
+    let here = |_: &str| true;
+    lobby
+        .enter(&account("a_ann"), None, false, &here, start)
+        .unwrap();
+    lobby
+        .enter(&account("a_bob"), None, false, &here, start)
+        .unwrap();
+    // Staked: the series waits for its stakes.
+    assert!(lobby.escrow_intent.is_some());
+    lobby.begin_series(start);
+    let moved = start + Duration::from_secs(3_600);
+    lobby
+        .act(
+            "a_ann",
+            1,
+            Action::Move {
+                notation: Some("11-15".into()),
+                path: None,
+            },
+            moved,
+        )
+        .unwrap();
+    assert_eq!(
+        lobby.expires_at(),
+        Some(moved + EXPIRY),
+        "a move restarts it"
+    );
+    assert_eq!(
+        lobby.on_clock(moved + EXPIRY - Duration::from_millis(1)),
+        ClockEvent::Nothing
+    );
+    assert_eq!(lobby.on_clock(moved + EXPIRY), ClockEvent::Expired);
+    assert_eq!(lobby.phase, Phase::Ended);
+    let series = lobby.series.result.unwrap();
+    assert_eq!((series.winner, series.reason), (None, SeriesEnd::Expired));
+    assert_eq!(
+        lobby.round.as_ref().unwrap().result.unwrap().reason,
+        GameEnd::Expired
+    );
+    assert!(
+        lobby.pending_record.is_none(),
+        "nothing is recorded as a win"
+    );
+    assert!(matches!(
+        lobby.pending_settlement,
+        Some((_, Settlement::Refund { .. }))
+    ));
+    assert_eq!(lobby.next_deadline(), None);
+    // A lobby nobody joined expires too.
+    let mut empty = correspondence_lobby(start, 0);
+    empty
+        .enter(&account("a_ann"), None, false, &here, start)
+        .unwrap();
+    assert_eq!(empty.next_deadline(), Some(start + EXPIRY));
+    assert_eq!(empty.on_clock(start + EXPIRY), ClockEvent::Expired);
+    assert_eq!(empty.phase, Phase::Ended);
+    assert!(empty.pending_settlement.is_none());
+}
+
+#[test]
+fn a_correspondence_lobby_survives_its_record() {
+    let start = Instant::now();
+    let mut lobby = correspondence_lobby(start, 0);
+    let here = |_: &str| true;
+    lobby
+        .enter(&account("a_ann"), None, false, &here, start)
+        .unwrap();
+    lobby
+        .enter(&account("a_bob"), None, false, &here, start)
+        .unwrap();
+    lobby
+        .act(
+            "a_ann",
+            1,
+            Action::Move {
+                notation: Some("11-15".into()),
+                path: None,
+            },
+            start,
+        )
+        .unwrap();
+    let clock = WallClock {
+        now: start,
+        unix_ms: 1_800_000_000_000,
+    };
+    let json = lobby.to_record(clock);
+    let moves = lobby.pending_moves.clone();
+    // Reloaded a day later: the claim time is kept as stored, no grace.
+    let later = WallClock {
+        now: start + Duration::from_secs(86_400),
+        unix_ms: 1_800_000_000_000 + 86_400_000,
+    };
+    let back = Lobby::from_record(
+        &json,
+        &moves,
+        lobby.timing,
+        later,
+        Duration::from_secs(15),
+        3,
+    )
+    .unwrap();
+    assert!(back.is_correspondence());
+    let deadline = back.round.as_ref().unwrap().deadline;
+    assert_eq!(
+        later.to_unix_ms(deadline),
+        1_800_000_000_000 + CLAIM.as_millis() as u64
+    );
+    assert_eq!(later.to_unix_ms(back.active_at), 1_800_000_000_000);
+    assert_eq!(back.seat_to_move(), Some(1));
+    let glance = glance(&json).unwrap();
+    assert_eq!(glance.to_move, Some(1));
+    assert_eq!(glance.last_move_ms, Some(1_800_000_000_000));
+    assert_eq!(glance.pace, Pace::Correspondence);
+}
+
 #[test]
 fn a_series_scored_by_points_ends_when_it_is_decided() {
     // Best of 3: after one game a lead of 10 or less can still be caught.
@@ -24,10 +261,13 @@ fn an_invite_only_lobby_shows_itself_only_to_its_invite_and_its_seats() {
         series_length: 1,
         invite_only: true,
         stake: 0,
+        pace: Pace::Live,
     };
     let timing = Timing {
         move_clock: Duration::from_secs(10),
         break_time: Duration::from_secs(3),
+        claim_after: CLAIM,
+        expire_after: EXPIRY,
     };
     let invite = "abcdefghijklmnopqrstuv";
     let mut lobby = Lobby::new(
@@ -37,6 +277,7 @@ fn an_invite_only_lobby_shows_itself_only_to_its_invite_and_its_seats() {
         "a_ann",
         timing,
         1,
+        Instant::now(),
     );
     let person = |id: &str| Identity {
         id: id.into(),
@@ -86,12 +327,23 @@ fn free_lobby() -> Lobby {
         series_length: 3,
         invite_only: false,
         stake: 0,
+        pace: Pace::Live,
     };
     let timing = Timing {
         move_clock: Duration::from_secs(10),
         break_time: Duration::from_secs(3),
+        claim_after: CLAIM,
+        expire_after: EXPIRY,
     };
-    Lobby::new(RoomCode::generate(), options, None, "g_host", timing, 1)
+    Lobby::new(
+        RoomCode::generate(),
+        options,
+        None,
+        "g_host",
+        timing,
+        1,
+        Instant::now(),
+    )
 }
 
 fn guest(id: &str, name: &str) -> Identity {
@@ -128,7 +380,7 @@ fn a_series_waits_for_a_player_who_is_away_and_starts_when_they_are_back() {
     assert!(lobby.round.is_none());
     assert_eq!(lobby.next_deadline(), None, "no clock runs");
     let later = start + Duration::from_secs(3600);
-    assert_eq!(lobby.on_clock(later), (false, None));
+    assert_eq!(lobby.on_clock(later), ClockEvent::Nothing);
     // A spectator arriving changes nothing.
     lobby
         .enter(
@@ -387,9 +639,16 @@ mod properties {
                 series_length: length,
                 invite_only: false,
                 stake: if staked { 50 } else { 0 },
+                pace: Pace::Live,
             };
-            let timing = Timing { move_clock: CLOCK, break_time: BREAK };
-            let mut lobby = Lobby::new(RoomCode::generate(), options, None, "a_ann", timing, 7);
+            let timing = Timing {
+                move_clock: CLOCK,
+                break_time: BREAK,
+                claim_after: super::CLAIM,
+                expire_after: super::EXPIRY,
+            };
+            let mut lobby =
+                Lobby::new(RoomCode::generate(), options, None, "a_ann", timing, 7, start);
             let mut shell = Shell { settled: HashMap::new(), begun_staked: Vec::new() };
             for (i, step) in steps.into_iter().enumerate() {
                 let before = fingerprint(&lobby, now);

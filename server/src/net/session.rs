@@ -12,7 +12,7 @@ use super::{CLOSE_POLICY, CLOSE_PROTOCOL_ERROR, Connection, Flow};
 use crate::identity::Identity;
 use crate::lobby::{Action, LobbyOptions};
 use crate::outbound::Member;
-use crate::room::{RoomCommand, RoomHandle};
+use crate::room::{Entered, RoomCommand, RoomHandle};
 use crate::solo::{SoloCommand, SoloHandle};
 use crate::wire_view;
 
@@ -49,6 +49,8 @@ impl Session {
 }
 
 const NOT_IN_LOBBY: &str = "you are not in a lobby";
+/// Times a join looks a room up, when it was unloaded under the request.
+const ENTRY_ATTEMPTS: usize = 3;
 const LEAVE_FIRST: &str = "leave your lobby first";
 
 impl Connection {
@@ -104,6 +106,7 @@ impl Connection {
                 series_length,
                 invite_only,
                 stake,
+                pace,
             } => {
                 if in_lobby {
                     self.refuse(Some(seq), ErrorCode::AlreadyInLobby, LEAVE_FIRST);
@@ -122,6 +125,7 @@ impl Connection {
                     series_length,
                     invite_only,
                     stake,
+                    pace: wire_view::pace_from_wire(pace.unwrap_or_default()),
                 };
                 let (handle, invite) = self.state.create_room(options, &identity);
                 self.enter(handle, seq, invite, false, identity).await;
@@ -211,6 +215,16 @@ impl Connection {
             ClientMessage::NextRound { seq } => self.act(seq, Action::NextRound).await,
             ClientMessage::Rematch { seq } => self.act(seq, Action::Rematch).await,
             ClientMessage::EndMatch { seq } => self.act(seq, Action::EndMatch).await,
+            ClientMessage::ClaimForfeit { seq } => self.act(seq, Action::ClaimForfeit).await,
+            ClientMessage::LobbyInfo { seq, code, invite } => {
+                self.lobby_info(seq, code, invite).await;
+            }
+            ClientMessage::MyGames { seq } => {
+                match crate::my_games::list(&self.state, &identity).await {
+                    Ok(games) => self.reply(ServerMessage::MyGames { seq, games }),
+                    Err(r) => self.refuse(Some(seq), r.code, &r.message),
+                }
+            }
         }
         Flow::Continue
     }
@@ -483,18 +497,51 @@ impl Connection {
             .named_room
             .as_deref()
             .is_some_and(|n| n.eq_ignore_ascii_case(code.trim()));
-        let handle = match self.state.acquire_room(&code, named).await {
-            Ok(Some(handle)) => handle,
-            Ok(None) => {
-                self.refuse(Some(seq), ErrorCode::UnknownLobby, "no lobby has that code");
+        // A room unloaded just as the request reached it answers
+        // `Unloaded`: looking it up again loads it.
+        for _ in 0..ENTRY_ATTEMPTS {
+            let handle = match self.state.acquire_room(&code, named).await {
+                Ok(Some(handle)) => handle,
+                Ok(None) => {
+                    self.refuse(Some(seq), ErrorCode::UnknownLobby, "no lobby has that code");
+                    return;
+                }
+                Err(r) => {
+                    self.refuse(Some(seq), r.code, &r.message);
+                    return;
+                }
+            };
+            if self
+                .enter(handle, seq, invite.clone(), watch, identity.clone())
+                .await
+                != Entered::Unloaded
+            {
                 return;
             }
-            Err(r) => {
-                self.refuse(Some(seq), r.code, &r.message);
-                return;
-            }
-        };
-        self.enter(handle, seq, invite, watch, identity).await;
+        }
+        self.refuse(
+            Some(seq),
+            ErrorCode::RoomUnavailable,
+            "the lobby was being unloaded; try again",
+        );
+    }
+
+    /// Answers `lobby_info`: the lobby's summary, from wherever it runs
+    /// (loaded if it was unloaded), behind the same invite rule as joining.
+    async fn lobby_info(&mut self, seq: u32, code: String, invite: Option<String>) {
+        let named = self
+            .named_room
+            .as_deref()
+            .is_some_and(|n| n.eq_ignore_ascii_case(code.trim()));
+        match self
+            .state
+            .ask_room(&code, named, |reply| RoomCommand::Summary { invite, reply })
+            .await
+        {
+            Ok(Some(lobby)) => self.reply(ServerMessage::LobbyInfo { seq, lobby }),
+            Ok(None) => self.refuse(Some(seq), ErrorCode::UnknownLobby, "no lobby has that code"),
+            Err(r) => self.refuse(Some(seq), r.code, &r.message),
+        }
     }
 
     /// Enters a room. The room answers (`ack` and `state`, or the refusal)
@@ -507,7 +554,7 @@ impl Connection {
         invite: Option<String>,
         watch: bool,
         identity: Identity,
-    ) {
+    ) -> Entered {
         let (reply_tx, reply_rx) = oneshot::channel();
         let command = RoomCommand::Enter {
             member: Member {
@@ -527,10 +574,10 @@ impl Connection {
                 ErrorCode::RoomUnavailable,
                 "the lobby closed or moved just now; reconnect naming it and try again",
             );
-            return;
+            return Entered::No;
         }
         match reply_rx.await {
-            Ok(true) => {
+            Ok(Entered::Yes) => {
                 // A solo game this connection was attached to carries on
                 // without it (`resume_solo` comes back to it).
                 self.leave_session().await;
@@ -539,15 +586,19 @@ impl Connection {
                     room: handle,
                     leaving: None,
                 };
+                Entered::Yes
             }
-            Ok(false) => {}
+            Ok(other) => other,
             // The room stopped before answering: it closed, or moved to
             // another instance just now.
-            Err(_) => self.refuse(
-                Some(seq),
-                ErrorCode::RoomUnavailable,
-                "the lobby closed or moved just now; reconnect naming it and try again",
-            ),
+            Err(_) => {
+                self.refuse(
+                    Some(seq),
+                    ErrorCode::RoomUnavailable,
+                    "the lobby closed or moved just now; reconnect naming it and try again",
+                );
+                Entered::No
+            }
         }
     }
 }

@@ -19,7 +19,9 @@ use tokio::time::{Duration, Instant, sleep_until};
 
 use crate::code::RoomCode;
 use crate::config::Settings;
-use crate::lobby::{Action, Applied, Lobby, LobbyError, LobbyOptions, Phase, Timing, WallClock};
+use crate::lobby::{
+    Action, Applied, ClockEvent, Lobby, LobbyError, LobbyOptions, Phase, Timing, WallClock,
+};
 use crate::outbound::{ConnId, Member, Outbound, Refusal, SharedFrame};
 use crate::records::Records;
 use crate::store::{OwnerEpoch, Store, StoredRoom};
@@ -36,7 +38,7 @@ pub enum RoomCommand {
         seq: u32,
         invite: Option<String>,
         watch: bool,
-        reply: oneshot::Sender<bool>,
+        reply: oneshot::Sender<Entered>,
     },
     Act {
         conn: ConnId,
@@ -57,7 +59,7 @@ pub enum RoomCommand {
     /// lobby) for an invite-only lobby asked without its invite.
     Summary {
         invite: Option<String>,
-        reply: oneshot::Sender<Option<serde_json::Value>>,
+        reply: oneshot::Sender<Option<wire::LobbySummary>>,
     },
     /// The lobby's finished games as PDN; `None` as for `Summary`.
     Games {
@@ -76,6 +78,19 @@ pub enum RoomCommand {
     /// Stop if the store names another owner (after this instance was
     /// counted dead for a while).
     CheckOwner,
+}
+
+/// What became of an [`RoomCommand::Enter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entered {
+    /// The connection is in the room now.
+    Yes,
+    /// Refused (the refusal is on the member's queue).
+    No,
+    /// The room was unloaded from memory just before it could answer (a
+    /// correspondence lobby nobody was connected to): nothing was done;
+    /// look the room up again, which loads it.
+    Unloaded,
 }
 
 /// Handle to a running room.
@@ -116,8 +131,14 @@ pub struct Room {
     head_to_head: Option<wire::HeadToHead>,
     /// Since when nobody has been connected while no game was in play.
     idle_since: Option<Instant>,
-    /// Closed for having been idle too long.
+    /// Closed for having been idle too long, or (correspondence) for having
+    /// had no move for the expiry window.
     expired: bool,
+    /// Seat holders whose "my games" index is known to list this lobby.
+    indexed: Vec<String>,
+    /// Unloaded from memory (a correspondence lobby nobody is connected
+    /// to): stored, released for whoever next asks for it.
+    unloaded: bool,
 }
 
 /// Both clocks now.
@@ -139,6 +160,8 @@ fn timing(settings: &Settings) -> Timing {
     Timing {
         move_clock: settings.move_clock,
         break_time: settings.break_time,
+        claim_after: settings.correspondence_claim,
+        expire_after: settings.correspondence_expiry,
     }
 }
 
@@ -160,6 +183,7 @@ impl Room {
             &host.id,
             timing(&settings),
             rand::random(),
+            now(),
         );
         let owner = OwnerEpoch::first(&settings.instance_id);
         Room::around(lobby, owner, 0, settings, store, wallets, records)
@@ -191,6 +215,8 @@ impl Room {
             head_to_head: None,
             idle_since: None,
             expired: false,
+            indexed: Vec::new(),
+            unloaded: false,
         }
     }
 
@@ -282,10 +308,14 @@ impl Room {
                 }
                 counted_game = now_live;
             }
-            // A lobby nobody is connected to, with no game in play, closes
-            // after a while (a game in play ends by its clock first).
+            // A live lobby nobody is connected to, with no game in play,
+            // closes after a while (a game in play ends by its clock first).
+            // A correspondence lobby nobody is connected to is unloaded
+            // from memory instead (with Redis; it lives there until it
+            // expires).
+            let unloads = self.lobby.is_correspondence() && self.store.is_durable();
             let idle = self.members.is_empty()
-                && !matches!(self.lobby.phase, Phase::Playing | Phase::Break);
+                && (unloads || !matches!(self.lobby.phase, Phase::Playing | Phase::Break));
             if !idle {
                 self.idle_since = None;
             } else if self.idle_since.is_none() {
@@ -293,10 +323,15 @@ impl Room {
             }
             let timer = self.next_timer();
             let retry = self.in_doubt().then(|| Instant::now() + STORE_RETRY);
+            let idle_after = if unloads {
+                self.settings.correspondence_unload
+            } else {
+                self.settings.idle_lobby
+            };
             let idle_end = self
                 .idle_since
                 .filter(|_| !self.expired)
-                .map(|t| t + self.settings.idle_lobby);
+                .map(|t| t + idle_after);
             tokio::select! {
                 command = commands.recv() => match command {
                     Some(command) => self.handle(command).await,
@@ -307,8 +342,12 @@ impl Room {
                     self.settle_doubts().await;
                 }
                 () = sleep_or_forever(idle_end) => {
-                    tracing::info!(room = %self.lobby.code, "closing a lobby nobody came back to");
-                    self.expired = true;
+                    if unloads {
+                        self.unload().await;
+                    } else {
+                        tracing::info!(room = %self.lobby.code, "closing a lobby nobody came back to");
+                        self.expired = true;
+                    }
                 }
             }
 
@@ -322,8 +361,20 @@ impl Room {
                 // keys expire. It ends only once the store has that.
                 self.commit_or_retry().await;
                 if !self.unsaved() {
+                    // Anyone still here (a correspondence lobby that just
+                    // expired) is out of it now.
+                    self.halt();
                     break;
                 }
+            }
+        }
+        if self.unloaded {
+            // Requests that reached the mailbox after the room was stored
+            // and released are answered from what it held, or sent to
+            // look it up again (which loads it).
+            commands.close();
+            while let Ok(command) = commands.try_recv() {
+                self.answer_unloaded(command).await;
             }
         }
         if counted_game {
@@ -347,16 +398,21 @@ impl Room {
 
     async fn on_timer(&mut self) {
         let finished_before = self.lobby.series.result;
-        let (changed, lapsed) = self.lobby.on_clock(now());
-        if !changed {
-            return;
-        }
-        if lapsed.is_some() {
-            tracing::debug!(room = %self.lobby.code, "move clock lapsed");
-            crate::metrics::METRICS
-                .clock_forfeits
-                .with_label_values(&[self.lobby.options.rule_set.name()])
-                .inc();
+        match self.lobby.on_clock(now()) {
+            ClockEvent::Nothing => return,
+            ClockEvent::Forfeit(_) => {
+                tracing::debug!(room = %self.lobby.code, "move clock lapsed");
+                crate::metrics::METRICS
+                    .clock_forfeits
+                    .with_label_values(&[self.lobby.options.rule_set.name()])
+                    .inc();
+            }
+            ClockEvent::Expired => {
+                tracing::info!(room = %self.lobby.code, "correspondence lobby expired with no move");
+                crate::metrics::METRICS.correspondence_expired.inc();
+                self.expired = true;
+            }
+            ClockEvent::NextRound => {}
         }
         self.count_series_end(finished_before);
         self.commit_or_retry().await;
@@ -420,7 +476,7 @@ impl Room {
                 match result {
                     Ok(()) => {
                         self.send_to(conn, ServerMessage::Ack { seq });
-                        let _ = reply.send(true);
+                        let _ = reply.send(Entered::Yes);
                         self.broadcast();
                     }
                     Err(r) => {
@@ -627,10 +683,15 @@ impl Room {
 }
 
 /// Refuses an entry: the error on the connection's queue, and "not in".
-fn refuse_entry(out: &mpsc::Sender<Outbound>, reply: oneshot::Sender<bool>, seq: u32, r: Refusal) {
+fn refuse_entry(
+    out: &mpsc::Sender<Outbound>,
+    reply: oneshot::Sender<Entered>,
+    seq: u32,
+    r: Refusal,
+) {
     let error = ServerMessage::error(Some(seq), r.code, &r.message);
     let _ = out.try_send(Outbound::Direct(Box::new(error)));
-    let _ = reply.send(false);
+    let _ = reply.send(Entered::No);
 }
 
 /// Who sits where, to tell whether a change moved anyone.
@@ -652,6 +713,7 @@ pub fn refusal(e: LobbyError) -> Refusal {
         LobbyError::NotHost => ErrorCode::NotHost,
         LobbyError::NotNow(_) => ErrorCode::NotNow,
         LobbyError::IllegalMove(_) => ErrorCode::IllegalMove,
+        LobbyError::ClaimTooEarly(_) => ErrorCode::ClaimTooEarly,
     };
     Refusal::new(code, e.to_string())
 }

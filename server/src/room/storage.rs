@@ -17,6 +17,15 @@ impl Room {
     /// write (the same one, or one that includes it) is confirmed.
     pub(super) async fn persist(&mut self) -> Result<(), WriteError> {
         let closed = self.can_close();
+        // Seat holders whose "my games" lists this lobby not yet.
+        let seated: Vec<String> = self
+            .lobby
+            .seats
+            .iter()
+            .flatten()
+            .map(|s| s.id.clone())
+            .filter(|id| !self.indexed.contains(id))
+            .collect();
         let finished = matches!(self.lobby.phase, Phase::Finished | Phase::Ended);
         let version = self.lobby.version;
         let record = match &self.last_attempt {
@@ -36,10 +45,12 @@ impl Room {
             finished_games: dated(&self.lobby.pending_games),
             open: !closed,
             expire_after: (closed || finished).then_some(self.settings.finished_ttl),
+            seated: seated.clone(),
         };
         match self.store.write(write).await {
             Ok(()) => {
                 self.stored_version = version;
+                self.indexed.extend(seated);
                 self.lobby.pending_moves.clear();
                 self.lobby.pending_games.clear();
                 if let Some(since) = self.unsaved_since.take() {
@@ -203,6 +214,83 @@ impl Room {
                 tracing::warn!(room = %self.lobby.code, error = %e, "could not release the room; it stays here");
                 false
             }
+        }
+    }
+
+    /// Unloads a correspondence lobby nobody is connected to: with
+    /// everything stored and settled, its ownership is released and it is
+    /// listed as dormant until its next timer (a break's end or its expiry),
+    /// when any instance's sweep loads it again; so does any request for it.
+    /// Not possible now (the store is behind, or does not answer): the room
+    /// stays and tries again after another idle period.
+    pub(super) async fn unload(&mut self) {
+        if !self.members.is_empty() || !self.settle_doubts().await || self.in_doubt() {
+            self.idle_since = Some(Instant::now());
+            return;
+        }
+        let clock = wall_clock();
+        let wake_ms = self
+            .lobby
+            .next_deadline()
+            .map_or(u64::MAX, |t| clock.to_unix_ms(t));
+        match self
+            .store
+            .park(self.lobby.code.as_str(), &self.owner, wake_ms)
+            .await
+        {
+            Ok(true) => {
+                crate::metrics::METRICS.rooms_unloaded.inc();
+                tracing::debug!(room = %self.lobby.code, "unloaded until someone asks for it");
+                self.unloaded = true;
+                self.halted = true;
+            }
+            Ok(false) => {
+                tracing::warn!(room = %self.lobby.code, "another instance took the room over; stopping it here");
+                self.moved();
+            }
+            Err(e) => {
+                tracing::warn!(room = %self.lobby.code, error = %e, "could not unload the room; it stays loaded for now");
+                self.idle_since = Some(Instant::now());
+            }
+        }
+    }
+
+    /// Answers a request that reached the mailbox after the room was
+    /// unloaded: read-only requests from what it held (the store holds the
+    /// same), an entry by sending it to load the room again.
+    pub(super) async fn answer_unloaded(&mut self, command: super::RoomCommand) {
+        use super::{Entered, RoomCommand};
+        match command {
+            RoomCommand::Enter { reply, .. } => {
+                let _ = reply.send(Entered::Unloaded);
+            }
+            RoomCommand::Summary { invite, reply } => {
+                let summary = self
+                    .lobby
+                    .admits(None, invite.as_deref())
+                    .then(|| self.summary());
+                let _ = reply.send(summary);
+            }
+            RoomCommand::Games { invite, reply } => {
+                let games = if self.lobby.admits(None, invite.as_deref()) {
+                    let stored = self.store.games(self.lobby.code.as_str()).await;
+                    Some(stored.unwrap_or_default())
+                } else {
+                    None
+                };
+                let _ = reply.send(games);
+            }
+            RoomCommand::HandOver { reply, .. } => {
+                let _ = reply.send(true);
+            }
+            RoomCommand::Leave { seq, out, .. } => {
+                let _ = out.try_send(Outbound::Direct(Box::new(ServerMessage::error(
+                    Some(seq),
+                    jumpgate_protocol::ErrorCode::RoomUnavailable,
+                    "the lobby was unloaded just now; reconnect naming it and send again",
+                ))));
+            }
+            RoomCommand::Act { .. } | RoomCommand::Disconnect { .. } | RoomCommand::CheckOwner => {}
         }
     }
 

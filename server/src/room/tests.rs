@@ -45,6 +45,7 @@ async fn start(move_clock: Duration, break_time: Duration) -> Harness {
             series_length: 3,
             invite_only: false,
             stake: 0,
+            pace: crate::lobby::Pace::Live,
         },
         &host,
         Arc::new(settings),
@@ -72,7 +73,7 @@ async fn start(move_clock: Duration, break_time: Duration) -> Harness {
         })
         .await
         .unwrap();
-        assert!(reply_rx.await.unwrap(), "entered");
+        assert_eq!(reply_rx.await.unwrap(), super::Entered::Yes, "entered");
         outs.push(out_rx);
     }
     Harness {

@@ -1,11 +1,11 @@
-//! What a room shows: the lobby as the protocol's `state`, the public JSON
-//! summary, and the lobby's names for phases and results in wire terms.
+//! What a room shows: the lobby as the protocol's `state`, the summary
+//! shown before joining, and the lobby's names for phases and results in wire terms.
 
 use jumpgate_protocol as wire;
 use tokio::time::Instant;
 
 use super::Room;
-use crate::lobby::{GameEnd, GameResult, Phase, SeriesEnd, SeriesResult};
+use crate::lobby::{GameEnd, GameResult, Pace, Phase, SeriesEnd, SeriesResult};
 use crate::wire_view;
 
 pub fn phase(p: Phase) -> wire::Phase {
@@ -15,6 +15,13 @@ pub fn phase(p: Phase) -> wire::Phase {
         Phase::Break => wire::Phase::Break,
         Phase::Finished => wire::Phase::Finished,
         Phase::Ended => wire::Phase::Ended,
+    }
+}
+
+pub fn pace(p: Pace) -> wire::Pace {
+    match p {
+        Pace::Live => wire::Pace::Live,
+        Pace::Correspondence => wire::Pace::Correspondence,
     }
 }
 
@@ -32,6 +39,8 @@ pub fn game_end(reason: GameEnd) -> wire::GameEndReason {
         GameEnd::InARow => wire::GameEndReason::InARow,
         GameEnd::HalfLost => wire::GameEndReason::HalfLost,
         GameEnd::PlyLimit => wire::GameEndReason::PlyLimit,
+        GameEnd::ForfeitClaimed => wire::GameEndReason::ForfeitClaimed,
+        GameEnd::Expired => wire::GameEndReason::Expired,
     }
 }
 
@@ -51,6 +60,7 @@ pub fn series_end(reason: SeriesEnd) -> wire::SeriesEndReason {
         SeriesEnd::Left => wire::SeriesEndReason::Left,
         SeriesEnd::EndedByHost => wire::SeriesEndReason::EndedByHost,
         SeriesEnd::Points => wire::SeriesEndReason::Points,
+        SeriesEnd::Expired => wire::SeriesEndReason::Expired,
     }
 }
 
@@ -71,18 +81,31 @@ impl Room {
         }
     }
 
-    pub(super) fn summary(&self) -> serde_json::Value {
+    /// What the lobby is, as shown before joining it.
+    pub(super) fn summary(&self) -> wire::LobbySummary {
         let lobby = &self.lobby;
-        serde_json::json!({
-            "code": lobby.code.as_str(),
-            "rule_set": lobby.options.rule_set.name(),
-            "series_length": lobby.options.series_length,
-            "invite_only": lobby.invite.is_some(),
-            "stake": lobby.options.stake,
-            "players": lobby.seats.iter().map(|s| s.as_ref().map(|s| s.name.clone())).collect::<Vec<_>>(),
-            "spectators": self.spectator_count(),
-            "phase": phase(lobby.phase).as_str(),
-        })
+        wire::LobbySummary {
+            code: lobby.code.to_string(),
+            rule_set: wire_view::rule_set(lobby.options.rule_set),
+            pace: pace(lobby.options.pace),
+            series_length: lobby.options.series_length,
+            invite_only: lobby.invite.is_some(),
+            stake: lobby.options.stake,
+            host_name: lobby
+                .seat_of(&lobby.host)
+                .and_then(|s| lobby.seats[s].as_ref())
+                .map(|s| s.name.clone()),
+            players: lobby
+                .seats
+                .iter()
+                .map(|s| s.as_ref().map(|s| s.name.clone()))
+                .collect(),
+            spectators: self.spectator_count(),
+            phase: phase(lobby.phase),
+            expires_at: lobby
+                .expires_at()
+                .map(|t| wire_view::unix_ms(Instant::from_std(t))),
+        }
     }
 
     fn spectator_count(&self) -> u32 {
@@ -113,6 +136,10 @@ impl Room {
             code: lobby.code.to_string(),
             rule_set: wire_view::rule_set(lobby.options.rule_set),
             series_length: lobby.options.series_length,
+            pace: pace(lobby.options.pace),
+            expires_at: lobby
+                .expires_at()
+                .map(|t| wire_view::unix_ms(Instant::from_std(t))),
             invite_only: lobby.invite.is_some(),
             stake: lobby.options.stake,
             invite: lobby.invite.clone(),

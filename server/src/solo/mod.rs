@@ -30,7 +30,7 @@ use crate::wire_view;
 mod pool;
 mod record;
 pub use pool::BotPool;
-pub use record::{SoloMove, SoloRecord, new_record, solo_record};
+pub use record::{SoloMove, SoloRecord, my_game, new_record, solo_record};
 use record::{replay, undo_point, wire_level};
 
 /// How soon a close that could not be stored is tried again.
@@ -391,6 +391,7 @@ impl SoloGame {
             finished_games: Vec::new(),
             open: !closed && (!finished || self.record.pending_score),
             expire_after: (finished || closed).then_some(self.settings.finished_ttl),
+            seated: Vec::new(),
         };
         let written = self.store.write_solo(write, &self.record.owner).await;
         match written {
@@ -759,6 +760,7 @@ pub async fn close_discarded(
         finished_games: Vec::new(),
         open: false,
         expire_after: Some(settings.finished_ttl),
+        seated: Vec::new(),
     };
     store.write_solo(write, &record.owner).await
 }

@@ -169,3 +169,26 @@ pub fn solo_record(json: &str) -> Option<SoloRecord> {
         .ok()
         .filter(|r| r.kind == "solo")
 }
+
+/// The game as `my_games` lists it, while it is unfinished and open.
+pub fn my_game(record: &SoloRecord) -> Option<wire::MyGame> {
+    if record.closed || record.result.is_some() {
+        return None;
+    }
+    let (game, _, _) = replay(record).ok()?;
+    Some(wire::MyGame {
+        code: record.id.clone(),
+        kind: wire::GameKind::Solo,
+        rule_set: crate::wire_view::rule_set(record.rule_set),
+        pace: wire::Pace::Live,
+        phase: None,
+        opponent: record
+            .level
+            .filter(|_| !record.same_device)
+            .map(|level| wire_level(level).to_string()),
+        your_turn: record.same_device || game.turn() == record.you,
+        deadline: None,
+        last_move_at: None,
+        expires_at: None,
+    })
+}

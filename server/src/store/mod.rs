@@ -137,6 +137,10 @@ pub struct Fence {
     /// Its previous owner handed it to `owner` on request (a planned move:
     /// no clock grace when it is taken up).
     pub handed: bool,
+    /// Unloaded by its owner (a correspondence lobby nobody was connected
+    /// to): free to claim, but loaded only when asked for or when due
+    /// (see [`Store::park`]), not by the audit at start.
+    pub parked: bool,
 }
 
 /// What renewing a heartbeat found.
@@ -188,6 +192,18 @@ pub struct RoomWrite {
     /// Let the room's keys expire after this long (finished or closed
     /// lobbies); `None` keeps them.
     pub expire_after: Option<Duration>,
+    /// Identities to list this room under ("my games"), once the write
+    /// applied: the seat holders not yet listed. Listing is idempotent;
+    /// entries are dropped when read, once they no longer hold.
+    pub seated: Vec<String>,
+}
+
+/// A dormant room due to be loaded, as listed: its code and the listed
+/// wake time exactly as stored (to take it off only if unchanged).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dormant {
+    pub code: String,
+    pub wake: String,
 }
 
 /// A room as loaded at start.
@@ -285,6 +301,31 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// of open rooms, the note is updated only once the write applied,
     /// and a failure to update it makes the write's outcome unknown.
     fn write_solo<'a>(&'a self, write: RoomWrite, owner: &'a str) -> WriteFuture<'a>;
+    /// Unloads a room `owner` still holds: its owner is cleared (the epoch
+    /// stays) and it is marked parked, and it is listed as dormant until
+    /// `wake_ms` (Unix milliseconds; `u64::MAX` for never), when a sweep
+    /// loads it. `false` if `owner` no longer holds it.
+    fn park<'a>(
+        &'a self,
+        code: &'a str,
+        owner: &'a OwnerEpoch,
+        wake_ms: u64,
+    ) -> StoreFuture<'a, bool>;
+    /// Up to `limit` dormant rooms due by `now_ms`, soonest first. Entries
+    /// may be stale (the room was loaded since): callers check the fence.
+    fn dormant_due(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<Dormant>>;
+    /// Takes a dormant entry off the list, unless the room was listed again
+    /// with another wake time meanwhile.
+    fn forget_dormant<'a>(&'a self, entry: &'a Dormant) -> StoreFuture<'a, ()>;
+    /// The lobbies listed under an identity ("my games"): a superset of
+    /// the open lobbies it holds a seat in.
+    fn rooms_of<'a>(&'a self, identity: &'a str) -> StoreFuture<'a, Vec<String>>;
+    /// Takes lobbies off an identity's list (they closed, or it lost its
+    /// seat).
+    fn forget_rooms_of<'a>(&'a self, identity: &'a str, codes: &'a [String])
+    -> StoreFuture<'a, ()>;
+    /// The records of these rooms, where open (`None`: closed or gone).
+    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<String>>>;
 }
 
 /// A key of the memory store that can expire.
@@ -299,6 +340,7 @@ struct MemoryRoom {
     owner: Option<String>,
     epoch: u64,
     handed: bool,
+    parked: bool,
     version: u64,
     record: String,
     moves: BTreeMap<(u64, u32), StoredMove>,
@@ -316,6 +358,10 @@ struct MemoryTables {
     /// Every deadline set, soonest first. An entry whose key has since
     /// been given another deadline (or none) is stale and skipped.
     deadlines: BTreeSet<(Instant, Expiring)>,
+    /// Dormant rooms by code: when they are due.
+    dormant: HashMap<String, u64>,
+    /// Each identity's lobbies ("my games").
+    mine: HashMap<String, BTreeSet<String>>,
 }
 
 impl MemoryTables {
@@ -408,6 +454,14 @@ impl MemoryTables {
         }
         for (n, pdn) in write.finished_games {
             room.games.insert(n, pdn);
+        }
+        if write.open {
+            for id in &write.seated {
+                self.mine
+                    .entry(id.clone())
+                    .or_default()
+                    .insert(write.code.clone());
+            }
         }
         let at = self.expire(Expiring::Room(write.code.clone()), write.expire_after, now);
         if let Some(room) = self.rooms.get_mut(&write.code) {
@@ -526,6 +580,7 @@ impl Store for MemoryStore {
                 owner: r.owner.clone(),
                 epoch: r.epoch,
                 handed: r.handed,
+                parked: r.parked,
             });
         Box::pin(async move { Ok(fence) })
     }
@@ -542,6 +597,7 @@ impl Store for MemoryStore {
                 r.owner = Some(me.to_string());
                 r.epoch += 1;
                 r.handed = false;
+                r.parked = false;
                 OwnerEpoch {
                     instance: me.clone(),
                     epoch: r.epoch,
@@ -642,6 +698,101 @@ impl Store for MemoryStore {
     fn solo_of<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Option<String>> {
         let id = self.tables().solos.get(owner).map(|(id, _)| id.clone());
         Box::pin(async move { Ok(id) })
+    }
+
+    fn park<'a>(
+        &'a self,
+        code: &'a str,
+        owner: &'a OwnerEpoch,
+        wake_ms: u64,
+    ) -> StoreFuture<'a, bool> {
+        let mut tables = self.tables();
+        let parked = tables.rooms.get_mut(code).is_some_and(|r| {
+            let holds = r.owner.as_deref() == Some(&*owner.instance) && r.epoch == owner.epoch;
+            if holds {
+                r.owner = None;
+                r.parked = true;
+            }
+            holds
+        });
+        if parked {
+            tables.dormant.insert(code.to_owned(), wake_ms);
+        }
+        Box::pin(async move { Ok(parked) })
+    }
+
+    fn dormant_due(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<Dormant>> {
+        let mut due: Vec<(u64, String)> = self
+            .tables()
+            .dormant
+            .iter()
+            .filter(|(_, wake)| **wake <= now_ms)
+            .map(|(code, wake)| (*wake, code.clone()))
+            .collect();
+        due.sort();
+        due.truncate(limit);
+        let due = due
+            .into_iter()
+            .map(|(wake, code)| Dormant {
+                code,
+                wake: wake.to_string(),
+            })
+            .collect();
+        Box::pin(async move { Ok(due) })
+    }
+
+    fn forget_dormant<'a>(&'a self, entry: &'a Dormant) -> StoreFuture<'a, ()> {
+        let mut tables = self.tables();
+        if tables
+            .dormant
+            .get(&entry.code)
+            .is_some_and(|wake| wake.to_string() == entry.wake)
+        {
+            tables.dormant.remove(&entry.code);
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn rooms_of<'a>(&'a self, identity: &'a str) -> StoreFuture<'a, Vec<String>> {
+        let codes = self
+            .tables()
+            .mine
+            .get(identity)
+            .map(|codes| codes.iter().cloned().collect())
+            .unwrap_or_default();
+        Box::pin(async move { Ok(codes) })
+    }
+
+    fn forget_rooms_of<'a>(
+        &'a self,
+        identity: &'a str,
+        codes: &'a [String],
+    ) -> StoreFuture<'a, ()> {
+        let mut tables = self.tables();
+        if let Some(listed) = tables.mine.get_mut(identity) {
+            for code in codes {
+                listed.remove(code);
+            }
+            if listed.is_empty() {
+                tables.mine.remove(identity);
+            }
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<String>>> {
+        let tables = self.tables();
+        let records = codes
+            .iter()
+            .map(|code| {
+                tables
+                    .rooms
+                    .get(code)
+                    .filter(|_| tables.open.contains(code))
+                    .map(|r| r.record.clone())
+            })
+            .collect();
+        Box::pin(async move { Ok(records) })
     }
 }
 

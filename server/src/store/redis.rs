@@ -15,8 +15,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::{
-    Beat, Fence, Orphan, OwnerEpoch, RoomWrite, Store, StoreError, StoreFuture, StoredMove,
-    StoredRoom, WriteError, WriteFuture,
+    Beat, Dormant, Fence, Orphan, OwnerEpoch, RoomWrite, Store, StoreError, StoreFuture,
+    StoredMove, StoredRoom, WriteError, WriteFuture,
 };
 
 /// The Redis store. Keys (all for one room share the hash tag `{CODE}`):
@@ -39,6 +39,10 @@ use super::{
 /// - `jg:orphans` — rooms released by their owner, for anyone to take;
 /// - `jg:solo:{IDENTITY}` — the solo game an identity last started (given
 ///   the game's TTL once that game closes);
+/// - `jg:dormant` — a sorted set of unloaded rooms by when they are due
+///   (Unix ms): a sweep loads those whose time has come;
+/// - `jg:mine:{IDENTITY}` — the lobbies an identity took a seat in (a
+///   superset of its open ones, cleaned as it is read);
 /// - channel `jg:handover:{ID}` — codes other instances want handed over.
 #[derive(Clone)]
 pub struct RedisStore {
@@ -47,6 +51,7 @@ pub struct RedisStore {
     script: redis::Script,
     claim: redis::Script,
     release: redis::Script,
+    park: redis::Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -58,6 +63,11 @@ impl std::fmt::Debug for RedisStore {
 const OPEN_SET: &str = "jg:lobbies";
 const INSTANCES: &str = "jg:instances";
 const RELEASED: &str = "jg:orphans";
+const DORMANT: &str = "jg:dormant";
+
+fn mine_key(identity: &str) -> String {
+    format!("jg:mine:{{{identity}}}")
+}
 
 fn alive_key(instance: &str) -> String {
     format!("jg:alive:{{{instance}}}")
@@ -170,7 +180,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local owner = redis.call('HGET', KEYS[2], 'owner') or ''
 local epoch = tonumber(redis.call('HGET', KEYS[2], 'epoch')) or 0
 if owner ~= ARGV[2] or epoch ~= tonumber(ARGV[3]) then return 0 end
-redis.call('HSET', KEYS[2], 'owner', ARGV[1], 'epoch', epoch + 1, 'handed', 0)
+redis.call('HSET', KEYS[2], 'owner', ARGV[1], 'epoch', epoch + 1, 'handed', 0, 'parked', 0)
 return epoch + 1
 ";
 
@@ -189,6 +199,30 @@ else
   redis.call('HSET', KEYS[1], 'owner', ARGV[3], 'epoch', epoch + 1, 'handed', 1)
 end
 return 1
+";
+
+/// Unloads a room if the caller still owns it at its epoch: no owner (the
+/// epoch stays), marked parked. Returns 1 if parked.
+///
+/// KEYS: fence. ARGV: owner, epoch.
+const PARK_SCRIPT: &str = r"
+local owner = redis.call('HGET', KEYS[1], 'owner') or ''
+local epoch = tonumber(redis.call('HGET', KEYS[1], 'epoch')) or 0
+if owner ~= ARGV[1] or epoch ~= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], 'owner', '', 'parked', 1)
+return 1
+";
+
+/// Takes a dormant entry off the list if its wake time is still the one
+/// read (a room listed again meanwhile keeps its new entry). Sent with
+/// `EVAL`, like the note script.
+///
+/// KEYS: the dormant set. ARGV: code, wake time as read.
+const FORGET_DORMANT_SCRIPT: &str = r"
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) == ARGV[2] then
+  return redis.call('ZREM', KEYS[1], ARGV[1])
+end
+return 0
 ";
 
 /// Gives an identity's solo note a TTL if it names the game that closed
@@ -258,6 +292,7 @@ impl RedisStore {
             script: redis::Script::new(WRITE_SCRIPT),
             claim: redis::Script::new(CLAIM_SCRIPT),
             release: redis::Script::new(RELEASE_SCRIPT),
+            park: redis::Script::new(PARK_SCRIPT),
         })
     }
 }
@@ -338,11 +373,19 @@ impl Store for RedisStore {
         Box::pin(observed("ownership", async move {
             let mut conn = self.conn.clone();
             let [room, _, _, fence] = keys(code);
-            type Read = (Option<String>, Option<u64>, Option<u8>, bool, bool);
-            let (owner, epoch, handed, exists, open): Read = redis::pipe()
+            type Read = (
+                Option<String>,
+                Option<u64>,
+                Option<u8>,
+                Option<u8>,
+                bool,
+                bool,
+            );
+            let (owner, epoch, handed, parked, exists, open): Read = redis::pipe()
                 .hget(&fence, "owner")
                 .hget(&fence, "epoch")
                 .hget(&fence, "handed")
+                .hget(&fence, "parked")
                 .exists(&room)
                 .sismember(OPEN_SET, code)
                 .query_async(&mut conn)
@@ -352,6 +395,7 @@ impl Store for RedisStore {
                 owner: owner.filter(|o| !o.is_empty()),
                 epoch: epoch.unwrap_or(0),
                 handed: handed == Some(1),
+                parked: parked == Some(1),
             }))
         }))
     }
@@ -650,6 +694,140 @@ impl Store for RedisStore {
         }))
     }
 
+    fn park<'a>(
+        &'a self,
+        code: &'a str,
+        owner: &'a OwnerEpoch,
+        wake_ms: u64,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let [_, _, _, fence] = keys(code);
+            let mut invocation = self.park.prepare_invoke();
+            invocation
+                .key(&fence)
+                .arg(&*owner.instance)
+                .arg(owner.epoch);
+            // Listed as dormant before it is given up, unlisted from this
+            // owner's rooms after (as in `release`): some list always
+            // names it. A dormant entry of a room that was not parked is
+            // dropped by the sweep once it sees the live owner.
+            let wake: f64 = if wake_ms == u64::MAX {
+                f64::INFINITY
+            } else {
+                wake_ms as f64
+            };
+            let mut pipe = redis::pipe();
+            pipe.cmd("ZADD")
+                .arg(DORMANT)
+                .arg(if wake.is_infinite() {
+                    "+inf".to_owned()
+                } else {
+                    wake_ms.to_string()
+                })
+                .arg(code)
+                .ignore()
+                .invoke_script(&invocation)
+                .srem(owned_key(&owner.instance), code)
+                .ignore();
+            let (parked,): (u8,) = self.query_scripted(&mut conn, &pipe, &invocation).await?;
+            Ok(parked == 1)
+        }))
+    }
+
+    fn dormant_due(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<Dormant>> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let due: Vec<(String, String)> = redis::cmd("ZRANGEBYSCORE")
+                .arg(DORMANT)
+                .arg("-inf")
+                .arg(now_ms)
+                .arg("WITHSCORES")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(limit)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(due
+                .into_iter()
+                .map(|(code, wake)| Dormant { code, wake })
+                .collect())
+        }))
+    }
+
+    fn forget_dormant<'a>(&'a self, entry: &'a Dormant) -> StoreFuture<'a, ()> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let _: i64 = redis::cmd("EVAL")
+                .arg(FORGET_DORMANT_SCRIPT)
+                .arg(1)
+                .arg(DORMANT)
+                .arg(&entry.code)
+                .arg(&entry.wake)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(())
+        }))
+    }
+
+    fn rooms_of<'a>(&'a self, identity: &'a str) -> StoreFuture<'a, Vec<String>> {
+        Box::pin(observed("load", async move {
+            let mut conn = self.conn.clone();
+            let codes: Vec<String> = redis::cmd("SMEMBERS")
+                .arg(mine_key(identity))
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(codes)
+        }))
+    }
+
+    fn forget_rooms_of<'a>(
+        &'a self,
+        identity: &'a str,
+        codes: &'a [String],
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(observed("load", async move {
+            if codes.is_empty() {
+                return Ok(());
+            }
+            let mut conn = self.conn.clone();
+            let _: i64 = redis::cmd("SREM")
+                .arg(mine_key(identity))
+                .arg(codes)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(())
+        }))
+    }
+
+    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<String>>> {
+        Box::pin(observed("load", async move {
+            if codes.is_empty() {
+                return Ok(Vec::new());
+            }
+            let mut conn = self.conn.clone();
+            // One round trip: each room's record (its own slot) and whether
+            // it is open.
+            let mut pipe = redis::pipe();
+            for code in codes {
+                let [room, _, _, _] = keys(code);
+                pipe.get(room).sismember(OPEN_SET, code);
+            }
+            let replies: Vec<(Option<String>, bool)> = pipe
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(replies
+                .into_iter()
+                .map(|(record, open)| record.filter(|_| open))
+                .collect())
+        }))
+    }
+
     fn solo_of<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Option<String>> {
         Box::pin(observed("ownership", async move {
             let mut conn = self.conn.clone();
@@ -752,10 +930,15 @@ impl RedisStore {
         // refused write, a fenced owner's above all, changes nothing. It
         // changes only when a room opens or closes; if this fails the
         // write reports an unknown outcome and is sent again.
-        if reply == "ok" && (write.expected_version == 0 || !write.open) {
+        let lists_seats = write.open && !write.seated.is_empty();
+        if reply == "ok" && (write.expected_version == 0 || !write.open || lists_seats) {
             let mut index = redis::pipe();
             if write.open {
                 index.sadd(OPEN_SET, &write.code).ignore();
+                // Each seat holder's "my games" (idempotent, like the set).
+                for id in &write.seated {
+                    index.sadd(mine_key(id), &write.code).ignore();
+                }
             } else {
                 // A closed room has nothing left to adopt.
                 index

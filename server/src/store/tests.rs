@@ -14,6 +14,7 @@ fn write(code: &str, expected: u64, version: u64, open: bool, ttl: Option<u64>) 
         finished_games: vec![(1, "1. 11-15 *".into())],
         open,
         expire_after: ttl.map(Duration::from_secs),
+        seated: Vec::new(),
     }
 }
 

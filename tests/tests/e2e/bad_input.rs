@@ -225,6 +225,7 @@ async fn lobby_errors_outside_and_inside_a_lobby() {
                     series_length,
                     invite_only: false,
                     stake: None,
+                    pace: None,
                 })
                 .await;
             assert_eq!(p.expect_error(Some(seq)).await, ErrorCode::InvalidOptions);
@@ -242,6 +243,7 @@ async fn lobby_errors_outside_and_inside_a_lobby() {
                 series_length: 1,
                 invite_only: false,
                 stake: None,
+                pace: None,
             })
             .await;
         assert_eq!(

@@ -44,6 +44,7 @@ async fn a_lobby_is_reached_through_the_balancer_by_its_code() {
             series_length: 1,
             invite_only: false,
             stake: None,
+            pace: None,
         })
         .await
         .unwrap();

@@ -377,6 +377,7 @@ async fn a_player_who_breaks_the_protocol_is_closed_and_keeps_the_seat() {
             series_length: 1,
             invite_only: false,
             stake: None,
+            pace: None,
         })
         .await;
     other.expect_ack(seq).await;
@@ -676,6 +677,7 @@ async fn the_longest_names_keep_every_message_within_16_kib() {
                 series_length: 7,
                 invite_only: true,
                 stake: None,
+                pace: None,
             })
             .await;
         host.expect_ack(seq).await;

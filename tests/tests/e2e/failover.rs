@@ -344,6 +344,7 @@ async fn orphaned_staked_series_are_adopted_and_settled_exactly_once() {
             series_length: 1,
             invite_only: false,
             stake: Some(STAKE),
+            pace: None,
         })
         .await
         .unwrap();

@@ -265,6 +265,7 @@ async fn new_rooms_are_rate_limited_per_identity_and_address() {
         series_length: 1,
         invite_only: false,
         stake: None,
+        pace: None,
     };
     let leave = |seq| ClientMessage::Leave { seq };
     let mut a = player_from([127, 0, 0, 7], &server).await;

@@ -140,6 +140,7 @@ async fn join_by_code_and_link_and_invite_only_lobbies() {
                 series_length: 1,
                 invite_only: true,
                 stake: None,
+                pace: None,
             })
             .await;
         host.expect_ack(seq).await;
@@ -274,6 +275,7 @@ async fn an_invite_only_lobby_is_indistinguishable_from_no_lobby_without_its_inv
             series_length: 1,
             invite_only: true,
             stake: None,
+            pace: None,
         })
         .await;
     host.expect_ack(seq).await;

@@ -244,6 +244,7 @@ async fn logs_never_carry_tokens_secrets_or_emails() {
                 series_length: 1,
                 invite_only: false,
                 stake: None,
+                pace: None,
             })
             .await;
         ann.expect_ack(seq).await;

@@ -323,6 +323,7 @@ async fn room_writes_survive_a_script_flush_and_keep_the_index() {
         finished_games: Vec::new(),
         open,
         expire_after: None,
+        seated: Vec::new(),
     };
     store
         .write(write(1, vec![mv(1, "11-15")], true))
@@ -389,6 +390,7 @@ async fn room_writes_are_conditional_on_the_stored_version() {
         finished_games: Vec::new(),
         open: true,
         expire_after: None,
+        seated: Vec::new(),
     };
     for store in &stores {
         store.write(write(0, 1, vec![mv(1, "a")])).await.unwrap();
@@ -432,6 +434,7 @@ async fn room_writes_are_conditional_on_the_stored_version() {
             owner: None,
             epoch: 1,
             handed: false,
+            parked: false,
         };
         assert_eq!(
             store.claim("CAS2TEST", &stale_view, &other).await.unwrap(),

@@ -211,6 +211,7 @@ async fn seated_pair(server: &JumpgateProcess) -> (Seat, Seat, String) {
             series_length: 1,
             invite_only: false,
             stake: None,
+            pace: None,
         })
         .await;
     assert_eq!(created, Ok(()));

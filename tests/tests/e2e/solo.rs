@@ -310,6 +310,7 @@ async fn entering_a_lobby_detaches_a_solo_game_that_resume_brings_back() {
             series_length: 1,
             invite_only: false,
             stake: None,
+            pace: None,
         })
         .await;
     p.expect_ack(seq).await;

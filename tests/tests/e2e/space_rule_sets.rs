@@ -300,6 +300,7 @@ async fn an_orbit_lobby_shows_its_board_before_the_first_game() {
             series_length: 1,
             invite_only: false,
             stake: None,
+            pace: None,
         })
         .await
         .unwrap();

@@ -320,6 +320,7 @@ mod played {
                 series_length,
                 invite_only: false,
                 stake: Some(stake),
+                pace: None,
             })
             .await;
         host.expect_ack(seq).await;
@@ -365,6 +366,7 @@ mod played {
                 series_length: 1,
                 invite_only: false,
                 stake: Some(100),
+                pace: None,
             })
             .await;
         assert_eq!(

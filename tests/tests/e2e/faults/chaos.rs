@@ -145,6 +145,7 @@ async fn player(
                     series_length: 3,
                     invite_only: false,
                     stake: Some(STAKE),
+                    pace: None,
                 })
                 .await;
                 match created {

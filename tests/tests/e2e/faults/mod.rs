@@ -299,6 +299,7 @@ async fn staked_lobby(host: &mut Player, stake: u32) -> String {
             series_length: 1,
             invite_only: false,
             stake: Some(stake),
+            pace: None,
         })
         .await;
     host.expect_ack(seq).await;
