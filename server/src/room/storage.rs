@@ -238,21 +238,41 @@ impl Room {
             .park(self.lobby.code.as_str(), &self.owner, wake_ms)
             .await
         {
-            Ok(true) => {
-                crate::metrics::METRICS.rooms_unloaded.inc();
-                tracing::debug!(room = %self.lobby.code, "unloaded until someone asks for it");
-                self.unloaded = true;
-                self.halted = true;
-            }
-            Ok(false) => {
-                tracing::warn!(room = %self.lobby.code, "another instance took the room over; stopping it here");
-                self.moved();
-            }
-            Err(e) => {
-                tracing::warn!(room = %self.lobby.code, error = %e, "could not unload the room; it stays loaded for now");
-                self.idle_since = Some(Instant::now());
-            }
+            Ok(true) => self.unloaded_now(),
+            // Not ours to park any more: either an earlier attempt whose
+            // answer was lost did park it (the fence says so, at our
+            // epoch), or another instance took it over.
+            Ok(false) => match self.store.fence(self.lobby.code.as_str()).await {
+                Ok(Some(fence)) if self.parked_by_us(&fence) => self.unloaded_now(),
+                Ok(_) => {
+                    tracing::warn!(room = %self.lobby.code, "another instance took the room over; stopping it here");
+                    self.moved();
+                }
+                Err(_) => self.idle_since = Some(Instant::now()),
+            },
+            // Unknown outcome: the fence tells, once it can be read; until
+            // then the room stays loaded and tries again later.
+            Err(e) => match self.store.fence(self.lobby.code.as_str()).await {
+                Ok(Some(fence)) if self.parked_by_us(&fence) => self.unloaded_now(),
+                _ => {
+                    tracing::warn!(room = %self.lobby.code, error = %e, "could not unload the room; it stays loaded for now");
+                    self.idle_since = Some(Instant::now());
+                }
+            },
         }
+    }
+
+    /// Whether the fence shows this room parked by this owner: released at
+    /// our epoch, nobody having claimed it since.
+    fn parked_by_us(&self, fence: &crate::store::Fence) -> bool {
+        fence.parked && fence.owner.is_none() && fence.epoch == self.owner.epoch
+    }
+
+    fn unloaded_now(&mut self) {
+        crate::metrics::METRICS.rooms_unloaded.inc();
+        tracing::debug!(room = %self.lobby.code, "unloaded until someone asks for it");
+        self.unloaded = true;
+        self.halted = true;
     }
 
     /// Answers a request that reached the mailbox after the room was

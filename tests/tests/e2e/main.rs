@@ -4,6 +4,7 @@
 mod bad_input;
 mod balancer;
 mod browser;
+mod correspondence;
 mod edge;
 mod failover;
 mod faults;
