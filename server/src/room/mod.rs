@@ -5,6 +5,10 @@
 //! out each change as one `state`, encoded once per encoding. Connections
 //! talk to it by [`RoomCommand`]; everything it sends a connection goes
 //! through that connection's one ordered queue.
+//!
+//! Over 700 lines: the mailbox loop and the handling of each command work on
+//! the room's private state together; storage, stakes and the view are
+//! split out.
 
 mod stakes;
 mod storage;

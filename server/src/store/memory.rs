@@ -1,0 +1,484 @@
+//! The in-memory store: every table of the Redis store kept in this
+//! process, with the same checks (fences, conditional versions, the move
+//! log's order) and the same expiries, checked on every operation. Nothing
+//! survives a restart.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::{
+    Beat, Dormant, Fence, Orphan, OwnerEpoch, RoomWrite, Store, StoreFuture, StoredMove,
+    StoredRoom, WriteError, WriteFuture,
+};
+
+/// A key of the memory store that can expire.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Expiring {
+    Room(String),
+    SoloNote(String),
+}
+
+#[derive(Debug, Default)]
+struct MemoryRoom {
+    owner: Option<String>,
+    epoch: u64,
+    handed: bool,
+    parked: bool,
+    version: u64,
+    record: String,
+    moves: BTreeMap<(u64, u32), StoredMove>,
+    games: BTreeMap<u64, String>,
+    /// When the room's keys expire (a finished or closed room), as in Redis.
+    expires_at: Option<Instant>,
+}
+
+#[derive(Debug, Default)]
+struct MemoryTables {
+    rooms: HashMap<String, MemoryRoom>,
+    open: HashSet<String>,
+    /// Each identity's solo game, and when the note expires.
+    solos: HashMap<String, (String, Option<Instant>)>,
+    /// Every deadline set, soonest first. An entry whose key has since
+    /// been given another deadline (or none) is stale and skipped.
+    deadlines: BTreeSet<(Instant, Expiring)>,
+    /// Dormant rooms by code: when they are due.
+    dormant: HashMap<String, u64>,
+    /// Each identity's lobbies ("my games").
+    mine: HashMap<String, BTreeSet<String>>,
+}
+
+impl MemoryTables {
+    /// Deletes whatever expired by `now`, as Redis would: O(log n) per
+    /// deadline passed, so each operation pays only for what expired.
+    fn purge(&mut self, now: Instant) {
+        while let Some((at, key)) = self.deadlines.first().cloned() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop_first();
+            match key {
+                Expiring::Room(code) => {
+                    if self.rooms.get(&code).and_then(|r| r.expires_at) == Some(at) {
+                        self.rooms.remove(&code);
+                        self.open.remove(&code);
+                    }
+                }
+                Expiring::SoloNote(owner) => {
+                    if self.solos.get(&owner).and_then(|(_, t)| *t) == Some(at) {
+                        self.solos.remove(&owner);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sets or clears (`None`) a key's deadline.
+    fn expire(&mut self, key: Expiring, ttl: Option<Duration>, now: Instant) -> Option<Instant> {
+        let at = ttl.map(|ttl| now + ttl);
+        if let Some(at) = at {
+            self.deadlines.insert((at, key));
+        }
+        at
+    }
+
+    /// The same checks as the Redis script.
+    fn apply(&mut self, write: RoomWrite, now: Instant) -> Result<(), WriteError> {
+        let room = self.rooms.entry(write.code.clone()).or_default();
+        let claims = room.epoch == 0 && room.version == 0 && write.owner.epoch == 1;
+        if !claims
+            && (room.owner.as_deref() != Some(&*write.owner.instance)
+                || room.epoch != write.owner.epoch)
+        {
+            return Err(WriteError::Fenced(format!(
+                "owned by {:?} at epoch {}",
+                room.owner, room.epoch
+            )));
+        }
+        if room.version == write.version {
+            return if room.record == write.record {
+                Ok(())
+            } else {
+                Err(WriteError::Conflict(format!(
+                    "version {} holds another change",
+                    room.version
+                )))
+            };
+        }
+        if room.version < write.expected_version || room.version > write.version {
+            return Err(WriteError::Conflict(format!(
+                "stored version {}, this write follows {}",
+                room.version, write.expected_version
+            )));
+        }
+        let mut last = room.moves.keys().next_back().copied().unwrap_or((0, 0));
+        let mut fresh = Vec::new();
+        for m in &write.moves {
+            let id = (m.game_no, m.ply);
+            if id > last {
+                fresh.push(m.clone());
+                last = id;
+            } else if room
+                .moves
+                .get(&id)
+                .is_none_or(|s| s.path != m.path || s.seat != m.seat)
+            {
+                return Err(WriteError::Conflict(format!(
+                    "another move is stored at {}-{}",
+                    m.game_no, m.ply
+                )));
+            }
+        }
+        room.owner = Some(write.owner.instance.to_string());
+        room.epoch = write.owner.epoch;
+        room.version = write.version;
+        room.record = write.record;
+        for m in fresh {
+            room.moves.insert((m.game_no, m.ply), m);
+        }
+        for (n, pdn) in write.finished_games {
+            room.games.insert(n, pdn);
+        }
+        if write.open {
+            for id in &write.seated {
+                self.mine
+                    .entry(id.clone())
+                    .or_default()
+                    .insert(write.code.clone());
+            }
+        }
+        let at = self.expire(Expiring::Room(write.code.clone()), write.expire_after, now);
+        if let Some(room) = self.rooms.get_mut(&write.code) {
+            room.expires_at = at;
+        }
+        if write.open {
+            self.open.insert(write.code);
+        } else {
+            self.open.remove(&write.code);
+        }
+        Ok(())
+    }
+}
+
+/// Keeps everything in this process: nothing survives a restart. Keys
+/// expire as they would in Redis (a finished or closed room after its
+/// TTL), checked on every operation, so memory stays bounded too.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    tables: Mutex<MemoryTables>,
+}
+
+impl MemoryStore {
+    /// The tables, with everything expired by now deleted.
+    fn tables(&self) -> std::sync::MutexGuard<'_, MemoryTables> {
+        let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        tables.purge(Instant::now());
+        tables
+    }
+
+    /// How many rooms are held, expired ones excluded (for tests).
+    pub fn len(&self) -> usize {
+        self.tables().rooms.len()
+    }
+
+    /// Whether no room is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Store for MemoryStore {
+    fn write(&self, write: RoomWrite) -> WriteFuture<'_> {
+        let result = self.tables().apply(write, Instant::now());
+        Box::pin(async move { result })
+    }
+
+    fn write_solo<'a>(&'a self, write: RoomWrite, owner: &'a str) -> WriteFuture<'a> {
+        let now = Instant::now();
+        let mut tables = self.tables();
+        let (code, open, ttl) = (write.code.clone(), write.open, write.expire_after);
+        let result = tables.apply(write, now);
+        if result.is_ok() && !open && tables.solos.get(owner).is_some_and(|(id, _)| *id == code) {
+            let at = tables.expire(Expiring::SoloNote(owner.to_owned()), ttl, now);
+            if let Some(note) = tables.solos.get_mut(owner) {
+                note.1 = at;
+            }
+        }
+        Box::pin(async move { result })
+    }
+
+    fn load<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Option<StoredRoom>> {
+        let tables = self.tables();
+        let room = tables.rooms.get(code).map(|r| StoredRoom {
+            code: code.to_owned(),
+            record: r.record.clone(),
+            moves: r.moves.values().cloned().collect(),
+        });
+        Box::pin(async move { Ok(room) })
+    }
+
+    fn load_open(&self) -> StoreFuture<'_, Vec<StoredRoom>> {
+        let tables = self.tables();
+        let list = tables
+            .open
+            .iter()
+            .filter_map(|code| {
+                tables.rooms.get(code).map(|r| StoredRoom {
+                    code: code.clone(),
+                    record: r.record.clone(),
+                    moves: r.moves.values().cloned().collect(),
+                })
+            })
+            .collect();
+        Box::pin(async move { Ok(list) })
+    }
+
+    fn games<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Vec<String>> {
+        let tables = self.tables();
+        let list = tables
+            .rooms
+            .get(code)
+            .map(|r| r.games.values().cloned().collect())
+            .unwrap_or_default();
+        Box::pin(async move { Ok(list) })
+    }
+
+    fn ping(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn is_durable(&self) -> bool {
+        false
+    }
+
+    // One process holds a memory store, so ownership is trivial; it is kept
+    // exact anyway so the rooms' fencing behaves the same in every test.
+
+    fn fence<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Option<Fence>> {
+        let tables = self.tables();
+        let fence = tables
+            .rooms
+            .get(code)
+            .filter(|_| tables.open.contains(code))
+            .map(|r| Fence {
+                owner: r.owner.clone(),
+                epoch: r.epoch,
+                handed: r.handed,
+                parked: r.parked,
+            });
+        Box::pin(async move { Ok(fence) })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        code: &'a str,
+        seen: &'a Fence,
+        me: &'a Arc<str>,
+    ) -> StoreFuture<'a, Option<OwnerEpoch>> {
+        let mut tables = self.tables();
+        let claimed = tables.rooms.get_mut(code).and_then(|r| {
+            (r.owner == seen.owner && r.epoch == seen.epoch).then(|| {
+                r.owner = Some(me.to_string());
+                r.epoch += 1;
+                r.handed = false;
+                r.parked = false;
+                OwnerEpoch {
+                    instance: me.clone(),
+                    epoch: r.epoch,
+                }
+            })
+        });
+        Box::pin(async move { Ok(claimed) })
+    }
+
+    fn release<'a>(
+        &'a self,
+        code: &'a str,
+        owner: &'a OwnerEpoch,
+        to: Option<&'a str>,
+    ) -> StoreFuture<'a, bool> {
+        let mut tables = self.tables();
+        let released = tables.rooms.get_mut(code).is_some_and(|r| {
+            let holds = r.owner.as_deref() == Some(&*owner.instance) && r.epoch == owner.epoch;
+            if holds {
+                r.owner = to.map(str::to_owned);
+                if to.is_some() {
+                    r.epoch += 1;
+                    r.handed = true;
+                }
+            }
+            holds
+        });
+        Box::pin(async move { Ok(released) })
+    }
+
+    fn heartbeat<'a>(
+        &'a self,
+        _me: &'a str,
+        _token: &'a str,
+        _ttl: Duration,
+    ) -> StoreFuture<'a, Beat> {
+        Box::pin(async { Ok(Beat::Continued) })
+    }
+
+    fn retire<'a>(&'a self, _me: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn is_alive<'a>(&'a self, _instance: &'a str) -> StoreFuture<'a, bool> {
+        // The only instance is this one.
+        Box::pin(async { Ok(true) })
+    }
+
+    fn orphans<'a>(&'a self, _me: &'a str, _limit: usize) -> StoreFuture<'a, Vec<Orphan>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    fn forget_orphan<'a>(&'a self, _orphan: &'a Orphan) -> StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn open_codes(&self) -> StoreFuture<'_, Vec<String>> {
+        let codes = self.tables().open.iter().cloned().collect();
+        Box::pin(async move { Ok(codes) })
+    }
+
+    fn ask_handover<'a>(
+        &'a self,
+        _owner: &'a str,
+        _code: &'a str,
+        _to: &'a str,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn handover_requests(&self, _me: &str) -> mpsc::Receiver<String> {
+        // Nobody else can ask: a channel whose sender is gone.
+        mpsc::channel(1).1
+    }
+
+    fn index_solo<'a>(&'a self, owner: &'a str, id: &'a str) -> StoreFuture<'a, ()> {
+        self.tables()
+            .solos
+            .insert(owner.to_owned(), (id.to_owned(), None));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn index_solo_unless_noted<'a>(
+        &'a self,
+        owner: &'a str,
+        id: &'a str,
+    ) -> StoreFuture<'a, Option<String>> {
+        let noted = self
+            .tables()
+            .solos
+            .entry(owner.to_owned())
+            .or_insert_with(|| (id.to_owned(), None))
+            .0
+            .clone();
+        Box::pin(async move { Ok(Some(noted)) })
+    }
+
+    fn solo_of<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Option<String>> {
+        let id = self.tables().solos.get(owner).map(|(id, _)| id.clone());
+        Box::pin(async move { Ok(id) })
+    }
+
+    fn park<'a>(
+        &'a self,
+        code: &'a str,
+        owner: &'a OwnerEpoch,
+        wake_ms: u64,
+    ) -> StoreFuture<'a, bool> {
+        let mut tables = self.tables();
+        let parked = tables.rooms.get_mut(code).is_some_and(|r| {
+            let holds = r.owner.as_deref() == Some(&*owner.instance) && r.epoch == owner.epoch;
+            if holds {
+                r.owner = None;
+                r.parked = true;
+            }
+            holds
+        });
+        if parked {
+            tables.dormant.insert(code.to_owned(), wake_ms);
+        }
+        Box::pin(async move { Ok(parked) })
+    }
+
+    fn dormant_due(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<Dormant>> {
+        let mut due: Vec<(u64, String)> = self
+            .tables()
+            .dormant
+            .iter()
+            .filter(|(_, wake)| **wake <= now_ms)
+            .map(|(code, wake)| (*wake, code.clone()))
+            .collect();
+        due.sort();
+        due.truncate(limit);
+        let due = due
+            .into_iter()
+            .map(|(wake, code)| Dormant {
+                code,
+                wake: wake.to_string(),
+            })
+            .collect();
+        Box::pin(async move { Ok(due) })
+    }
+
+    fn forget_dormant<'a>(&'a self, entry: &'a Dormant) -> StoreFuture<'a, ()> {
+        let mut tables = self.tables();
+        if tables
+            .dormant
+            .get(&entry.code)
+            .is_some_and(|wake| wake.to_string() == entry.wake)
+        {
+            tables.dormant.remove(&entry.code);
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn rooms_of<'a>(&'a self, identity: &'a str) -> StoreFuture<'a, Vec<String>> {
+        let codes = self
+            .tables()
+            .mine
+            .get(identity)
+            .map(|codes| codes.iter().cloned().collect())
+            .unwrap_or_default();
+        Box::pin(async move { Ok(codes) })
+    }
+
+    fn forget_rooms_of<'a>(
+        &'a self,
+        identity: &'a str,
+        codes: &'a [String],
+    ) -> StoreFuture<'a, ()> {
+        let mut tables = self.tables();
+        if let Some(listed) = tables.mine.get_mut(identity) {
+            for code in codes {
+                listed.remove(code);
+            }
+            if listed.is_empty() {
+                tables.mine.remove(identity);
+            }
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<String>>> {
+        let tables = self.tables();
+        let records = codes
+            .iter()
+            .map(|code| {
+                tables
+                    .rooms
+                    .get(code)
+                    .filter(|_| tables.open.contains(code))
+                    .map(|r| r.record.clone())
+            })
+            .collect();
+        Box::pin(async move { Ok(records) })
+    }
+}
