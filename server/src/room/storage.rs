@@ -17,14 +17,29 @@ impl Room {
     /// write (the same one, or one that includes it) is confirmed.
     pub(super) async fn persist(&mut self) -> Result<(), WriteError> {
         let closed = self.can_close();
-        // Seat holders whose "my games" lists this lobby not yet.
-        let seated: Vec<String> = self
-            .lobby
-            .seats
+        // "My games" follows the seats: listed under each seat holder not
+        // yet listed, unlisted for those who left (all of them once the
+        // lobby closes).
+        let seats: Vec<String> = if closed {
+            Vec::new()
+        } else {
+            self.lobby
+                .seats
+                .iter()
+                .flatten()
+                .map(|s| s.id.clone())
+                .collect()
+        };
+        let seated: Vec<String> = seats
             .iter()
-            .flatten()
-            .map(|s| s.id.clone())
             .filter(|id| !self.indexed.contains(id))
+            .cloned()
+            .collect();
+        let unseated: Vec<String> = self
+            .indexed
+            .iter()
+            .filter(|id| !seats.contains(id))
+            .cloned()
             .collect();
         let finished = matches!(self.lobby.phase, Phase::Finished | Phase::Ended);
         let version = self.lobby.version;
@@ -45,12 +60,13 @@ impl Room {
             finished_games: dated(&self.lobby.pending_games),
             open: !closed,
             expire_after: (closed || finished).then_some(self.settings.finished_ttl),
-            seated: seated.clone(),
+            seated,
+            unseated,
         };
         match self.store.write(write).await {
             Ok(()) => {
                 self.stored_version = version;
-                self.indexed.extend(seated);
+                self.indexed = seats;
                 self.lobby.pending_moves.clear();
                 self.lobby.pending_games.clear();
                 if let Some(since) = self.unsaved_since.take() {

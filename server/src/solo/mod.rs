@@ -392,6 +392,7 @@ impl SoloGame {
             open: !closed && (!finished || self.record.pending_score),
             expire_after: (finished || closed).then_some(self.settings.finished_ttl),
             seated: Vec::new(),
+            unseated: Vec::new(),
         };
         let written = self.store.write_solo(write, &self.record.owner).await;
         match written {
@@ -761,6 +762,7 @@ pub async fn close_discarded(
         open: false,
         expire_after: Some(settings.finished_ttl),
         seated: Vec::new(),
+        unseated: Vec::new(),
     };
     store.write_solo(write, &record.owner).await
 }

@@ -142,6 +142,14 @@ impl MemoryTables {
         for (n, pdn) in write.finished_games {
             room.games.insert(n, pdn);
         }
+        for id in &write.unseated {
+            if let Some(listed) = self.mine.get_mut(id) {
+                listed.remove(&write.code);
+                if listed.is_empty() {
+                    self.mine.remove(id);
+                }
+            }
+        }
         if write.open {
             for id in &write.seated {
                 self.mine

@@ -194,9 +194,12 @@ pub struct RoomWrite {
     /// lobbies); `None` keeps them.
     pub expire_after: Option<Duration>,
     /// Identities to list this room under ("my games"), once the write
-    /// applied: the seat holders not yet listed. Listing is idempotent;
-    /// entries are dropped when read, once they no longer hold.
+    /// applied: the seat holders not yet listed. Idempotent.
     pub seated: Vec<String>,
+    /// Identities to unlist it for: those who left, or everyone once it
+    /// closes. Idempotent too; an entry that survives a failure is dropped
+    /// when read.
+    pub unseated: Vec<String>,
 }
 
 /// A dormant room due to be loaded, as listed: its code and the listed

@@ -780,12 +780,15 @@ impl RedisStore {
         // refused write, a fenced owner's above all, changes nothing. It
         // changes only when a room opens or closes; if this fails the
         // write reports an unknown outcome and is sent again.
-        let lists_seats = write.open && !write.seated.is_empty();
+        let lists_seats = !write.seated.is_empty() || !write.unseated.is_empty();
         if reply == "ok" && (write.expected_version == 0 || !write.open || lists_seats) {
             let mut index = redis::pipe();
+            for id in &write.unseated {
+                index.srem(mine_key(id), &write.code).ignore();
+            }
             if write.open {
                 index.sadd(OPEN_SET, &write.code).ignore();
-                // Each seat holder's "my games" (idempotent, like the set).
+                // Each new seat holder's "my games" (idempotent, like the set).
                 for id in &write.seated {
                     index.sadd(mine_key(id), &write.code).ignore();
                 }

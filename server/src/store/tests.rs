@@ -15,6 +15,7 @@ fn write(code: &str, expected: u64, version: u64, open: bool, ttl: Option<u64>) 
         open,
         expire_after: ttl.map(Duration::from_secs),
         seated: Vec::new(),
+        unseated: Vec::new(),
     }
 }
 

@@ -375,6 +375,15 @@ async fn my_games_lists_exactly_each_identitys_open_games_and_whose_turn() {
     assert!(bob_games[0].your_turn, "Bob's move");
     assert_eq!(bob_games[0].code, both);
 
+    // Leaving took the lobby off Cid's list at once (not only when read).
+    let listed = redis
+        .command(&["SISMEMBER", &format!("jg:mine:{{{}}}", cid.id), &gone])
+        .await;
+    assert!(listed.starts_with(":0"), "{listed:?}");
+    let listed = redis
+        .command(&["SISMEMBER", &format!("jg:mine:{{{}}}", bob.id), &both])
+        .await;
+    assert!(listed.starts_with(":1"), "{listed:?}");
     let cid_games = my_games(&mut cid).await;
     assert_eq!(
         cid_games.len(),

@@ -324,6 +324,7 @@ async fn room_writes_survive_a_script_flush_and_keep_the_index() {
         open,
         expire_after: None,
         seated: Vec::new(),
+        unseated: Vec::new(),
     };
     store
         .write(write(1, vec![mv(1, "11-15")], true))
@@ -391,6 +392,7 @@ async fn room_writes_are_conditional_on_the_stored_version() {
         open: true,
         expire_after: None,
         seated: Vec::new(),
+        unseated: Vec::new(),
     };
     for store in &stores {
         store.write(write(0, 1, vec![mv(1, "a")])).await.unwrap();
