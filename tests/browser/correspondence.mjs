@@ -75,6 +75,15 @@ try {
   check(/American checkers · Correspondence · waiting for an opponent/.test(waitingText), `the waiting game is listed: ${waitingText}`);
   check(!/Your turn/.test(waitingText), 'not marked as your turn');
 
+  // Nobody is in the lobby now: the server unloads it after a second (in
+  // this test), and loads it back when the friend asks about it.
+  const unloaded = async () => {
+    const text = await (await host.request.get('/metrics')).text();
+    return Number(text.match(/^\w*rooms_unloaded_total (\d+)/m)?.[1] ?? 0);
+  };
+  for (let i = 0; i < 50 && await unloaded() === 0; i += 1) await host.waitForTimeout(200);
+  check(await unloaded() === 1, 'the lobby was unloaded while nobody was in it');
+
   step('the friend opens the invite link and sees what it is before joining');
   await guest.goto(link.pathname + link.search);
   await guest.locator('#preview').waitFor();

@@ -126,7 +126,8 @@ async fn web_client_friend_game_flow_in_chromium() {
 /// preview of an invite link before joining, "My games" on the home page
 /// with the tab title's "(1) Your move", and a Claim win refused before the
 /// claim window (2 s here) and granted after it; axe-core on the preview
-/// and on the home page with its list.
+/// and on the home page with its list. The lobby is unloaded while nobody
+/// is in it, as idle correspondence lobbies are, before the friend opens it.
 #[tokio::test(flavor = "multi_thread")]
 async fn web_client_plays_a_correspondence_game_in_chromium() {
     let artifacts = workspace_root().join("target/browser-artifacts/correspondence");
@@ -135,6 +136,9 @@ async fn web_client_plays_a_correspondence_game_in_chromium() {
         settings.redis_url = Some(redis.url());
         settings.correspondence_claim = Duration::from_secs(2);
         settings.correspondence_expiry = Duration::from_secs(120);
+        // Unloaded a second after its last page goes: the friend's preview
+        // and join load it back from Redis.
+        settings.correspondence_unload = Duration::from_secs(1);
     })
     .await;
     run_against("correspondence.mjs", &server, &artifacts).await;
