@@ -1,12 +1,16 @@
-// app.js — starts the client: one connection, the screens (home, lobby,
-// solo game, leaderboards), and the page's address (`/` for the home screen
-// and the solo and leaderboard views, `/r/{CODE}` for a lobby, with
-// `?invite=` for invite-only lobbies).
+// app.js — starts the client: one connection, the screens (home with "My
+// games", the preview of a lobby before joining it, lobby, solo game,
+// leaderboards), the tab's title, and the page's address (`/` for the home
+// screen and the solo and leaderboard views, `/r/{CODE}` for a lobby and its
+// preview, with `?invite=` for invite-only lobbies).
 
 import { Connection, isAccountToken } from './connection.js';
 import { describeError } from './errors.js';
 import { DeviceRecord, GameScreen, SoloScreen } from './game.js';
 import { InvitePanel, LeaderboardView, LobbyScreen, SoloPanel, normaliseCode } from './lobby.js';
+import { MyGames } from './mygames.js';
+import { isCorrespondence } from './pace.js';
+import { LobbyPreview } from './preview.js';
 import * as msg from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
@@ -119,19 +123,45 @@ async function send(message) {
   }
 }
 
+// The tab's title: the screen's own, after "(N) Your move — " while N
+// correspondence games have become yours to move since you last opened them.
+let baseTitle = document.title;
+let alertCount = 0;
+
+function showTitle() {
+  document.title = alertCount > 0 ? `(${alertCount}) Your move — ${baseTitle}` : baseTitle;
+}
+
+function setTitle(text) {
+  baseTitle = text;
+  showTitle();
+}
+
 let roomTitle = 'Jumpgate';
 
 const game = new GameScreen({
   send,
   leave,
+  home: () => homeKeepingSeat(),
   notify,
   turn: ({ mine, fresh }) => {
-    document.title = mine ? `● Your turn — ${roomTitle}` : roomTitle;
+    setTitle(mine ? `● Your turn — ${roomTitle}` : roomTitle);
     if (fresh) beep();
   },
 });
 const invitePanel = new InvitePanel(() => notify('Invite link copied.', 'info'));
-const lobby = new LobbyScreen({ create, join, watch });
+const lobby = new LobbyScreen({ create, join: (code, invite) => openLobby(code, invite), watch });
+const preview = new LobbyPreview({ join, watch, cancel: () => goHome() });
+const myGames = new MyGames({
+  request: (message) => connection.request(message),
+  open: (entry) => (entry.kind === 'solo' ? resumeSolo(false) : join(entry.code, null)),
+  room: () => connection.room?.code ?? null,
+  alerts: (count) => {
+    alertCount = count;
+    showTitle();
+  },
+  online: () => connection.ready,
+});
 const deviceRecord = new DeviceRecord();
 const soloPanel = new SoloPanel({ start: startSolo });
 const solo = new SoloScreen({
@@ -150,10 +180,23 @@ function showHome(prefill = '') {
   game.hide();
   solo.hide();
   leaderboards.hide();
+  preview.hide();
   soloPanel.showRecord(deviceRecord.text());
   lobby.show(prefill);
-  document.title = 'Jumpgate — checkers with friends';
+  setTitle('Jumpgate — checkers with friends');
   showResumeBanner();
+  myGames.refresh();
+}
+
+/** What a lobby is, before taking its seat: Join or Watch. */
+function showPreview(summary, invite) {
+  if ($('preview').hidden) freshScreen();
+  lobby.hide();
+  game.hide();
+  solo.hide();
+  leaderboards.hide();
+  preview.show(summary, invite);
+  setTitle(preview.title());
 }
 
 function showRoom() {
@@ -161,6 +204,7 @@ function showRoom() {
   lobby.hide();
   solo.hide();
   leaderboards.hide();
+  preview.hide();
   game.show();
 }
 
@@ -169,6 +213,7 @@ function showSolo() {
   lobby.hide();
   game.hide();
   leaderboards.hide();
+  preview.hide();
   solo.show();
 }
 
@@ -198,6 +243,8 @@ async function showResumeBanner() {
     return;
   }
   if (!['playing', 'break'].includes(summary.phase) || $('home').hidden || connection.room) return;
+  // A correspondence game has no clock running: "My games" lists it.
+  if (summary.pace === 'correspondence') return;
   const names = (summary.players ?? []).filter(Boolean).join(' and ');
   $('resume-text').textContent = `Your game in lobby ${summary.code} (${names}) is still being played, and its clock is running.`;
   const link = `/r/${summary.code}${last.invite ? `?invite=${encodeURIComponent(last.invite)}` : ''}`;
@@ -214,8 +261,9 @@ function showLeaderboards() {
   lobby.hide();
   game.hide();
   solo.hide();
+  preview.hide();
   leaderboards.show(solo.state?.rule_set);
-  document.title = 'Jumpgate — leaderboards';
+  setTitle('Jumpgate — leaderboards');
 }
 
 /** Sentences for refusals of `start_solo` (the generic ones speak of lobbies). */
@@ -261,6 +309,71 @@ function goHome() {
   sessionStorage.removeItem(WATCHING_KEY);
   if (location.pathname !== '/') history.pushState(null, '', '/');
   showHome();
+}
+
+/**
+ * Goes home from a correspondence game without leaving it (leaving would
+ * forfeit the series): this page stops being in the room, the seat stays.
+ */
+function homeKeepingSeat() {
+  connection.forgetRoom();
+  connection.hint = null;
+  sessionStorage.removeItem(WATCHING_KEY);
+  connection.reconnect();
+  if (location.pathname !== '/') history.pushState(null, '', '/');
+  showHome();
+}
+
+/**
+ * Opens a lobby by code or link: a player who holds a seat in it goes
+ * straight back in; anyone else first sees what it is (`lobby_info`) and
+ * chooses Join or Watch; a lobby with both seats taken opens for watching.
+ * `fresh`: ask the server for this person's games first (a page opened on
+ * a lobby's address); otherwise the last list is used.
+ */
+async function openLobby(code, invite, fresh = false) {
+  if (!code) return;
+  const listed = (games) => games.some((g) => g.kind === 'lobby' && g.code === code);
+  let seated = listed(myGames.games);
+  if (!seated && fresh) {
+    const holds = await myGames.holdsSeat(code);
+    // Not known (the list could not be read): the lobby this device last sat in.
+    seated = holds ?? (lastLobby()?.code === code);
+  }
+  if (seated) {
+    await join(code, invite);
+    return;
+  }
+  connection.forgetRoom();
+  connection.retarget(code);
+  let answer;
+  try {
+    answer = await connection.request(msg.lobbyInfo(code, invite));
+  } catch (error) {
+    // A server that does not know `lobby_info` yet: join as before.
+    if (error.code === 'unknown_message_type') {
+      await join(code, invite);
+      return;
+    }
+    showHome(code);
+    notify(describeError(error.code, error.message));
+    return;
+  }
+  if (connection.room) return; // another screen took over meanwhile
+  const summary = answer.lobby;
+  if (!summary.players.some((p) => p === null)) {
+    await watch(code, invite);
+    return;
+  }
+  showPreview(summary, invite);
+}
+
+function lastLobby() {
+  try {
+    return JSON.parse(localStorage.getItem(LAST_LOBBY_KEY));
+  } catch {
+    return null;
+  }
 }
 
 async function create(options) {
@@ -334,6 +447,7 @@ connection.addEventListener('welcome', ({ detail }) => {
   if (document.activeElement !== $('name-input')) $('name-input').value = detail.name;
   // Once per page load: a signed-in player's unfinished solo game (a ranked
   // one survives a refresh) comes back. No game is not worth a word.
+  myGames.refresh();
   if (!resumeAsked && signedIn && location.pathname === '/' && !connection.room && !connection.hint) {
     resumeAsked = true;
     resumeSolo(true);
@@ -347,7 +461,7 @@ connection.addEventListener('solo-state', ({ detail: state }) => {
     if (location.pathname !== '/') history.pushState(null, '', '/');
     showSolo();
   }
-  document.title = state.mode === 'computer' ? 'Jumpgate — you against the computer' : 'Jumpgate — two players, one screen';
+  setTitle(state.mode === 'computer' ? 'Jumpgate — you against the computer' : 'Jumpgate — two players, one screen');
   solo.update(state);
 });
 
@@ -398,7 +512,8 @@ connection.addEventListener('state', ({ detail: state }) => {
   else if (location.pathname + location.search !== path) history.replaceState(null, '', path);
   if (seated) localStorage.setItem(LAST_LOBBY_KEY, JSON.stringify({ code: state.code, invite: state.invite ?? null }));
   roomTitle = `Jumpgate — lobby ${state.code}`;
-  document.title = roomTitle;
+  setTitle(roomTitle);
+  myGames.opened(state.code);
   showRoom();
   game.update(state, identity);
   invitePanel.render(state, seated);
@@ -422,7 +537,19 @@ connection.addEventListener('shutdown', ({ detail }) => {
 });
 
 window.addEventListener('popstate', () => {
+  if (location.pathname === '/' && preview.visible) {
+    showHome();
+    return;
+  }
   if (location.pathname !== '/' || !connection.room) return;
+  if (isCorrespondence(game.state) && game.seat >= 0) {
+    // Back from a correspondence game keeps the seat: it is played over days.
+    connection.forgetRoom();
+    connection.hint = null;
+    connection.reconnect();
+    showHome();
+    return;
+  }
   const inSeries = game.seat >= 0 && ['playing', 'break'].includes(game.state?.phase);
   if (inSeries && !window.confirm('Going back leaves this lobby and forfeits the whole series. Leave?')) {
     // Stay: put the lobby's address back.
@@ -456,7 +583,7 @@ function route() {
   const invite = new URLSearchParams(location.search).get('invite');
   connection.hint = code;
   if (sessionStorage.getItem(WATCHING_KEY) === code) watch(code, invite);
-  else join(code, invite);
+  else openLobby(code, invite, true);
 }
 
 const addressToken = takeTokenFromAddress();

@@ -22,7 +22,10 @@ const ENTERING = new Set(['join_lobby', 'watch', 'resume_solo']);
 /** Lobby actions the server applies once however often they arrive; a repeated `leave` is answered again (§4). */
 const LOBBY_ACTIONS = new Set([
   'move', 'offer_draw', 'accept_draw', 'decline_draw', 'resign', 'next_round', 'rematch', 'end_match', 'leave',
+  'claim_forfeit',
 ]);
+/** Questions that change nothing, so may always be asked again; each is answered by a message of its own type. */
+const QUESTIONS = new Set(['lobby_info', 'my_games']);
 
 /** Whether a JWT is an account token: its header names a key (`kid`), §3. */
 export function isAccountToken(token) {
@@ -51,7 +54,8 @@ export class RequestError extends Error {
  * `shutdown`, `account-rejected` (the kept account token was refused with
  * `invalid_token`; the page carries on as a new guest), `solo-state` (the
  * state of this page's solo game), `solo-lost` (the solo game could not be
- * re-attached after a reconnect).
+ * re-attached after a reconnect). `request` resolves with the `ack`, or
+ * with the `lobby_info` or `my_games` that answers those questions.
  */
 export class Connection extends EventTarget {
   constructor(url, storage = window.localStorage) {
@@ -201,7 +205,7 @@ export class Connection extends EventTarget {
     // is de-duplicated (§14), and its fresh `solo_state` shows what took effect.
     if (entry.reentry) return false;
     const { type } = entry.message;
-    return ENTERING.has(type) || (LOBBY_ACTIONS.has(type) && !this.solo);
+    return ENTERING.has(type) || QUESTIONS.has(type) || (LOBBY_ACTIONS.has(type) && !this.solo);
   }
 
   /** Reports the unanswered requests that will not be sent again as lost. */
@@ -355,6 +359,16 @@ export class Connection extends EventTarget {
       case 'left':
         this.emit('left', message.code);
         break;
+      case 'lobby_info':
+      case 'my_games': {
+        // The answer to a question: it resolves the request as an `ack` would.
+        const entry = this.pending.get(message.seq);
+        if (entry && entry.message.type === message.type) {
+          this.pending.delete(message.seq);
+          entry.resolve(message);
+        }
+        break;
+      }
       case 'shutdown':
         this.minDelay = message.reconnect_after_ms * (1 + Math.random());
         this.emit('shutdown', message);

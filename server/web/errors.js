@@ -30,6 +30,7 @@ const MESSAGES = {
   insufficient_funds: 'Not enough Bold Points to start this series.',
   storage_unavailable: 'The server could not confirm that yet; it may still go through. The board updates when it knows.',
   room_unavailable: 'This game is moving to another server and could not be reached just now. Try again in a moment.',
+  claim_too_early: 'Too early to claim this game: your opponent still has time to move.',
   internal_error: 'Something went wrong on the server. Try again.',
   // Not a server code: connection.js gives it to a request whose connection
   // dropped before any answer, when the request is not safe to send again.
@@ -39,14 +40,20 @@ const MESSAGES = {
 /** Every code this client knows, for tests and completeness checks. */
 export const KNOWN_ERROR_CODES = Object.freeze(Object.keys(MESSAGES));
 
-/** Codes whose server `message` says what people need to know (who is short of points). */
-const SHOW_SERVER_MESSAGE = new Set(['insufficient_funds']);
+/**
+ * Codes whose server `message` says what people need to know: who is short
+ * of points; how long until a game may be claimed.
+ */
+const SHOW_SERVER_MESSAGE = {
+  insufficient_funds: (text) => text,
+  claim_too_early: (text) => `Too early to claim: ${text}.`,
+};
 
 /**
  * A human sentence for an error code (unknown codes included). For a few
  * codes the server's own `message` is shown when there is one.
  */
 export function describeError(code, serverMessage) {
-  if (SHOW_SERVER_MESSAGE.has(code) && serverMessage) return serverMessage;
+  if (Object.hasOwn(SHOW_SERVER_MESSAGE, code) && serverMessage) return SHOW_SERVER_MESSAGE[code](serverMessage);
   return MESSAGES[code] ?? `The server refused that (${code}).`;
 }

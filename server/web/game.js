@@ -3,14 +3,16 @@
 // buttons and the move list. It sends actions through `send` and never
 // decides the rules: legal moves come from the server's state. The orbit
 // rule set gets its own board view (orbit.js), and Space Mode its wormholes,
-// boosts and thruster charges on the 8×8 board.
+// boosts and thruster charges on the 8×8 board. A correspondence lobby has
+// no move clock; its claim panel is pace.js's.
 
 import { BoardView } from './board.js';
 import { describeError } from './errors.js';
 import { OrbitView, orbitClick, orbitMarks } from './orbit.js';
 import * as msg from './protocol.js';
 import { levelLabel, pieceShade, ruleSetLabel, sideName } from './protocol.js';
-import { rulesHelp } from './help.js';
+import { correspondenceHelp, rulesHelp } from './help.js';
+import { PacePanel, isCorrespondence } from './pace.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -27,6 +29,8 @@ const GAME_END = {
   in_a_row: 'a side has all its pieces in a row on the inner orbit',
   half_lost: 'a side lost half its pieces',
   ply_limit: 'the 200-ply limit was reached, so the board was scored as it stood',
+  forfeit_claimed: 'win claimed: the side to move let the claim time pass',
+  expired: 'nobody moved before the lobby expired',
 };
 
 /** Why a game ended, in words; `orbit` reads a few reasons its own way. */
@@ -42,6 +46,7 @@ const SERIES_END = {
   left: 'a player left',
   ended_by_host: 'ended by the host',
   points: 'on total points',
+  expired: 'the lobby expired with no move',
 };
 
 /** Candidate moves whose path starts with `prefix`. */
@@ -170,7 +175,8 @@ function seconds(ms) {
 
 export class GameScreen {
   /**
-   * @param {{ send(message): Promise, leave(): Promise, notify(text, kind?): void }} actions
+   * @param {{ send(message): Promise, leave(): Promise, home(): void, notify(text, kind?): void }} actions
+   * (`home` goes to the home page keeping the seat: for correspondence games)
    */
   constructor(actions) {
     this.actions = actions;
@@ -224,6 +230,8 @@ export class GameScreen {
     });
     this.flipOverride = false;
     this.wasMyTurn = false;
+    this.pace = new PacePanel(this, (message) => this.actions.send(message));
+    $('room-home').addEventListener('click', () => this.actions.home());
 
     setInterval(() => this.tick(), 250);
   }
@@ -480,7 +488,8 @@ export class GameScreen {
     const series = s.series_length === 1 ? (orbit ? 'one game' : 'one game (up to 2 if drawn)')
       : orbit ? `${s.series_length} games, scored by points` : `best of ${s.series_length}`;
     const role = seat >= 0 ? (s.host === this.identity?.id ? 'You are the host' : 'You are playing') : 'You are watching';
-    $('room-meta').textContent = `${ruleSetLabel(s.rule_set)} · ${series}${s.invite_only ? ' · invite-only' : ''} · ${s.spectators} watching · ${role}`;
+    const pace = isCorrespondence(s) ? ' · correspondence' : '';
+    $('room-meta').textContent = `${ruleSetLabel(s.rule_set)}${pace} · ${series}${s.invite_only ? ' · invite-only' : ''} · ${s.spectators} watching · ${role}`;
     const stake = s.stake ?? 0;
     $('room-stake').hidden = !(stake > 0);
     $('room-stake').textContent = stake > 0 ? `Played for ${stake.toLocaleString('en')} Bold Points each` : '';
@@ -505,6 +514,10 @@ export class GameScreen {
     $('viewing').hidden = !viewed;
     if (viewed) $('viewing-text').textContent = `Looking at the position after move ${this.viewPly} (${game.moves[this.viewPly - 1]}); the game goes on.`;
     rulesHelp($('room-help'), s.rule_set);
+    $('room-pace-help').hidden = !isCorrespondence(s);
+    if (isCorrespondence(s)) correspondenceHelp($('room-pace-help'));
+    $('room-home').hidden = !(isCorrespondence(s) && seat >= 0);
+    this.pace.render();
 
     const bottomColor = flipped ? 'light' : 'dark';
     this.renderSeat($('seat-bottom'), bottomColor);
@@ -577,7 +590,7 @@ export class GameScreen {
     }
     const toMove = s.phase === 'playing' && s.game && !s.game.result && s.game.turn === color;
     element.classList.toggle('to-move', Boolean(toMove));
-    if (s.game && s.phase === 'playing') {
+    if (s.game && s.phase === 'playing' && !isCorrespondence(s)) {
       // Both clocks always show: the side to move counts down, the other waits at a full move.
       const clock = document.createElement('span');
       clock.className = `clock${toMove ? ' running' : ''}`;
@@ -632,7 +645,9 @@ export class GameScreen {
         const mover = this.seatOf(game.turn);
         const declined = game.draw_declined && game.draw_declined === this.myColor ? ' Your draw offer was declined.' : '';
         if (mover === this.seat) {
-          const turn = game.must_capture.length > 0 ? 'Your turn — you must capture.' : 'Your turn.';
+          const turn = isCorrespondence(s)
+            ? `Your move — take your time${game.must_capture.length > 0 ? ' (you must capture)' : ''}.`
+            : game.must_capture.length > 0 ? 'Your turn — you must capture.' : 'Your turn.';
           return `${turn}${declined} ${round}; ${score}.`;
         }
         return `${this.nameOf(mover)} to move (${sideName(s.rule_set, game.turn)}).${declined} ${round}; ${score}.`;
@@ -754,6 +769,7 @@ export class GameScreen {
       clock.textContent = seconds(left);
       clock.classList.toggle('low', left < 10_000);
     }
+    this.pace.tick();
     if (s.phase === 'break' && s.break_ends_at) {
       const left = s.break_ends_at - (Date.now() + this.serverOffset);
       const next = $('next-round');

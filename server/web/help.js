@@ -1,6 +1,7 @@
 // help.js — a short "how to play" for each rule set, written for this
 // client from rules/RULES.md (what the server enforces). Shown in a
 // <details> panel beside the board; the server decides every move anyway.
+// Also how correspondence games work (the claim time, the expiry).
 
 import { ruleSetLabel, sideName } from './protocol.js';
 
@@ -95,6 +96,31 @@ export function rulesHelp(details, ruleSet) {
   summary.textContent = `How to play ${ruleSetLabel(ruleSet)}`;
   const list = document.createElement('ul');
   for (const text of (TEXTS[ruleSet] ?? (() => []))()) {
+    const item = document.createElement('li');
+    item.textContent = text;
+    list.append(item);
+  }
+  details.replaceChildren(summary, list);
+}
+
+/** How correspondence games work, for the create form and correspondence rooms. */
+export const CORRESPONDENCE_HELP = [
+  'In a correspondence game each player moves whenever they can: close the page, come back later. '
+    + 'Your games are listed under “My games” on the home page, and the tab’s title tells you when it is your move.',
+  'The series starts as soon as both seats are taken, even if the creator is away. The creator of the lobby moves first.',
+  'No clock runs out on you. But once the side to move has let the claim time pass (2 days after the last move, '
+    + 'unless this server says otherwise), the opponent may claim the game: “Claim win” wins it.',
+  'A lobby in which nobody moves for 7 days expires: the game and the series end with no winner, and any stakes are returned.',
+];
+
+/** Fills a <details> element with the correspondence help (once). */
+export function correspondenceHelp(details) {
+  if (!details || details.dataset.filled) return;
+  details.dataset.filled = 'yes';
+  const summary = document.createElement('summary');
+  summary.textContent = 'How correspondence games work';
+  const list = document.createElement('ul');
+  for (const text of CORRESPONDENCE_HELP) {
     const item = document.createElement('li');
     item.textContent = text;
     list.append(item);

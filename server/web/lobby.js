@@ -1,9 +1,9 @@
-// lobby.js — the home screen (create a lobby with its options, join or
-// watch by code, the guest's name) and the invite panel.
+// lobby.js — the home screen (create a lobby with its options and pace, join
+// or watch by code, the guest's name) and the invite panel.
 
-import { rulesHelp } from './help.js';
+import { correspondenceHelp, rulesHelp } from './help.js';
 import { qrSvg } from './qr.js';
-import { BOT_LEVELS, RULE_SETS, SERIES_LENGTHS, STAKE_MAX, STAKE_MIN, ruleSetLabel } from './protocol.js';
+import { BOT_LEVELS, PACES, RULE_SETS, SERIES_LENGTHS, STAKE_MAX, STAKE_MIN, ruleSetLabel } from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -44,6 +44,19 @@ export class LobbyScreen {
       label.append(input, n === 1 ? ' One game' : ` Best of ${n}`);
       lengths.append(label);
     }
+    // Live or correspondence: offered to everybody, guests too.
+    const paces = $('paces');
+    for (const { value, label: text } of PACES) {
+      const label = document.createElement('label');
+      const input = document.createElement('input');
+      input.type = 'radio';
+      input.name = 'pace';
+      input.value = value;
+      input.checked = value === 'live';
+      label.append(input, ` ${text}`);
+      paces.append(label);
+    }
+    correspondenceHelp($('pace-help'));
 
     const stakeInput = $('stake');
     stakeInput.addEventListener('input', () => stakeInput.setCustomValidity(''));
@@ -57,7 +70,8 @@ export class LobbyScreen {
       }
       stakeInput.setCustomValidity('');
       const seriesLength = Number(document.querySelector('input[name=series_length]:checked').value);
-      this.busy(actions.create({ ruleSet: ruleSet.value, seriesLength, inviteOnly: $('invite-only').checked, stake }));
+      const pace = document.querySelector('input[name=pace]:checked')?.value ?? 'live';
+      this.busy(actions.create({ ruleSet: ruleSet.value, seriesLength, inviteOnly: $('invite-only').checked, stake, pace }));
     });
     $('join-form').addEventListener('submit', (event) => {
       event.preventDefault();

@@ -60,9 +60,20 @@ export function pieceShade(ruleSet, color) {
 export const STAKE_MIN = 10;
 export const STAKE_MAX = 1000;
 
-export function createLobby({ ruleSet, seriesLength, inviteOnly, stake = 0 }) {
+/** How fast a lobby is played (`create_lobby.pace`; absent means live). */
+export const PACES = [
+  { value: 'live', label: 'Live — 45 seconds a move' },
+  { value: 'correspondence', label: 'Correspondence — days per move' },
+];
+
+export function paceLabel(value) {
+  return value === 'correspondence' ? 'Correspondence' : 'Live';
+}
+
+export function createLobby({ ruleSet, seriesLength, inviteOnly, stake = 0, pace = 'live' }) {
   const message = { type: 'create_lobby', rule_set: ruleSet, series_length: seriesLength, invite_only: inviteOnly };
   if (stake > 0) message.stake = stake;
+  if (pace === 'correspondence') message.pace = pace;
   return message;
 }
 
@@ -93,6 +104,12 @@ export const nextRound = () => ({ type: 'next_round' });
 export const rematch = () => ({ type: 'rematch' });
 export const endMatch = () => ({ type: 'end_match' });
 export const resync = (since) => ({ type: 'resync', since });
+/** Correspondence: win the game because the side to move let the claim time pass. */
+export const claimForfeit = () => ({ type: 'claim_forfeit' });
+/** What a lobby is, before joining it; answered by `lobby_info`. */
+export const lobbyInfo = (code, invite) => withInvite({ type: 'lobby_info', code }, invite);
+/** Your unfinished lobbies and solo game; answered by `my_games`. */
+export const myGames = () => ({ type: 'my_games' });
 export const ping = () => ({ type: 'ping' });
 
 /** The computer's levels, weakest first (PROTOCOL.md, solo play). */

@@ -142,6 +142,7 @@ try {
   await guest.goto('/');
   await guest.fill('#join-code', code);
   await guest.click('#join-button');
+  await guest.click('#preview-join');
   await waitText(host, 'status', /^Your turn/);
   await waitText(guest, 'status', /to move/);
   await clickPath(host, ['c3', 'd4']);

@@ -164,6 +164,9 @@ try {
 
   step('guest opens the invite link and joins; round 1 starts');
   await guest.goto(new URL(link).pathname + new URL(link).search);
+  await guest.locator('#preview').waitFor();
+  check(/American checkers/.test(await guest.textContent('#preview-details')), 'the preview names the rule set');
+  await guest.click('#preview-join');
   await waitStatus(host, /^Your turn/);
   await waitStatus(guest, /to move/);
   check(await host.locator('#invite-panel').isHidden(), 'the invite panel goes once the lobby is full');

@@ -110,6 +110,7 @@ try {
   await host.locator('#invite-panel').waitFor();
   const link = new URL(await host.inputValue('#invite-link'));
   await guest.goto(link.pathname + link.search);
+  await guest.click('#preview-join');
   await waitStatus(host, 'status', /^Your turn/);
   await waitStatus(guest, 'status', /to move/);
   check(/Space Mode/.test(await host.textContent('#room-meta')), 'the room names the rule set');
@@ -182,6 +183,7 @@ try {
   check(await host.locator('.orbit-square.dark, .orbit-square.light').count() === 0, 'with no pieces on it yet');
   const orbitLink = new URL(await host.inputValue('#invite-link'));
   await guest.goto(orbitLink.pathname + orbitLink.search);
+  await guest.click('#preview-join');
   await waitStatus(host, 'status', /^Your turn/);
   check(await guest.locator('.orbit-square').count() === 25, 'the guest sees the orbit board');
   check(/0 series points/.test(await host.textContent('#seat-bottom')), 'the seats show the series points');

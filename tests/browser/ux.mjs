@@ -152,6 +152,8 @@ try {
   await host.close();
   await waitText(watcher, 'seat-bottom', /Ann the Bold.*away/);
   await guest.goto(link.pathname);
+  // Whoever opens a link first sees what the lobby is (issue 18), then joins.
+  await guest.click('#preview-join');
   await waitStatus(guest, /Waiting for Ann the Bold to come back/);
   await waitStatus(watcher, /Waiting for Ann the Bold to come back/);
   check(await guest.locator('.seat .clock').count() === 0, 'no clock runs while the host is away');

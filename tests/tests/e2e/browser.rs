@@ -71,6 +71,11 @@ async fn run_scenario(script: &str, artifacts: &Path) {
         settings.break_time = Duration::from_secs(2);
     })
     .await;
+    run_against(script, &server, artifacts).await;
+}
+
+/// Runs one Playwright script against `server`; fails as [`run_scenario`] does.
+async fn run_against(script: &str, server: &TestServer, artifacts: &Path) {
     let child = node(script, &server.http_url(""), artifacts)
         .spawn()
         .unwrap_or_else(|e| panic!("could not start node ({e}); run .ci/test"));
@@ -113,6 +118,33 @@ async fn web_client_friend_game_flow_in_chromium() {
     assert!(
         artifacts.join("game-desktop.png").exists() && artifacts.join("game-phone.png").exists(),
         "desktop and phone screenshots of the game were saved"
+    );
+}
+
+/// Issue 18's correspondence games in the browser, on Redis (where idle
+/// correspondence lobbies are kept): the pace on the create form, the
+/// preview of an invite link before joining, "My games" on the home page
+/// with the tab title's "(1) Your move", and a Claim win refused before the
+/// claim window (2 s here) and granted after it; axe-core on the preview
+/// and on the home page with its list. The lobby is unloaded while nobody
+/// is in it, as idle correspondence lobbies are, before the friend opens it.
+#[tokio::test(flavor = "multi_thread")]
+async fn web_client_plays_a_correspondence_game_in_chromium() {
+    let artifacts = workspace_root().join("target/browser-artifacts/correspondence");
+    let redis = RedisServer::start().await;
+    let server = TestServer::start(|settings| {
+        settings.redis_url = Some(redis.url());
+        settings.correspondence_claim = Duration::from_secs(2);
+        settings.correspondence_expiry = Duration::from_secs(120);
+        // Unloaded a second after its last page goes: the friend's preview
+        // and join load it back from Redis.
+        settings.correspondence_unload = Duration::from_secs(1);
+    })
+    .await;
+    run_against("correspondence.mjs", &server, &artifacts).await;
+    assert!(
+        artifacts.join("preview.png").exists() && artifacts.join("claimed.png").exists(),
+        "screenshots of the preview and the claimed game were saved"
     );
 }
 

@@ -1,0 +1,92 @@
+// preview.js — the screen shown before taking a seat by code or invite link:
+// what the lobby is (`lobby_info`: rule set, pace, series, stake, host),
+// with Join and Watch, so whoever opens a link sees what they accept.
+
+import { formatWhen } from './pace.js';
+import { paceLabel, ruleSetLabel } from './protocol.js';
+
+const $ = (id) => document.getElementById(id);
+
+/** "Best of 3", "One game", "3 games, scored by points" (orbit). */
+function seriesText(lobby) {
+  if (lobby.rule_set === 'orbit') return lobby.series_length === 1 ? 'One game' : `${lobby.series_length} games, scored by points`;
+  return lobby.series_length === 1 ? 'One game (up to 2 if drawn)' : `Best of ${lobby.series_length}`;
+}
+
+function paceText(lobby) {
+  return lobby.pace === 'correspondence'
+    ? 'Correspondence — days per move: each player moves whenever they can'
+    : 'Live — 45 seconds a move';
+}
+
+export class LobbyPreview {
+  /**
+   * @param {{ join(code, invite): Promise, watch(code, invite): Promise, cancel(): void }} actions
+   */
+  constructor(actions) {
+    this.lobby = null;
+    this.invite = null;
+    const busy = async (promise) => {
+      for (const b of document.querySelectorAll('#preview button')) b.disabled = true;
+      try {
+        await promise;
+      } finally {
+        for (const b of document.querySelectorAll('#preview button')) b.disabled = false;
+      }
+    };
+    $('preview-join').addEventListener('click', () => busy(actions.join(this.lobby.code, this.invite)));
+    $('preview-watch').addEventListener('click', () => busy(actions.watch(this.lobby.code, this.invite)));
+    $('preview-cancel').addEventListener('click', () => actions.cancel());
+  }
+
+  get visible() {
+    return !$('preview').hidden;
+  }
+
+  /** The tab's title for this lobby. */
+  title() {
+    const lobby = this.lobby;
+    return `Jumpgate — ${paceLabel(lobby.pace).toLowerCase()} ${ruleSetLabel(lobby.rule_set)}, lobby ${lobby.code}`;
+  }
+
+  show(lobby, invite) {
+    this.lobby = lobby;
+    this.invite = invite ?? null;
+    $('preview').hidden = false;
+    const host = lobby.host_name ?? lobby.players.find(Boolean) ?? null;
+    $('preview-title').textContent = host ? `${host} invites you to play` : `Lobby ${lobby.code}`;
+    const rows = [
+      ['Lobby', lobby.code],
+      ['Rules', ruleSetLabel(lobby.rule_set)],
+      ['Pace', paceText(lobby)],
+      ['Series', seriesText(lobby)],
+      ['Stake', lobby.stake > 0 ? `${lobby.stake.toLocaleString('en')} Bold Points each` : 'None (a free game)'],
+      ['Host', lobby.host_name ?? 'nobody yet'],
+    ];
+    if (lobby.invite_only) rows.push(['Access', 'Invite-only']);
+    if (lobby.spectators > 0) rows.push(['Watching', String(lobby.spectators)]);
+    if (lobby.expires_at) rows.push(['Ends', `${formatWhen(lobby.expires_at)}, with no winner, if nobody moves before`]);
+    const list = $('preview-details');
+    list.replaceChildren();
+    for (const [term, value] of rows) {
+      const dt = document.createElement('dt');
+      dt.textContent = term;
+      const dd = document.createElement('dd');
+      dd.textContent = value;
+      list.append(dt, dd);
+    }
+    const free = lobby.players.some((p) => p === null);
+    $('preview-join').hidden = !free;
+    $('preview-note').textContent = free
+      ? (lobby.pace === 'correspondence'
+        ? `Joining starts the series at once; ${host ?? 'the host'} moves first. No clock runs out on you: each side has days to move.`
+        : 'Joining takes the free seat; the game starts, 45 seconds a move, when both players are here.')
+      : 'Both seats are taken: you can watch.';
+    (free ? $('preview-join') : $('preview-watch')).focus();
+  }
+
+  hide() {
+    $('preview').hidden = true;
+    this.lobby = null;
+  }
+}
