@@ -242,7 +242,7 @@ impl Leaderboards for MemoryLeaderboards {
 ///   filled in once, in the background: see [`RedisLeaderboards::migrate`]).
 #[derive(Clone)]
 pub struct RedisLeaderboards {
-    conn: redis::aio::ConnectionManager,
+    conn: crate::store::RedisConn,
     script: redis::Script,
     fill: redis::Script,
     /// Rule sets whose order this process has seen complete, or is filling.

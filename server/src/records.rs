@@ -159,7 +159,7 @@ impl Records for MemoryRecords {
 /// `WINNER|LOSER` → count), `…:draws` (hash `A|B`, sorted → count).
 #[derive(Clone)]
 pub struct RedisRecords {
-    conn: redis::aio::ConnectionManager,
+    conn: crate::store::RedisConn,
     script: redis::Script,
 }
 

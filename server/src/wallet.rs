@@ -338,7 +338,7 @@ impl Wallets for MemoryWallets {
 /// (hash: granted, escrow).
 #[derive(Clone)]
 pub struct RedisWallets {
-    conn: redis::aio::ConnectionManager,
+    conn: crate::store::RedisConn,
     rules: WalletRules,
     escrow: redis::Script,
     settle: redis::Script,

@@ -416,6 +416,104 @@ impl Drop for RedisServer {
     }
 }
 
+/// A Redis Cluster of three masters (no replicas) on loopback, started with
+/// `redis-server --cluster-enabled yes` and joined by `redis-cli --cluster
+/// create`, each node with its data in a temporary directory. Killed on
+/// drop.
+#[derive(Debug)]
+pub struct RedisCluster {
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    pub async fn start() -> RedisCluster {
+        let mut nodes = Vec::new();
+        for _ in 0..3 {
+            let dir = std::env::temp_dir().join(format!(
+                "jumpgate-cluster-{}-{}",
+                std::process::id(),
+                free_port()
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let port = free_port();
+            let bus = free_port();
+            let child = std::process::Command::new("redis-server")
+                .args(["--port", &port.to_string()])
+                .args(["--bind", "127.0.0.1"])
+                .arg("--dir")
+                .arg(&dir)
+                .args(["--cluster-enabled", "yes"])
+                .args(["--cluster-port", &bus.to_string()])
+                .args(["--cluster-config-file", "nodes.conf"])
+                .args(["--appendonly", "yes", "--appendfsync", "always"])
+                .args(["--save", ""])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("redis-server is installed (the test command installs it)");
+            let node = RedisServer {
+                port,
+                dir,
+                child: Some(child),
+            };
+            let deadline = tokio::time::Instant::now() + PATIENCE;
+            while !redis_ping(port).await {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "redis did not start"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            nodes.push(node);
+        }
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let status = tokio::process::Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .await
+            .expect("redis-cli is installed");
+        assert!(status.success(), "redis-cli --cluster create failed");
+        let cluster = RedisCluster { nodes };
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        'wait: loop {
+            for node in &cluster.nodes {
+                let info = node.command(&["CLUSTER", "INFO"]).await;
+                if !info.contains("cluster_state:ok") {
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "the cluster did not come up: {info}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue 'wait;
+                }
+            }
+            break;
+        }
+        cluster
+    }
+
+    /// The server's `--redis-url` for this cluster: every node as a seed.
+    pub fn url(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| format!("redis://127.0.0.1:{}", n.port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Stalls every node (`CLIENT PAUSE ms ALL` on each).
+    pub async fn pause(&self, ms: u64) {
+        for node in &self.nodes {
+            node.pause(ms).await;
+        }
+    }
+}
+
 async fn redis_ping(port: u16) -> bool {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let Ok(mut s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {

@@ -19,12 +19,14 @@
 //! the fence and the room live in the same place (see ARCHITECTURE.md,
 //! "Ownership").
 
+mod conn;
 mod memory;
 mod redis;
 mod scripts;
 
+pub use self::conn::{RedisConn, cluster_seeds, redis_connection};
 pub use self::memory::MemoryStore;
-pub use self::redis::{RedisStore, redis_connection};
+pub use self::redis::RedisStore;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use super::conn::{RedisConn, redis_connection};
 use super::scripts::{
     CLAIM_SCRIPT, EXPIRE_NOTE_SCRIPT, FORGET_DORMANT_SCRIPT, PARK_SCRIPT, RELEASE_SCRIPT,
     WRITE_SCRIPT,
@@ -52,7 +53,7 @@ use super::{
 #[derive(Clone)]
 pub struct RedisStore {
     client: redis::Client,
-    conn: redis::aio::ConnectionManager,
+    conn: RedisConn,
     script: redis::Script,
     claim: redis::Script,
     release: redis::Script,
@@ -117,27 +118,11 @@ async fn observed<T>(
     result
 }
 
-/// A Redis connection shared by the Redis-backed stores: it connects
-/// lazily on the first command, reconnects by itself after a failure, and
-/// every command times out.
-pub fn redis_connection(
-    url: &str,
-    timeout: Duration,
-) -> Result<redis::aio::ConnectionManager, StoreError> {
-    let client = redis::Client::open(url).map_err(StoreError::from)?;
-    let config = redis::aio::ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(timeout))
-        .set_response_timeout(Some(timeout))
-        .set_number_of_retries(1)
-        .set_max_delay(Duration::from_millis(500));
-    redis::aio::ConnectionManager::new_lazy_with_config(client, config).map_err(StoreError::from)
-}
-
 impl RedisStore {
     pub fn open(url: &str, timeout: Duration) -> Result<RedisStore, StoreError> {
         let conn = redis_connection(url, timeout)?;
         Ok(RedisStore {
-            client: redis::Client::open(url).map_err(StoreError::from)?,
+            client: redis::Client::open(super::conn::first_node(url)).map_err(StoreError::from)?,
             conn,
             script: redis::Script::new(WRITE_SCRIPT),
             claim: redis::Script::new(CLAIM_SCRIPT),
@@ -223,24 +208,24 @@ impl Store for RedisStore {
         Box::pin(observed("ownership", async move {
             let mut conn = self.conn.clone();
             let [room, _, _, fence] = keys(code);
-            type Read = (
-                Option<String>,
-                Option<u64>,
-                Option<u8>,
-                Option<u8>,
-                bool,
-                bool,
-            );
-            let (owner, epoch, handed, parked, exists, open): Read = redis::pipe()
+            // The room's slot in one round trip, the open set (another
+            // slot) beside it.
+            type Read = (Option<String>, Option<u64>, Option<u8>, Option<u8>, bool);
+            let mut other = self.conn.clone();
+            let mut room_pipe = redis::pipe();
+            room_pipe
                 .hget(&fence, "owner")
                 .hget(&fence, "epoch")
                 .hget(&fence, "handed")
                 .hget(&fence, "parked")
-                .exists(&room)
-                .sismember(OPEN_SET, code)
-                .query_async(&mut conn)
-                .await
-                .map_err(StoreError::from)?;
+                .exists(&room);
+            let room_read = room_pipe.query_async::<Read>(&mut conn);
+            let mut open_cmd = redis::cmd("SISMEMBER");
+            open_cmd.arg(OPEN_SET).arg(code);
+            let open_read = open_cmd.query_async::<bool>(&mut other);
+            let (read, open) = futures_util::future::join(room_read, open_read).await;
+            let (owner, epoch, handed, parked, exists) = read.map_err(StoreError::from)?;
+            let open = open.map_err(StoreError::from)?;
             Ok((exists && open).then(|| Fence {
                 owner: owner.filter(|o| !o.is_empty()),
                 epoch: epoch.unwrap_or(0),
@@ -266,10 +251,12 @@ impl Store for RedisStore {
                 .arg(&**me)
                 .arg(seen.owner.as_deref().unwrap_or(""))
                 .arg(seen.epoch);
+            // Listed under its claimer first, so it is never owned by an
+            // instance whose rooms do not list it (another slot: a command
+            // of its own).
+            sadd(&mut conn, &owned_key(me), code).await?;
             let mut pipe = redis::pipe();
-            pipe.sadd(owned_key(me), code)
-                .ignore()
-                .invoke_script(&invocation);
+            pipe.invoke_script(&invocation);
             let (epoch,): (u64,) = self.query_scripted(&mut conn, &pipe, &invocation).await?;
             Ok((epoch > 0).then(|| OwnerEpoch {
                 instance: me.clone(),
@@ -296,15 +283,14 @@ impl Store for RedisStore {
             // Listed for its next owner (or as released) before it is given
             // up, unlisted from this owner's rooms after: at every moment
             // some list names it.
-            let mut pipe = redis::pipe();
             match to {
-                Some(to) => pipe.sadd(owned_key(to), code).ignore(),
-                None => pipe.sadd(RELEASED, code).ignore(),
-            };
-            pipe.invoke_script(&invocation)
-                .srem(owned_key(&owner.instance), code)
-                .ignore();
+                Some(to) => sadd(&mut conn, &owned_key(to), code).await?,
+                None => sadd(&mut conn, RELEASED, code).await?,
+            }
+            let mut pipe = redis::pipe();
+            pipe.invoke_script(&invocation);
             let (released,): (u8,) = self.query_scripted(&mut conn, &pipe, &invocation).await?;
+            srem(&mut conn, &owned_key(&owner.instance), code).await?;
             Ok(released == 1)
         }))
     }
@@ -318,18 +304,18 @@ impl Store for RedisStore {
         Box::pin(observed("ownership", async move {
             let mut conn = self.conn.clone();
             let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-            let (previous,): (Option<String>,) = redis::pipe()
-                .cmd("SET")
-                .arg(alive_key(me))
+            let mut other = self.conn.clone();
+            let mut set = redis::cmd("SET");
+            set.arg(alive_key(me))
                 .arg(token)
                 .arg("PX")
                 .arg(ttl_ms)
-                .arg("GET")
-                .sadd(INSTANCES, me)
-                .ignore()
-                .query_async(&mut conn)
-                .await
-                .map_err(StoreError::from)?;
+                .arg("GET");
+            let beat = set.query_async::<Option<String>>(&mut conn);
+            let listed = sadd(&mut other, INSTANCES, me);
+            let (previous, listed) = futures_util::future::join(beat, listed).await;
+            listed?;
+            let previous = previous.map_err(StoreError::from)?;
             Ok(match previous {
                 None => Beat::Lapsed,
                 Some(previous) if previous == token => Beat::Continued,
@@ -373,12 +359,17 @@ impl Store for RedisStore {
             let others: Vec<String> = instances.into_iter().filter(|i| i != me).collect();
             let mut found = Vec::new();
             if !others.is_empty() {
-                let mut pipe = redis::pipe();
-                for other in &others {
-                    pipe.exists(alive_key(other));
-                }
-                let alive: Vec<bool> = pipe
-                    .query_async(&mut conn)
+                // Every heartbeat is in a slot of its own.
+                let reads = others.iter().map(|other| {
+                    let mut conn = self.conn.clone();
+                    async move {
+                        redis::cmd("EXISTS")
+                            .arg(alive_key(other))
+                            .query_async::<bool>(&mut conn)
+                            .await
+                    }
+                });
+                let alive: Vec<bool> = futures_util::future::try_join_all(reads)
                     .await
                     .map_err(StoreError::from)?;
                 for (dead, _) in others.iter().zip(alive).filter(|(_, alive)| !alive) {
@@ -391,12 +382,7 @@ impl Store for RedisStore {
                     if codes.is_empty() {
                         // Nothing left to adopt: forget the instance (it
                         // lists itself again if it was only slow).
-                        let () = redis::pipe()
-                            .srem(INSTANCES, dead)
-                            .ignore()
-                            .query_async(&mut conn)
-                            .await
-                            .map_err(StoreError::from)?;
+                        srem(&mut conn, INSTANCES, dead).await?;
                     }
                     found.extend(codes.into_iter().map(|code| Orphan {
                         code,
@@ -404,16 +390,18 @@ impl Store for RedisStore {
                     }));
                 }
             }
-            let (released, own): (Vec<String>, Vec<String>) = redis::pipe()
-                .cmd("SRANDMEMBER")
-                .arg(RELEASED)
-                .arg(limit)
-                .cmd("SRANDMEMBER")
-                .arg(owned_key(me))
-                .arg(limit)
-                .query_async(&mut conn)
-                .await
-                .map_err(StoreError::from)?;
+            let mut other = self.conn.clone();
+            let mut released_cmd = redis::cmd("SRANDMEMBER");
+            released_cmd.arg(RELEASED).arg(limit);
+            let released = released_cmd.query_async::<Vec<String>>(&mut conn);
+            let mut own_cmd = redis::cmd("SRANDMEMBER");
+            own_cmd.arg(owned_key(me)).arg(limit);
+            let own = own_cmd.query_async::<Vec<String>>(&mut other);
+            let (released, own) = futures_util::future::join(released, own).await;
+            let (released, own) = (
+                released.map_err(StoreError::from)?,
+                own.map_err(StoreError::from)?,
+            );
             found.extend(released.into_iter().map(|code| Orphan {
                 code,
                 dead_owner: None,
@@ -433,13 +421,7 @@ impl Store for RedisStore {
                 .dead_owner
                 .as_deref()
                 .map_or(RELEASED.to_owned(), owned_key);
-            let () = redis::pipe()
-                .srem(list, &orphan.code)
-                .ignore()
-                .query_async(&mut conn)
-                .await
-                .map_err(StoreError::from)?;
-            Ok(())
+            srem(&mut conn, &list, &orphan.code).await
         }))
     }
 
@@ -567,8 +549,7 @@ impl Store for RedisStore {
             } else {
                 wake_ms as f64
             };
-            let mut pipe = redis::pipe();
-            pipe.cmd("ZADD")
+            let _: i64 = redis::cmd("ZADD")
                 .arg(DORMANT)
                 .arg(if wake.is_infinite() {
                     "+inf".to_owned()
@@ -576,11 +557,13 @@ impl Store for RedisStore {
                     wake_ms.to_string()
                 })
                 .arg(code)
-                .ignore()
-                .invoke_script(&invocation)
-                .srem(owned_key(&owner.instance), code)
-                .ignore();
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            let mut pipe = redis::pipe();
+            pipe.invoke_script(&invocation);
             let (parked,): (u8,) = self.query_scripted(&mut conn, &pipe, &invocation).await?;
+            srem(&mut conn, &owned_key(&owner.instance), code).await?;
             Ok(parked == 1)
         }))
     }
@@ -659,22 +642,25 @@ impl Store for RedisStore {
             if codes.is_empty() {
                 return Ok(Vec::new());
             }
-            let mut conn = self.conn.clone();
-            // One round trip: each room's record (its own slot) and whether
-            // it is open.
-            let mut pipe = redis::pipe();
-            for code in codes {
-                let [room, _, _, _] = keys(code);
-                pipe.get(room).sismember(OPEN_SET, code);
-            }
-            let replies: Vec<(Option<String>, bool)> = pipe
-                .query_async(&mut conn)
-                .await
-                .map_err(StoreError::from)?;
-            Ok(replies
-                .into_iter()
-                .map(|(record, open)| record.filter(|_| open))
-                .collect())
+            // Each room's record (its own slot) and whether it is open, all
+            // at once: one command per slot, sent together.
+            let reads = codes.iter().map(|code| {
+                let mut conn = self.conn.clone();
+                let mut other = self.conn.clone();
+                async move {
+                    let [room, _, _, _] = keys(code);
+                    let mut get = redis::cmd("GET");
+                    get.arg(&room);
+                    let record = get.query_async::<Option<String>>(&mut conn);
+                    let mut member = redis::cmd("SISMEMBER");
+                    member.arg(OPEN_SET).arg(code);
+                    let open = member.query_async::<bool>(&mut other);
+                    let (record, open) = futures_util::future::join(record, open).await;
+                    let open = open.map_err(StoreError::from)?;
+                    Ok::<_, StoreError>(record.map_err(StoreError::from)?.filter(|_| open))
+                }
+            });
+            futures_util::future::try_join_all(reads).await
         }))
     }
 
@@ -719,7 +705,7 @@ impl RedisStore {
     /// restarted Redis has forgotten it.
     async fn query_scripted<T: redis::FromRedisValue>(
         &self,
-        conn: &mut redis::aio::ConnectionManager,
+        conn: &mut RedisConn,
         pipe: &redis::Pipeline,
         script: &redis::ScriptInvocation<'_>,
     ) -> Result<T, StoreError> {
@@ -766,13 +752,13 @@ impl RedisStore {
             invocation.arg(n).arg(pdn);
         }
         invocation.arg(write.expire_after.map_or(0, |d| d.as_secs().max(1)));
-        let mut pipe = redis::pipe();
         let owned = owned_key(&write.owner.instance);
         if write.expected_version == 0 && write.owner.epoch == 1 {
             // A new room's first write claims it: list it among the
             // claimer's rooms first (see `Store::claim`).
-            pipe.sadd(&owned, &write.code).ignore();
+            sadd(&mut conn, &owned, &write.code).await?;
         }
+        let mut pipe = redis::pipe();
         pipe.invoke_script(&invocation);
         let (reply,): (String,) = self.query_scripted(&mut conn, &pipe, &invocation).await?;
         // The index of open rooms (outside the room's slot, so outside the
@@ -782,39 +768,45 @@ impl RedisStore {
         // write reports an unknown outcome and is sent again.
         let lists_seats = !write.seated.is_empty() || !write.unseated.is_empty();
         if reply == "ok" && (write.expected_version == 0 || !write.open || lists_seats) {
-            let mut index = redis::pipe();
+            // Each key is in a slot of its own: one command each, all sent
+            // together (each is idempotent, so their order does not matter).
+            let mut index: Vec<redis::Cmd> = Vec::new();
+            let set = |verb: &str, key: &str| {
+                let mut cmd = redis::cmd(verb);
+                cmd.arg(key).arg(&write.code);
+                cmd
+            };
             for id in &write.unseated {
-                index.srem(mine_key(id), &write.code).ignore();
+                index.push(set("SREM", &mine_key(id)));
             }
             if write.open {
-                index.sadd(OPEN_SET, &write.code).ignore();
+                index.push(set("SADD", OPEN_SET));
                 // Each new seat holder's "my games" (idempotent, like the set).
                 for id in &write.seated {
-                    index.sadd(mine_key(id), &write.code).ignore();
+                    index.push(set("SADD", &mine_key(id)));
                 }
             } else {
                 // A closed room has nothing left to adopt.
-                index
-                    .srem(OPEN_SET, &write.code)
-                    .ignore()
-                    .srem(&owned, &write.code)
-                    .ignore();
+                index.push(set("SREM", OPEN_SET));
+                index.push(set("SREM", &owned));
                 // A closed solo game's note expires with it, unless it
                 // already names the identity's next game.
                 if let Some(owner) = solo_owner {
                     let ttl = write.expire_after.map_or(0, |d| d.as_secs().max(1));
-                    index
-                        .cmd("EVAL")
-                        .arg(EXPIRE_NOTE_SCRIPT)
+                    let mut note = redis::cmd("EVAL");
+                    note.arg(EXPIRE_NOTE_SCRIPT)
                         .arg(1)
                         .arg(solo_key(owner))
                         .arg(&write.code)
-                        .arg(ttl)
-                        .ignore();
+                        .arg(ttl);
+                    index.push(note);
                 }
             }
-            let () = index
-                .query_async(&mut conn)
+            let sends = index.iter().map(|cmd| {
+                let mut conn = self.conn.clone();
+                async move { cmd.query_async::<redis::Value>(&mut conn).await }
+            });
+            futures_util::future::try_join_all(sends)
                 .await
                 .map_err(StoreError::from)?;
         }
@@ -822,11 +814,30 @@ impl RedisStore {
     }
 }
 
+/// `SADD key member`, alone (keys of other slots get commands of their own).
+async fn sadd(conn: &mut RedisConn, key: &str, member: &str) -> Result<(), StoreError> {
+    let _: i64 = redis::cmd("SADD")
+        .arg(key)
+        .arg(member)
+        .query_async(conn)
+        .await
+        .map_err(StoreError::from)?;
+    Ok(())
+}
+
+/// `SREM key member`, alone.
+async fn srem(conn: &mut RedisConn, key: &str, member: &str) -> Result<(), StoreError> {
+    let _: i64 = redis::cmd("SREM")
+        .arg(key)
+        .arg(member)
+        .query_async(conn)
+        .await
+        .map_err(StoreError::from)?;
+    Ok(())
+}
+
 /// Reads one room: its record and every move in its log.
-async fn load_room(
-    conn: &mut redis::aio::ConnectionManager,
-    code: &str,
-) -> Result<Option<StoredRoom>, StoreError> {
+async fn load_room(conn: &mut RedisConn, code: &str) -> Result<Option<StoredRoom>, StoreError> {
     let [room, moves, _, _] = keys(code);
     let record: Option<String> = redis::cmd("GET")
         .arg(&room)

@@ -57,8 +57,20 @@ async fn play_to_end(a: &mut Player, b: &mut Player) -> u32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_loses_no_acknowledged_move_and_every_game_resumes() {
     let redis = RedisServer::start().await;
+    kill_9_loses_nothing_on(redis.url()).await;
+}
+
+/// The same on a three-master Redis Cluster: every key of a room in one
+/// slot, the global sets in others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_loses_no_acknowledged_move_on_a_redis_cluster() {
+    let cluster = jumpgate_e2e::RedisCluster::start().await;
+    kill_9_loses_nothing_on(cluster.url()).await;
+}
+
+async fn kill_9_loses_nothing_on(url: String) {
     let env = [
-        ("JUMPGATE_REDIS_URL", redis.url()),
+        ("JUMPGATE_REDIS_URL", url),
         ("JUMPGATE_MOVE_CLOCK_MS", "60000".to_owned()),
     ];
     let mut first = JumpgateProcess::start(&env).await;
@@ -368,8 +380,10 @@ async fn room_writes_are_conditional_on_the_stored_version() {
     use std::sync::Arc;
 
     let redis = RedisServer::start().await;
+    let cluster = jumpgate_e2e::RedisCluster::start().await;
     let stores: Vec<Box<dyn Store>> = vec![
         Box::new(RedisStore::open(&redis.url(), Duration::from_secs(2)).unwrap()),
+        Box::new(RedisStore::open(&cluster.url(), Duration::from_secs(2)).unwrap()),
         Box::new(MemoryStore::default()),
     ];
     let mv = |ply: u32, path: &str| StoredMove {

@@ -17,7 +17,10 @@ fn token(sub: &str, name: &str) -> String {
 }
 
 async fn server(redis: Option<&RedisServer>, ply_cap: usize) -> TestServer {
-    let url = redis.map(|r| r.url());
+    server_on(redis.map(|r| r.url()), ply_cap).await
+}
+
+async fn server_on(url: Option<String>, ply_cap: usize) -> TestServer {
     TestServer::start(move |s| {
         s.redis_url = url;
         s.ranked_ply_cap = ply_cap;
@@ -221,7 +224,17 @@ async fn ranked_games_score_undo_makes_practice_and_results_stay() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ranked_game_resumes_after_a_restart() {
     let redis = RedisServer::start().await;
-    let first = server(Some(&redis), 500).await;
+    a_ranked_game_resumes_on(redis.url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ranked_game_resumes_after_a_restart_on_a_redis_cluster() {
+    let cluster = jumpgate_e2e::RedisCluster::start().await;
+    a_ranked_game_resumes_on(cluster.url()).await;
+}
+
+async fn a_ranked_game_resumes_on(url: String) {
+    let first = server_on(Some(url.clone()), 500).await;
     let tok = token("bea", "Bea");
     let mut bea = Player::connect_with(&first, Encoding::Json, Some(tok.clone())).await;
     let s = start(&mut bea, BotLevel::Executive, true, SoloMode::Computer)
@@ -233,7 +246,7 @@ async fn a_ranked_game_resumes_after_a_restart() {
     drop(bea);
     tokio::time::sleep(Duration::from_millis(200)).await;
 
-    let second = server(Some(&redis), 500).await;
+    let second = server_on(Some(url), 500).await;
     let mut bea = Player::connect_with(&second, Encoding::Json, Some(tok)).await;
     bea.request(|seq| ClientMessage::ResumeSolo { seq })
         .await

@@ -10,13 +10,24 @@ use jumpgate_server::wallet::{
     Escrow, MemoryWallets, RedisWallets, Settled, Settlement, WalletRules, Wallets,
 };
 
-async fn both() -> (RedisServer, Vec<Arc<dyn Wallets>>) {
+/// The wallets on one Redis, on a three-master Redis Cluster, and in
+/// memory: all three must agree.
+async fn both() -> (
+    (RedisServer, jumpgate_e2e::RedisCluster),
+    Vec<Arc<dyn Wallets>>,
+) {
     let redis = RedisServer::start().await;
+    let cluster = jumpgate_e2e::RedisCluster::start().await;
     let rules = WalletRules::default();
     let r = RedisWallets::open(&redis.url(), Duration::from_secs(2), rules).unwrap();
+    let c = RedisWallets::open(&cluster.url(), Duration::from_secs(2), rules).unwrap();
     (
-        redis,
-        vec![Arc::new(r), Arc::new(MemoryWallets::new(rules))],
+        (redis, cluster),
+        vec![
+            Arc::new(r),
+            Arc::new(c),
+            Arc::new(MemoryWallets::new(rules)),
+        ],
     )
 }
 

@@ -1,0 +1,143 @@
+//! The connection every Redis-backed part of the server shares: one Redis
+//! (a `ConnectionManager`, which reconnects by itself) or a Redis Cluster
+//! (the cluster client, which follows the slot map and its changes), chosen
+//! by the URL, both connecting lazily on the first command and timing out
+//! every command.
+//!
+//! `--redis-url redis://host:6379` is one Redis. A comma-separated list of
+//! seed nodes (`redis://a:7000,redis://b:7001`), or one seed written
+//! `redis+cluster://a:7000`, is a Redis Cluster. Every command and script
+//! the server sends names keys of one hash slot (see ARCHITECTURE.md,
+//! "Redis Cluster"), so both behave the same.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+use tokio::sync::OnceCell;
+
+use super::StoreError;
+
+/// A connection to one Redis or to a Redis Cluster; cheap to clone.
+#[derive(Clone)]
+pub enum RedisConn {
+    Single(ConnectionManager),
+    Cluster(Arc<LazyCluster>),
+}
+
+impl std::fmt::Debug for RedisConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RedisConn::Single(_) => "RedisConn::Single",
+            RedisConn::Cluster(_) => "RedisConn::Cluster",
+        })
+    }
+}
+
+/// A cluster connection made on first use (so a server starts while the
+/// cluster is still away), then shared.
+pub struct LazyCluster {
+    client: redis::cluster::ClusterClient,
+    conn: OnceCell<ClusterConnection>,
+}
+
+impl std::fmt::Debug for LazyCluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LazyCluster { .. }")
+    }
+}
+
+impl LazyCluster {
+    async fn get(&self) -> redis::RedisResult<ClusterConnection> {
+        self.conn
+            .get_or_try_init(|| self.client.get_async_connection())
+            .await
+            .cloned()
+    }
+}
+
+/// The seed nodes of a Redis Cluster URL, or `None` for one Redis.
+pub fn cluster_seeds(url: &str) -> Option<Vec<String>> {
+    if let Some(seed) = url.strip_prefix("redis+cluster://") {
+        return Some(vec![format!("redis://{seed}")]);
+    }
+    url.contains(',').then(|| {
+        url.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    })
+}
+
+/// The URL of one node (the first seed of a cluster), for the pub/sub
+/// subscription: a cluster passes every published message to every node.
+pub fn first_node(url: &str) -> String {
+    cluster_seeds(url)
+        .and_then(|seeds| seeds.into_iter().next())
+        .unwrap_or_else(|| url.to_owned())
+}
+
+/// A connection for `url` (one Redis, or a cluster's seeds) whose commands
+/// time out after `timeout`.
+pub fn redis_connection(url: &str, timeout: Duration) -> Result<RedisConn, StoreError> {
+    if let Some(seeds) = cluster_seeds(url) {
+        let client = redis::cluster::ClusterClientBuilder::new(seeds)
+            .connection_timeout(timeout)
+            .response_timeout(timeout)
+            .retries(1)
+            .build()
+            .map_err(StoreError::from)?;
+        return Ok(RedisConn::Cluster(Arc::new(LazyCluster {
+            client,
+            conn: OnceCell::new(),
+        })));
+    }
+    let client = redis::Client::open(url).map_err(StoreError::from)?;
+    let config = redis::aio::ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(timeout))
+        .set_response_timeout(Some(timeout))
+        .set_number_of_retries(1)
+        .set_max_delay(Duration::from_millis(500));
+    ConnectionManager::new_lazy_with_config(client, config)
+        .map(RedisConn::Single)
+        .map_err(StoreError::from)
+}
+
+impl ConnectionLike for RedisConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            RedisConn::Single(conn) => conn.req_packed_command(cmd),
+            RedisConn::Cluster(lazy) => {
+                let lazy = lazy.clone();
+                Box::pin(async move { lazy.get().await?.req_packed_command(cmd).await })
+            }
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            RedisConn::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
+            RedisConn::Cluster(lazy) => {
+                let lazy = lazy.clone();
+                Box::pin(async move {
+                    lazy.get()
+                        .await?
+                        .req_packed_commands(pipeline, offset, count)
+                        .await
+                })
+            }
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}
