@@ -465,6 +465,15 @@ impl RedisProbe {
         Ok(commandstats_field(&text, "usec="))
     }
 
+    /// How many members the sorted set `key` has (`ZCARD`).
+    pub async fn zcard(&mut self, key: &str) -> Result<u64, String> {
+        redis::cmd("ZCARD")
+            .arg(key)
+            .query_async(&mut self.conn)
+            .await
+            .map_err(redis_error)
+    }
+
     /// Bytes Redis uses (`used_memory` in `INFO memory`).
     pub async fn used_memory(&mut self) -> Result<u64, String> {
         let text: String = redis::cmd("INFO")

@@ -20,10 +20,13 @@
 //! `edge` ([`edge`]) measures the server's edge under abuse: connections held at the
 //! cap, half-open and un-greeted connections left to their deadlines, and an innocent
 //! game while one address floods.
+//! `dormant` ([`dormant`]) measures what idle correspondence lobbies cost once the
+//! server has unloaded them to Redis, and how long loading one takes on a join.
 
 pub mod bench;
 pub mod bots;
 pub mod cluster;
+pub mod dormant;
 pub mod driver;
 pub mod echo;
 pub mod edge;

@@ -3,14 +3,15 @@
 //! baseline server on its own; `failover`, `ownership-cost` and `bench-fencing`
 //! measure ownership across several instances on one Redis; `leaderboard` times a
 //! leaderboard page at 10k to 1M players; `edge` measures the server's connection
-//! cap, deadlines and per-address limits under abuse.
+//! cap, deadlines and per-address limits under abuse; `dormant` measures the memory
+//! of unloaded correspondence lobbies and the time to load one on a join.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use jumpgate_loadtest::{
-    bench, bots, echo, edge, failover, fencing, leaderboard, net, ownership_cost, svg,
+    bench, bots, dormant, echo, edge, failover, fencing, leaderboard, net, ownership_cost, svg,
 };
 use serde::Serialize;
 
@@ -46,6 +47,10 @@ enum Command {
     /// Start Jumpgate with its edge limits and measure them under abuse: connections
     /// at the cap, half-open and un-greeted connections, an innocent game under a flood.
     Edge(Box<edge::EdgeArgs>),
+    /// Start Redis and one instance, open correspondence lobbies, let the server
+    /// unload them, and measure its memory per unloaded lobby and the join latency
+    /// to a lobby in memory and to an unloaded one.
+    Dormant(Box<dormant::DormantArgs>),
     /// Run the echo baseline: every data frame is sent back as is.
     EchoServer {
         /// Loopback address to listen on.
@@ -74,6 +79,10 @@ fn main() -> ExitCode {
             print_report(&report.table(), &report.details(), &report, &args.out_json)
         }),
         Command::Edge(args) => run_edge(&args),
+        Command::Dormant(args) => runtime().and_then(|rt| {
+            let report = rt.block_on(dormant::dormant(&args))?;
+            print_report(&report.table(), &report.details(), &report, &args.out_json)
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,5 +3,6 @@
 
 mod bench;
 mod bots;
+mod dormant;
 mod edge;
 mod leaderboard;
