@@ -115,17 +115,19 @@ impl MemoryTables {
             )));
         }
         let mut last = room.moves.keys().next_back().copied().unwrap_or((0, 0));
+        let stored_game = last.0;
+        let first_game = room.moves.keys().next().map_or(last.0, |k| k.0);
         let mut fresh = Vec::new();
         for m in &write.moves {
             let id = (m.game_no, m.ply);
             if id > last {
                 fresh.push(m.clone());
                 last = id;
-            } else if room
-                .moves
-                .get(&id)
-                .is_none_or(|s| s.path != m.path || s.seat != m.seat)
-            {
+            } else if room.moves.get(&id).map_or(
+                // Archived with its finished game: stored before.
+                m.game_no >= first_game,
+                |s| s.path != m.path || s.seat != m.seat,
+            ) {
                 return Err(WriteError::Conflict(format!(
                     "another move is stored at {}-{}",
                     m.game_no, m.ply
@@ -138,6 +140,10 @@ impl MemoryTables {
         room.record = write.record;
         for m in fresh {
             room.moves.insert((m.game_no, m.ply), m);
+        }
+        // A new game began: the finished games' moves leave the log.
+        if last.0 > stored_game && stored_game > 0 {
+            room.moves = room.moves.split_off(&(last.0, 0));
         }
         for (n, pdn) in write.finished_games {
             room.games.insert(n, pdn);

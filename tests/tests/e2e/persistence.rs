@@ -503,3 +503,104 @@ async fn room_writes_are_conditional_on_the_stored_version() {
         assert_eq!(room.moves.len(), 4, "only the owner's write landed");
     }
 }
+
+/// A lobby that keeps playing keeps one game in its move log: when a new
+/// game's first move is stored, the finished games' moves leave the log
+/// (their PDN stays), even when that write's outcome was unknown because
+/// Redis stalled past the timeout, and a new server resumes the lobby from
+/// that one game.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lobby_that_keeps_playing_keeps_one_game_in_its_log_through_a_stall() {
+    let redis = RedisServer::start().await;
+    let secret = b"archive-test-secret-0123456789abcdef".to_vec();
+    let start = |secret: Vec<u8>| {
+        let url = redis.url();
+        TestServer::start(move |s| {
+            s.redis_url = Some(url);
+            s.token_secret = secret;
+            s.redis_timeout = Duration::from_millis(300);
+            s.break_time = Duration::from_millis(200);
+        })
+    };
+    let server = start(secret.clone()).await;
+    // Best of 3: drawn games do not decide it, so the rounds go on.
+    let (mut host, mut guest, code) = lobby_pair(&server, RuleSet::American, 3).await;
+    let moves = format!("jg:{{{code}}}:moves");
+    let games = format!("jg:{{{code}}}:games");
+    // Two games drawn by agreement after two moves each.
+    for round in 1..=2u32 {
+        host.state_until(|s| s.series.round == round && s.phase == Phase::Playing)
+            .await;
+        guest
+            .state_until(|s| s.series.round == round && s.phase == Phase::Playing)
+            .await;
+        play(&mut host, &mut guest, 2).await;
+        let offerer = if host.my_turn() { &mut host } else { &mut guest };
+        offerer
+            .request(|seq| ClientMessage::OfferDraw { seq })
+            .await
+            .unwrap();
+        let accepter = if host.my_turn() { &mut guest } else { &mut host };
+        accepter
+            .request(|seq| ClientMessage::AcceptDraw { seq })
+            .await
+            .unwrap();
+        let log = redis.command(&["XLEN", &moves]).await;
+        assert_eq!(log.trim(), ":2", "only the game just played is in the log");
+    }
+    // Round 3's first move is stored while Redis stalls.
+    host.state_until(|s| s.phase == Phase::Playing && s.series.round == 3)
+        .await;
+    guest
+        .state_until(|s| s.phase == Phase::Playing && s.series.round == 3)
+        .await;
+    let mover = if host.my_turn() { &mut host } else { &mut guest };
+    let state = mover.state.clone().unwrap();
+    let notation = state.game.unwrap().legal_moves[0].notation.clone();
+    let text = notation.clone();
+    redis.pause(1_500).await;
+    let seq = mover
+        .send(|seq| ClientMessage::Move {
+            seq,
+            notation: Some(text),
+            path: None,
+        })
+        .await;
+    assert_eq!(
+        mover.answer(seq).await,
+        Err(ErrorCode::StorageUnavailable),
+        "unknown outcome"
+    );
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    // The same move again, same seq: applied once, acknowledged.
+    let again = notation.clone();
+    mover
+        .client
+        .send(&ClientMessage::Move {
+            seq,
+            notation: Some(again),
+            path: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(mover.answer(seq).await, Ok(()));
+    let log = redis.command(&["XRANGE", &moves, "-", "+"]).await;
+    assert!(log.starts_with("*1\r\n"), "one move in the log: {log:?}");
+    assert!(log.contains("3-1"), "game 3's first move: {log:?}");
+    let pdns = redis.command(&["HLEN", &games]).await;
+    assert_eq!(pdns.trim(), ":2", "both finished games' PDN kept");
+
+    // A new server resumes the lobby from that one game.
+    let (host_token, guest_token) = (host.token.clone(), guest.token.clone());
+    drop((host, guest));
+    drop(server);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let server = start(secret).await;
+    let mut host = Player::connect_with(&server, Encoding::Json, Some(host_token)).await;
+    let state = host.join(&code).await;
+    assert_eq!(state.series.round, 3);
+    assert_eq!(state.game.unwrap().moves, vec![notation]);
+    let mut guest = Player::connect_with(&server, Encoding::MsgPack, Some(guest_token)).await;
+    guest.join(&code).await;
+    play(&mut host, &mut guest, 2).await;
+}
