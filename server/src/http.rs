@@ -38,6 +38,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             limit_rate,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            after_resume,
         ));
     // The balancer's and Prometheus's: never rate limited.
     let probes = Router::new()
@@ -151,8 +155,29 @@ async fn metrics() -> impl IntoResponse {
     )
 }
 
-/// Ready to serve: not shutting down, and the store answers.
+/// Holds a request until the stored rooms without a live owner are back
+/// (at start), so none is answered as if a lobby did not exist; the probes
+/// answer meanwhile (`/healthz` yes, `/readyz` not yet).
+async fn after_resume(
+    State(state): State<Arc<AppState>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let mut resumed = state.resumed.subscribe();
+    let _ = resumed.wait_for(|done| *done).await;
+    next.run(request).await
+}
+
+/// Ready to serve: the stored rooms are back, not shutting down, and the
+/// store answers.
 async fn ready(State(state): State<Arc<AppState>>) -> Response {
+    if !*state.resumed.borrow() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "starting: taking the stored rooms back\n",
+        )
+            .into_response();
+    }
     if state.is_draining() {
         return (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -74,6 +74,10 @@ pub struct AppState {
     pub shutdown: watch::Sender<bool>,
     /// WebSocket connections still running; shutdown waits for zero.
     pub live_connections: watch::Sender<usize>,
+    /// Flips to true once the stored rooms without a live owner are taken
+    /// over at start (at once without Redis): requests wait for it,
+    /// `/readyz` says no until then, `/healthz` answers all along.
+    pub resumed: watch::Sender<bool>,
 }
 
 impl AppState {
@@ -116,6 +120,7 @@ impl AppState {
             draining: watch::channel(false).0,
             shutdown: watch::channel(false).0,
             live_connections: watch::channel(0).0,
+            resumed: watch::channel(true).0,
         }))
     }
 
@@ -344,7 +349,7 @@ impl AppState {
 
     fn spawn(self: &Arc<Self>, room: Room) -> RoomHandle {
         let code = room.code().clone();
-        let (tx, rx) = mpsc::channel(256);
+        let (tx, rx) = room::mailbox(256);
         let handle = RoomHandle {
             code: code.clone(),
             commands: tx,
@@ -470,6 +475,31 @@ pub fn open_leaderboards(
     }
 }
 
+/// Takes back the stored rooms without a live owner (after a restart of a
+/// single instance, all of them), then starts the ownership tasks and
+/// lets requests through.
+async fn resume_stored_rooms(state: &Arc<AppState>) {
+    // Alive before claiming anything: others must not count this instance
+    // dead while it takes rooms over.
+    ownership::start_heartbeat(state).await;
+    let resume_started = std::time::Instant::now();
+    let adopted = loop {
+        match ownership::adopt_open_rooms(state).await {
+            Ok(adopted) => break adopted,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the stored lobbies yet; retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+        }
+    };
+    metrics::METRICS.resume_rooms_left.set(0);
+    let resume = resume_started.elapsed();
+    metrics::METRICS.resume_seconds.set(resume.as_secs_f64());
+    tracing::info!(adopted, resume_ms = resume.as_millis() as u64, instance = %state.settings.instance_id, "rooms without a live owner taken over");
+    ownership::spawn_background(state);
+    state.resumed.send_replace(true);
+}
+
 /// Serves until `shutdown` resolves, then tells clients and closes. With a
 /// Redis URL in the settings, first resumes every open lobby stored there.
 /// The operator API is served only on `settings.admin_listen`, when set.
@@ -493,27 +523,13 @@ pub async fn run(
     let boards = open_leaderboards(&settings)?;
     let state = AppState::try_new(settings, store, wallets, records, boards)?;
     if state.store.is_durable() {
-        // A Redis that is slow or away at start is waited for: serving
-        // before the stored lobbies without a live owner are back would
-        // answer `unknown_lobby` for games that exist.
-        // Alive before claiming anything: others must not count this
-        // instance dead while it takes rooms over.
-        ownership::start_heartbeat(&state).await;
-        let resume_started = std::time::Instant::now();
-        let adopted = loop {
-            match ownership::adopt_open_rooms(&state).await {
-                Ok(adopted) => break adopted,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read the stored lobbies yet; retrying");
-                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-                }
-            }
-        };
-        metrics::METRICS.resume_rooms_left.set(0);
-        let resume = resume_started.elapsed();
-        metrics::METRICS.resume_seconds.set(resume.as_secs_f64());
-        tracing::info!(adopted, resume_ms = resume.as_millis() as u64, instance = %state.settings.instance_id, "rooms without a live owner taken over");
-        ownership::spawn_background(&state);
+        // A Redis that is slow or away at start is waited for; meanwhile
+        // the listeners answer probes (`/healthz` yes, `/readyz` no) and
+        // hold every other request until the stored lobbies without a live
+        // owner are back, which would otherwise be answered as unknown.
+        state.resumed.send_replace(false);
+        let resuming = state.clone();
+        tokio::spawn(async move { resume_stored_rooms(&resuming).await });
     }
     // Shutting down: stop taking connections and rooms, hand every room
     // over (members are told to reconnect, and reach another instance),

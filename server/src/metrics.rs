@@ -27,6 +27,7 @@ pub struct Metrics {
     pub redis_errors: IntCounterVec,
     pub bot_think_seconds: HistogramVec,
     pub move_handling_seconds: Histogram,
+    pub room_mailbox_wait_seconds: Histogram,
     pub slow_consumers_dropped: IntCounter,
     pub store_conflicts: IntCounter,
     pub writes_unconfirmed: IntCounter,
@@ -177,6 +178,12 @@ impl Metrics {
                 MOVE_BUCKETS,
             ))
             .expect("valid metric"),
+            room_mailbox_wait_seconds: Histogram::with_opts(hist(
+                "room_mailbox_wait_seconds",
+                "Time a request waits in its room's mailbox before the room takes it up",
+                MOVE_BUCKETS,
+            ))
+            .expect("valid metric"),
             slow_consumers_dropped: IntCounter::with_opts(opts(
                 "slow_consumers_dropped_total",
                 "Connections dropped for falling behind",
@@ -273,7 +280,7 @@ impl Metrics {
             registry,
         };
         let r = &m.registry;
-        let all: [Box<dyn prometheus::core::Collector>; 33] = [
+        let all: [Box<dyn prometheus::core::Collector>; 34] = [
             Box::new(m.connections_open.clone()),
             Box::new(m.lobbies_live.clone()),
             Box::new(m.games_live.clone()),
@@ -289,6 +296,7 @@ impl Metrics {
             Box::new(m.redis_errors.clone()),
             Box::new(m.bot_think_seconds.clone()),
             Box::new(m.move_handling_seconds.clone()),
+            Box::new(m.room_mailbox_wait_seconds.clone()),
             Box::new(m.slow_consumers_dropped.clone()),
             Box::new(m.store_conflicts.clone()),
             Box::new(m.writes_unconfirmed.clone()),

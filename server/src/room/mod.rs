@@ -97,11 +97,46 @@ pub enum Entered {
     Unloaded,
 }
 
+/// A command and when it was sent, so the room can tell how long its
+/// mailbox made it wait.
+#[derive(Debug)]
+pub struct Queued {
+    at: Instant,
+    command: RoomCommand,
+}
+
+/// The sending side of a room's mailbox.
+#[derive(Clone, Debug)]
+pub struct Mailbox(mpsc::Sender<Queued>);
+
+/// A room's mailbox holding `capacity` commands: the sending side for
+/// handles, the receiving side for [`Room::run`].
+pub fn mailbox(capacity: usize) -> (Mailbox, mpsc::Receiver<Queued>) {
+    let (tx, rx) = mpsc::channel(capacity);
+    (Mailbox(tx), rx)
+}
+
+impl Mailbox {
+    /// Queues a command; `Err` if the room has stopped.
+    pub async fn send(&self, command: RoomCommand) -> Result<(), RoomCommand> {
+        let queued = Queued {
+            at: Instant::now(),
+            command,
+        };
+        self.0.send(queued).await.map_err(|e| e.0.command)
+    }
+
+    /// Whether the room has stopped taking commands.
+    pub fn is_closed(&self) -> bool {
+        self.0.is_closed()
+    }
+}
+
 /// Handle to a running room.
 #[derive(Clone, Debug)]
 pub struct RoomHandle {
     pub code: RoomCode,
-    pub commands: mpsc::Sender<RoomCommand>,
+    pub commands: Mailbox,
 }
 
 /// The state one room task owns.
@@ -288,7 +323,7 @@ impl Room {
     }
 
     /// Runs the room until nobody is seated or connected.
-    pub async fn run(mut self, mut commands: mpsc::Receiver<RoomCommand>) {
+    pub async fn run(mut self, mut commands: mpsc::Receiver<Queued>) {
         let metrics = &crate::metrics::METRICS;
         let rule_set = self.lobby.options.rule_set.name();
         metrics.lobbies_live.with_label_values(&[rule_set]).inc();
@@ -337,8 +372,13 @@ impl Room {
                 .filter(|_| !self.expired)
                 .map(|t| t + idle_after);
             tokio::select! {
-                command = commands.recv() => match command {
-                    Some(command) => self.handle(command).await,
+                queued = commands.recv() => match queued {
+                    Some(Queued { at, command }) => {
+                        metrics
+                            .room_mailbox_wait_seconds
+                            .observe(at.elapsed().as_secs_f64());
+                        self.handle(command).await;
+                    }
                     None => break,
                 },
                 () = sleep_or_forever(timer) => self.on_timer().await,
@@ -377,8 +417,8 @@ impl Room {
             // and released are answered from what it held, or sent to
             // look it up again (which loads it).
             commands.close();
-            while let Ok(command) = commands.try_recv() {
-                self.answer_unloaded(command).await;
+            while let Ok(queued) = commands.try_recv() {
+                self.answer_unloaded(queued.command).await;
             }
         }
         if counted_game {

@@ -25,7 +25,7 @@ fn identity(n: u32) -> Identity {
 }
 
 struct Harness {
-    commands: mpsc::Sender<RoomCommand>,
+    commands: super::Mailbox,
     outs: Vec<mpsc::Receiver<Outbound>>,
     store: Arc<MemoryStore>,
     code: RoomCode,
@@ -53,7 +53,7 @@ async fn start(move_clock: Duration, break_time: Duration) -> Harness {
         Arc::new(crate::wallet::MemoryWallets::default()),
         Arc::new(crate::records::MemoryRecords::default()),
     );
-    let (tx, rx) = mpsc::channel(16);
+    let (tx, rx) = super::mailbox(16);
     tokio::spawn(room.run(rx));
     let mut outs = Vec::new();
     for n in 1..=2 {
