@@ -535,12 +535,20 @@ async fn a_lobby_that_keeps_playing_keeps_one_game_in_its_log_through_a_stall() 
             .state_until(|s| s.series.round == round && s.phase == Phase::Playing)
             .await;
         play(&mut host, &mut guest, 2).await;
-        let offerer = if host.my_turn() { &mut host } else { &mut guest };
+        let offerer = if host.my_turn() {
+            &mut host
+        } else {
+            &mut guest
+        };
         offerer
             .request(|seq| ClientMessage::OfferDraw { seq })
             .await
             .unwrap();
-        let accepter = if host.my_turn() { &mut guest } else { &mut host };
+        let accepter = if host.my_turn() {
+            &mut guest
+        } else {
+            &mut host
+        };
         accepter
             .request(|seq| ClientMessage::AcceptDraw { seq })
             .await
@@ -554,7 +562,11 @@ async fn a_lobby_that_keeps_playing_keeps_one_game_in_its_log_through_a_stall() 
     guest
         .state_until(|s| s.phase == Phase::Playing && s.series.round == 3)
         .await;
-    let mover = if host.my_turn() { &mut host } else { &mut guest };
+    let mover = if host.my_turn() {
+        &mut host
+    } else {
+        &mut guest
+    };
     let state = mover.state.clone().unwrap();
     let notation = state.game.unwrap().legal_moves[0].notation.clone();
     let text = notation.clone();

@@ -482,8 +482,23 @@ async fn chaos_of_stalls_and_kill_9_loses_no_point_and_no_acknowledged_move() {
             ids.windows(2).all(|w| w[0] < w[1]),
             "{code}: in order, once"
         );
+        // The log holds one game; a finished game's moves left it when the
+        // next game began, and are in its PDN (games are numbered from 1,
+        // and every finished game has one), ply by ply.
+        let logged = room.moves.first().map(|m| m.game_no);
         for m in room.moves {
             *stored.entry((code.clone(), m.ply, m.text)).or_default() += 1;
+        }
+        let games = store.games(code).await.unwrap();
+        for (n, pdn) in (1u64..).zip(&games) {
+            if Some(n) == logged {
+                continue;
+            }
+            for (i, text) in pdn_moves(pdn).into_iter().enumerate() {
+                *stored
+                    .entry((code.clone(), i as u32 + 1, text))
+                    .or_default() += 1;
+            }
         }
     }
     for (m, n) in &wanted {
@@ -519,4 +534,16 @@ async fn chaos_of_stalls_and_kill_9_loses_no_point_and_no_acknowledged_move() {
             .load(std::sync::atomic::Ordering::Relaxed),
         totals.granted,
     );
+}
+
+/// The moves of a PDN game (American notation), in order: the movetext's
+/// tokens without move numbers and the result.
+fn pdn_moves(pdn: &str) -> Vec<String> {
+    pdn.lines()
+        .filter(|line| !line.starts_with('['))
+        .flat_map(str::split_whitespace)
+        .filter(|t| !t.ends_with('.'))
+        .filter(|t| !matches!(*t, "1-0" | "0-1" | "1/2-1/2" | "*"))
+        .map(str::to_owned)
+        .collect()
 }
