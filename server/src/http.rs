@@ -271,7 +271,11 @@ async fn my_games(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Res
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|v| {
+            // The scheme's name is case-insensitive (RFC 9110).
+            let (scheme, token) = v.trim_start().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then_some(token)
+        })
         .map(str::trim);
     let identity = match token.map(|t| state.identities.verify(t)) {
         Some(Ok(identity)) => identity,
@@ -322,6 +326,7 @@ async fn lobby_summary(
     }
     let invite = invite_param(&params);
     match ask_room(&state, &code, |reply| RoomCommand::Summary {
+        who: None,
         invite,
         reply,
     })

@@ -13,8 +13,42 @@ use crate::outbound::Refusal;
 use crate::room::view;
 use crate::wire_view;
 
-/// Most lobbies listed; the most recently active come first.
-pub const MOST_LISTED: usize = 200;
+/// Most open lobbies an identity may hold a seat in at once (creating or
+/// joining another is refused): what keeps `my_games` cheap to read and
+/// its answer well under the 16 KiB message limit.
+pub const MOST_OPEN_LOBBIES: usize = 40;
+
+/// Most list entries read: the cap, with room for entries a failed write
+/// left behind (they are dropped as they are read).
+const MOST_READ: usize = 2 * MOST_OPEN_LOBBIES;
+
+/// Whether `identity` may take a seat in one more lobby (`code`: the one
+/// it asks for, where it may hold a seat already).
+pub async fn may_take_seat(
+    state: &AppState,
+    identity: &Identity,
+    code: Option<&str>,
+) -> Result<(), Refusal> {
+    let codes = state
+        .store
+        .rooms_of(&identity.id)
+        .await
+        .map_err(|_| unavailable())?;
+    let mine = |c: &str| {
+        codes
+            .iter()
+            .any(|listed| listed.eq_ignore_ascii_case(c.trim()))
+    };
+    if codes.len() < MOST_OPEN_LOBBIES || code.is_some_and(mine) {
+        return Ok(());
+    }
+    Err(Refusal::new(
+        ErrorCode::NotNow,
+        format!(
+            "you hold a seat in {MOST_OPEN_LOBBIES} open lobbies already: finish or leave one first"
+        ),
+    ))
+}
 
 fn unavailable() -> Refusal {
     Refusal::new(
@@ -29,10 +63,12 @@ fn unavailable() -> Refusal {
 /// taken off its list as they are found.
 pub async fn list(state: &AppState, identity: &Identity) -> Result<Vec<wire::MyGame>, Refusal> {
     let store = &state.store;
-    let codes = store
+    let mut codes = store
         .rooms_of(&identity.id)
         .await
         .map_err(|_| unavailable())?;
+    codes.sort();
+    codes.truncate(MOST_READ);
     let records = store
         .open_records(&codes)
         .await
@@ -72,11 +108,9 @@ pub async fn list(state: &AppState, identity: &Identity) -> Result<Vec<wire::MyG
         // Best effort: an entry left behind is dropped on the next read.
         let _ = store.forget_rooms_of(&identity.id, &stale).await;
     }
-    games.sort_by_key(|g| {
-        let active = g.last_move_at.or(g.expires_at).unwrap_or(0);
-        (!g.your_turn, std::cmp::Reverse(active))
-    });
-    games.truncate(MOST_LISTED);
+    // Your moves first, then the latest moves (lobbies without one last).
+    games.sort_by_key(|g| (!g.your_turn, std::cmp::Reverse(g.last_move_at)));
+    games.truncate(MOST_OPEN_LOBBIES);
     if let Some(solo) = solo_game(state, identity).await? {
         games.push(solo);
     }

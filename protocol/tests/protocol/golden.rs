@@ -864,7 +864,7 @@ fn server_examples() -> Vec<(&'static str, ServerMessage)> {
                         opponent: Some("executive".into()),
                         your_turn: true,
                         deadline: None,
-                        last_move_at: Some(1_767_225_000_000),
+                        last_move_at: None,
                         expires_at: None,
                     },
                 ],

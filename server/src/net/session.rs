@@ -120,6 +120,10 @@ impl Connection {
                 if !self.may_create_room(seq, &identity) {
                     return Flow::Continue;
                 }
+                if let Err(r) = crate::my_games::may_take_seat(&self.state, &identity, None).await {
+                    self.refuse(Some(seq), r.code, &r.message);
+                    return Flow::Continue;
+                }
                 let options = LobbyOptions {
                     rule_set: wire_view::rule_set_from_wire(rule_set),
                     series_length,
@@ -217,7 +221,8 @@ impl Connection {
             ClientMessage::EndMatch { seq } => self.act(seq, Action::EndMatch).await,
             ClientMessage::ClaimForfeit { seq } => self.act(seq, Action::ClaimForfeit).await,
             ClientMessage::LobbyInfo { seq, code, invite } => {
-                self.lobby_info(seq, code, invite).await;
+                self.lobby_info(seq, code, invite, identity.id.clone())
+                    .await;
             }
             ClientMessage::MyGames { seq } => {
                 match crate::my_games::list(&self.state, &identity).await {
@@ -493,6 +498,13 @@ impl Connection {
             self.refuse(Some(seq), ErrorCode::AlreadyInLobby, LEAVE_FIRST);
             return;
         }
+        if !watch
+            && let Err(r) =
+                crate::my_games::may_take_seat(&self.state, &identity, Some(&code)).await
+        {
+            self.refuse(Some(seq), r.code, &r.message);
+            return;
+        }
         let named = self
             .named_room
             .as_deref()
@@ -528,14 +540,18 @@ impl Connection {
 
     /// Answers `lobby_info`: the lobby's summary, from wherever it runs
     /// (loaded if it was unloaded), behind the same invite rule as joining.
-    async fn lobby_info(&mut self, seq: u32, code: String, invite: Option<String>) {
+    async fn lobby_info(&mut self, seq: u32, code: String, invite: Option<String>, who: String) {
         let named = self
             .named_room
             .as_deref()
             .is_some_and(|n| n.eq_ignore_ascii_case(code.trim()));
         match self
             .state
-            .ask_room(&code, named, |reply| RoomCommand::Summary { invite, reply })
+            .ask_room(&code, named, |reply| RoomCommand::Summary {
+                who: Some(who),
+                invite,
+                reply,
+            })
             .await
         {
             Ok(Some(lobby)) => self.reply(ServerMessage::LobbyInfo { seq, lobby }),

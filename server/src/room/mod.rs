@@ -60,8 +60,10 @@ pub enum RoomCommand {
         conn: ConnId,
     },
     /// The lobby's public summary; `None` (answered as a code without a
-    /// lobby) for an invite-only lobby asked without its invite.
+    /// lobby) for an invite-only lobby asked without its invite by someone
+    /// holding no seat there (`who`: the asking identity, if any).
     Summary {
+        who: Option<String>,
         invite: Option<String>,
         reply: oneshot::Sender<Option<wire::LobbySummary>>,
     },
@@ -668,10 +670,10 @@ impl Room {
                 self.commit_or_retry().await;
                 self.broadcast();
             }
-            RoomCommand::Summary { invite, reply } => {
+            RoomCommand::Summary { who, invite, reply } => {
                 let summary = self
                     .lobby
-                    .admits(None, invite.as_deref())
+                    .admits(who.as_deref(), invite.as_deref())
                     .then(|| self.summary());
                 let _ = reply.send(summary);
             }

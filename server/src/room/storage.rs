@@ -300,10 +300,10 @@ impl Room {
             RoomCommand::Enter { reply, .. } => {
                 let _ = reply.send(Entered::Unloaded);
             }
-            RoomCommand::Summary { invite, reply } => {
+            RoomCommand::Summary { who, invite, reply } => {
                 let summary = self
                     .lobby
-                    .admits(None, invite.as_deref())
+                    .admits(who.as_deref(), invite.as_deref())
                     .then(|| self.summary());
                 let _ = reply.send(summary);
             }

@@ -486,3 +486,83 @@ async fn an_idle_lobby_is_unloaded_and_loaded_again_intact_through_a_stall_and_o
     );
     drop(a);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_identity_holds_at_most_forty_open_lobbies_and_sees_its_private_ones() {
+    let redis = RedisServer::start().await;
+    let server = server(&redis, 3_600, 86_400, 3_600).await;
+    let mut ann = Player::connect(&server, Encoding::Json).await;
+    let token = ann.token.clone();
+    let limit = jumpgate_server::my_games::MOST_OPEN_LOBBIES;
+    let mut codes = Vec::new();
+    for _ in 0..limit {
+        // Each lobby on a connection of its own, closed after (the seat
+        // stays hers).
+        let mut p = Player::connect_with(&server, Encoding::Json, Some(token.clone())).await;
+        codes.push(create(&mut p, 1, None).await.code);
+        let _ = p.client.close().await;
+    }
+    let mut p = Player::connect_with(&server, Encoding::Json, Some(token.clone())).await;
+    let refused = p
+        .request(|seq| ClientMessage::CreateLobby {
+            seq,
+            rule_set: RuleSet::American,
+            series_length: 1,
+            invite_only: false,
+            stake: None,
+            pace: Some(Pace::Correspondence),
+        })
+        .await;
+    assert_eq!(refused, Err(ErrorCode::NotNow), "a 41st lobby is refused");
+    let mut bob = Player::connect(&server, Encoding::Json).await;
+    let other = create(&mut bob, 1, None).await.code;
+    let c = other.clone();
+    let refused = p
+        .request(|seq| ClientMessage::JoinLobby {
+            seq,
+            code: c,
+            invite: None,
+        })
+        .await;
+    assert_eq!(refused, Err(ErrorCode::NotNow), "so is a seat in another");
+    // Her own lobbies she may still come back to, and watch others.
+    p.join(&codes[0]).await;
+    let mut watcher = Player::connect_with(&server, Encoding::Json, Some(token.clone())).await;
+    watcher.watch(&other).await;
+    // The list holds all forty, in one message under the 16 KiB limit.
+    let games = my_games(&mut ann).await;
+    assert_eq!(games.len(), limit);
+    let message = ServerMessage::MyGames { seq: 1, games };
+    for encoding in [Encoding::Json, Encoding::MsgPack] {
+        let frame = jumpgate_protocol::codec::encode_server(encoding, &message);
+        assert!(
+            frame.len() < jumpgate_protocol::MAX_MESSAGE_BYTES,
+            "{} bytes",
+            frame.len()
+        );
+    }
+
+    // An invite-only lobby shows itself to its seat holder without the
+    // invite (as joining does), and to nobody else.
+    let mut cid = Player::connect(&server, Encoding::Json).await;
+    let seq = cid
+        .send(|seq| ClientMessage::CreateLobby {
+            seq,
+            rule_set: RuleSet::Russian,
+            series_length: 1,
+            invite_only: true,
+            stake: None,
+            pace: Some(Pace::Correspondence),
+        })
+        .await;
+    cid.expect_ack(seq).await;
+    let private = cid.state_until(|_| true).await.code;
+    let shown = lobby_info(&mut cid, &private)
+        .await
+        .expect("its host sees it");
+    assert!(shown.invite_only);
+    assert_eq!(
+        lobby_info(&mut bob, &private).await.unwrap_err(),
+        ErrorCode::UnknownLobby
+    );
+}

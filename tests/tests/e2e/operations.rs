@@ -508,3 +508,27 @@ async fn weak_secrets_and_an_admin_token_without_its_address_stop_the_start() {
         }
     }
 }
+
+/// While an instance takes its stored rooms back (here: Redis stalls at
+/// start), it is alive (`/healthz` 200) but not ready (`/readyz` 503); it
+/// becomes ready once they are back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_answers_while_the_stored_rooms_are_taken_back() {
+    let redis = jumpgate_e2e::RedisServer::start().await;
+    redis.pause(2_500).await;
+    let server = jumpgate_e2e::JumpgateProcess::start(&[("JUMPGATE_REDIS_URL", redis.url())]).await;
+    let (status, _) = jumpgate_e2e::http_get(server.addr, "/healthz").await;
+    assert_eq!(status, 200, "alive while starting");
+    let (status, body) = jumpgate_e2e::http_get(server.addr, "/readyz").await;
+    assert_eq!(status, 503, "not ready while starting: {body}");
+    assert!(body.contains("starting"), "{body}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (status, _) = jumpgate_e2e::http_get(server.addr, "/readyz").await;
+        if status == 200 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never ready");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
