@@ -624,7 +624,7 @@ async fn open_lobbies(
 }
 
 /// A new guest's greeted connection: the client, its identity id and token.
-async fn guest(url: &str) -> Result<(Client, String, String), String> {
+pub(crate) async fn guest(url: &str) -> Result<(Client, String, String), String> {
     let mut client = within(Client::connect(url, Encoding::MsgPack))
         .await?
         .map_err(|e| format!("connecting to {url}: {e}"))?;
@@ -634,7 +634,7 @@ async fn guest(url: &str) -> Result<(Client, String, String), String> {
     Ok((client, greeting.identity.id, greeting.token))
 }
 
-async fn within<T>(work: impl std::future::Future<Output = T>) -> Result<T, String> {
+pub(crate) async fn within<T>(work: impl std::future::Future<Output = T>) -> Result<T, String> {
     tokio::time::timeout(PATIENCE, work)
         .await
         .map_err(|_| format!("no answer within {PATIENCE:?}"))
@@ -642,7 +642,7 @@ async fn within<T>(work: impl std::future::Future<Output = T>) -> Result<T, Stri
 
 /// Reads until the answer to `seq` and a state of lobby `code` (any code if
 /// empty) that `want` accepts are both in; returns that state.
-async fn answer_and_state(
+pub(crate) async fn answer_and_state(
     client: &mut Client,
     seq: u32,
     code: &str,
@@ -671,12 +671,12 @@ async fn answer_and_state(
     state.ok_or_else(|| "no state".to_owned())
 }
 
-fn in_play(state: &RoomState) -> bool {
+pub(crate) fn in_play(state: &RoomState) -> bool {
     state.phase == Phase::Playing && state.game.as_ref().is_some_and(|g| g.result.is_none())
 }
 
 /// The seat to move and its first legal move.
-fn to_move(state: &RoomState) -> Option<(usize, String)> {
+pub(crate) fn to_move(state: &RoomState) -> Option<(usize, String)> {
     let game = state.game.as_ref()?;
     let dark = usize::from(game.dark_seat.min(1));
     let seat = if game.turn == Color::Dark {

@@ -211,7 +211,7 @@ async fn one_run(
             }
         };
     let url = server.ws_url();
-    let sampler = CpuSampler::start(server.pid, redis.pid());
+    let sampler = CpuSampler::start(server.pid, redis.pid().into_iter().collect());
     let phases = [
         ("latency", Pace::Open { rate: config.rate }, config.games),
         ("saturated", Pace::Closed, config.sat_games),
@@ -256,7 +256,7 @@ async fn one_run(
 
 /// CPU time of the server, of Redis and of this process, read every 100 ms while a
 /// run lasts.
-struct CpuSampler {
+pub(crate) struct CpuSampler {
     samples: Arc<Mutex<Vec<CpuSample>>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -270,7 +270,9 @@ struct CpuSample {
 }
 
 impl CpuSampler {
-    fn start(server: Option<u32>, redis: Option<u32>) -> CpuSampler {
+    /// Samples `server`, the sum over the `redis` processes (none if any cannot be
+    /// read) and this process.
+    pub(crate) fn start(server: Option<u32>, redis: Vec<u32>) -> CpuSampler {
         let samples = Arc::new(Mutex::new(Vec::new()));
         let kept = samples.clone();
         let task = tokio::spawn(async move {
@@ -280,7 +282,14 @@ impl CpuSampler {
                 let sample = CpuSample {
                     at,
                     server: server.and_then(net::cpu_time),
-                    redis: redis.and_then(net::cpu_time),
+                    redis: (!redis.is_empty())
+                        .then(|| {
+                            redis
+                                .iter()
+                                .map(|pid| net::cpu_time(*pid))
+                                .sum::<Option<Duration>>()
+                        })
+                        .flatten(),
                     client: net::cpu_time(std::process::id()),
                 };
                 kept.lock().unwrap_or_else(|e| e.into_inner()).push(sample);
@@ -291,7 +300,7 @@ impl CpuSampler {
 
     /// CPU used from the first sample at or after `from` to the last at or before
     /// `to`.
-    fn used(&self, from: Instant, to: Instant) -> Option<CpuUsed> {
+    pub(crate) fn used(&self, from: Instant, to: Instant) -> Option<CpuUsed> {
         let samples = self.samples.lock().unwrap_or_else(|e| e.into_inner());
         let first = samples.iter().find(|s| s.at >= from)?;
         let last = samples.iter().rev().find(|s| s.at <= to)?;
@@ -305,10 +314,10 @@ impl CpuSampler {
 }
 
 /// CPU time used over a stretch, by process.
-struct CpuUsed {
-    server: Option<Duration>,
-    redis: Option<Duration>,
-    client: Option<Duration>,
+pub(crate) struct CpuUsed {
+    pub(crate) server: Option<Duration>,
+    pub(crate) redis: Option<Duration>,
+    pub(crate) client: Option<Duration>,
 }
 
 impl Drop for CpuSampler {
@@ -317,7 +326,7 @@ impl Drop for CpuSampler {
     }
 }
 
-fn median(mut values: Vec<f64>) -> Option<f64> {
+pub(crate) fn median(mut values: Vec<f64>) -> Option<f64> {
     if values.is_empty() {
         return None;
     }

@@ -22,8 +22,13 @@
 //! game while one address floods.
 //! `dormant` ([`dormant`]) measures what idle correspondence lobbies cost once the
 //! server has unloaded them to Redis, and how long loading one takes on a join.
+//! `bench-cluster` ([`bench_cluster`]) runs `bench`'s saturation phase on a server
+//! backed by a [`redis_cluster`] of three masters and on one backed by one Redis.
+//! `resume` ([`resume`]) times a start that resumes 10,000 or 100,000 open lobbies
+//! copied straight into Redis.
 
 pub mod bench;
+pub mod bench_cluster;
 pub mod bots;
 pub mod cluster;
 pub mod dormant;
@@ -36,6 +41,8 @@ pub mod leaderboard;
 pub mod net;
 pub mod ownership_cost;
 pub mod procs;
+pub mod redis_cluster;
 pub mod report;
+pub mod resume;
 pub mod seated;
 pub mod svg;

@@ -4,14 +4,17 @@
 //! measure ownership across several instances on one Redis; `leaderboard` times a
 //! leaderboard page at 10k to 1M players; `edge` measures the server's connection
 //! cap, deadlines and per-address limits under abuse; `dormant` measures the memory
-//! of unloaded correspondence lobbies and the time to load one on a join.
+//! of unloaded correspondence lobbies and the time to load one on a join;
+//! `bench-cluster` compares saturated moves/s on a Redis Cluster and on one Redis;
+//! `resume` times a start that resumes 10,000 or 100,000 stored open lobbies.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use jumpgate_loadtest::{
-    bench, bots, dormant, echo, edge, failover, fencing, leaderboard, net, ownership_cost, svg,
+    bench, bench_cluster, bots, dormant, echo, edge, failover, fencing, leaderboard, net,
+    ownership_cost, resume, svg,
 };
 use serde::Serialize;
 
@@ -51,6 +54,12 @@ enum Command {
     /// unload them, and measure its memory per unloaded lobby and the join latency
     /// to a lobby in memory and to an unloaded one.
     Dormant(Box<dormant::DormantArgs>),
+    /// Start one Redis and a three-master Redis Cluster, a Jumpgate on each, and run
+    /// the same saturation load on both.
+    BenchCluster(Box<bench_cluster::BenchClusterArgs>),
+    /// Fill a fresh Redis with N open lobbies with a game in play, start Jumpgate on
+    /// it, and time until it has resumed them all and is ready.
+    Resume(Box<resume::ResumeArgs>),
     /// Run the echo baseline: every data frame is sent back as is.
     EchoServer {
         /// Loopback address to listen on.
@@ -65,6 +74,11 @@ fn main() -> ExitCode {
         Command::Bench(args) => run_bench(&args),
         Command::BenchBots(args) => run_bench_bots(&args),
         Command::EchoServer { listen } => run_echo(listen),
+        Command::BenchCluster(args) => run_bench_cluster(&args),
+        Command::Resume(args) => runtime().and_then(|rt| {
+            let report = rt.block_on(resume::resume(&args))?;
+            print_report(&report.table(), &report.details(), &report, &args.out_json)
+        }),
         Command::Failover(args) => runtime().and_then(|rt| {
             let report = rt.block_on(failover::failover(&args))?;
             print_report(&report.table(), &report.details(), &report, &args.out_json)
@@ -103,6 +117,15 @@ fn run_bench_fencing(args: &fencing::FencingArgs) -> Result<(), String> {
         pin_self(cpus)?;
     }
     let report = runtime()?.block_on(fencing::bench_fencing(args))?;
+    print_report(&report.table(), &report.details(), &report, &args.out_json)
+}
+
+fn run_bench_cluster(args: &bench_cluster::BenchClusterArgs) -> Result<(), String> {
+    // Before the runtime exists, so its worker threads inherit the affinity.
+    if let Some(cpus) = &args.client_cpus {
+        pin_self(cpus)?;
+    }
+    let report = runtime()?.block_on(bench_cluster::bench_cluster(args))?;
     print_report(&report.table(), &report.details(), &report, &args.out_json)
 }
 

@@ -2,7 +2,9 @@
 //! against a real server.
 
 mod bench;
+mod bench_cluster;
 mod bots;
 mod dormant;
 mod edge;
 mod leaderboard;
+mod resume;
