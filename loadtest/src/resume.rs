@@ -10,8 +10,8 @@
 //! entry in `jg:lobbies`, under a fresh code of the room-code alphabet. Every fence
 //! (templates too) names an owner that never had a heartbeat, so the new server takes
 //! them all over. Then a `jumpgate serve` is spawned on that Redis and timed from the
-//! spawn until `/readyz` answers 200 (the listener is bound at once, but served only
-//! once the stored lobbies are back); `jumpgate_resume_seconds` is the server's own
+//! spawn until `/readyz` answers 200 (it answers 503 while the stored lobbies are
+//! taken back); `jumpgate_resume_seconds` is the server's own
 //! figure for the takeover, and `jumpgate_lobbies_live` must reach N. The resident
 //! set (`VmRSS`) is read at ready and again after `--settle`.
 //!
