@@ -83,8 +83,13 @@ pub async fn list(state: &AppState, identity: &Identity) -> Result<Vec<wire::MyG
                 .iter()
                 .position(|s| s.as_ref().is_some_and(|s| s.id == identity.id))
         });
-        let (Some(lobby), Some(seat)) = (lobby, seat) else {
+        let Some(lobby) = lobby else {
+            // Closed or gone: off the list. (Only then: a seat this read
+            // does not show may have been taken since, listing it anew.)
             stale.push(code.clone());
+            continue;
+        };
+        let Some(seat) = seat else {
             continue;
         };
         let correspondence = lobby.pace == Pace::Correspondence;

@@ -178,8 +178,16 @@ async fn adopt(state: &Arc<AppState>, id: &str, seen: &Fence) -> Result<Adoption
     let Some(owner) = state.store.claim(id, seen, me).await? else {
         return Ok(Adoption::Lost);
     };
-    let Some(stored) = state.store.load(id).await? else {
-        return Ok(Adoption::Lost);
+    let stored = match state.store.load(id).await {
+        Ok(Some(stored)) => stored,
+        Ok(None) => return Ok(Adoption::Lost),
+        // Stored bytes this server cannot read: kept, listed for the
+        // operator, never retried in a loop.
+        Err(StoreError::Unreadable(reason)) => {
+            state.list_unresumable(id, reason, None);
+            return Ok(Adoption::Unresumable);
+        }
+        Err(e) => return Err(e),
     };
     // A room handed to this instance on its request moved in a moment, its
     // clock stored to the millisecond: it keeps its deadline. Any other
@@ -344,22 +352,34 @@ async fn wake_dormant(state: &Arc<AppState>, due: Vec<crate::store::Dormant>) ->
 
 /// Adopts every open room without a live owner: at start, this catches
 /// rooms stored before ownership existed as well as those of instances
-/// that died. Returns how many rooms run here afterwards.
+/// that died. Returns how many rooms run here afterwards. A room that
+/// cannot be taken just now (a timeout, say) does not hold up the others:
+/// it is still listed under its owner, where the orphan sweep finds it, and
+/// a request for it takes it over; only failing to list the rooms at all
+/// is an error.
 pub async fn adopt_open_rooms(state: &Arc<AppState>) -> Result<usize, StoreError> {
-    use futures_util::{StreamExt, TryStreamExt};
+    use futures_util::StreamExt;
     let codes = state.store.open_codes().await?;
     // Progress for operators: how many stored rooms are still to look at.
     let left = &crate::metrics::METRICS.resume_rooms_left;
     left.set(i64::try_from(codes.len()).unwrap_or(i64::MAX));
-    futures_util::stream::iter(codes)
+    let adopted = futures_util::stream::iter(codes)
         .map(|code| async move {
             let adopted = async {
                 let Some(fence) = state.store.fence(&code).await? else {
                     return Ok(false);
                 };
                 // An unloaded lobby stays in the store until it is asked
-                // for or due (the dormant sweep): a start loads none.
+                // for or due (the dormant sweep): a start loads none, but
+                // lists it again as dormant if that entry was lost (say,
+                // by a failover of another slot's master).
                 if fence.parked && fence.owner.is_none() {
+                    if let Some(wake) = &fence.wake {
+                        state.store.relist_dormant(&code, wake).await?;
+                    }
+                    return Ok(false);
+                }
+                if state.is_draining() {
                     return Ok(false);
                 }
                 Ok(owner_if_alive(state, &fence).await?.is_none()
@@ -367,11 +387,15 @@ pub async fn adopt_open_rooms(state: &Arc<AppState>) -> Result<usize, StoreError
             }
             .await;
             left.dec();
-            adopted
+            adopted.unwrap_or_else(|e: StoreError| {
+                tracing::warn!(room = %code, error = %e, "not taken over at start; the sweep will try again");
+                false
+            })
         })
         .buffer_unordered(ADOPT_AT_ONCE)
-        .try_fold(0, |n, adopted| async move { Ok(n + usize::from(adopted)) })
-        .await
+        .fold(0, |n, adopted| async move { n + usize::from(adopted) })
+        .await;
+    Ok(adopted)
 }
 
 /// Starts the heartbeat, before this instance claims anything, and keeps

@@ -185,6 +185,8 @@ try {
   await guest.goto(orbitLink.pathname + orbitLink.search);
   await guest.click('#preview-join');
   await waitStatus(host, 'status', /^Your turn/);
+  // The host's state can arrive before the guest's page has drawn its own.
+  await guest.locator('.orbit-square').first().waitFor();
   check(await guest.locator('.orbit-square').count() === 25, 'the guest sees the orbit board');
   check(/0 series points/.test(await host.textContent('#seat-bottom')), 'the seats show the series points');
   check(/on points/.test(await guest.textContent('#status')), 'the status gives the score in points');

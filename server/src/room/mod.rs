@@ -351,12 +351,19 @@ impl Room {
             }
             // A live lobby nobody is connected to, with no game in play,
             // closes after a while (a game in play ends by its clock first).
-            // A correspondence lobby nobody is connected to is unloaded
-            // from memory instead (with Redis; it lives there until it
-            // expires).
-            let unloads = self.lobby.is_correspondence() && self.store.is_durable();
-            let idle = self.members.is_empty()
-                && (unloads || !matches!(self.lobby.phase, Phase::Playing | Phase::Break));
+            // A correspondence lobby lasts until it expires (or both
+            // players leave): nobody connected, it is unloaded from memory
+            // (with Redis), unless its match was ended for good, when it
+            // closes like a live one.
+            let correspondence = self.lobby.is_correspondence();
+            let ended = self.lobby.phase == Phase::Ended;
+            let unloads = correspondence && !ended && self.store.is_durable();
+            let closes_when_idle = if correspondence {
+                ended
+            } else {
+                !matches!(self.lobby.phase, Phase::Playing | Phase::Break)
+            };
+            let idle = self.members.is_empty() && (unloads || closes_when_idle);
             if !idle {
                 self.idle_since = None;
             } else if self.idle_since.is_none() {
@@ -374,6 +381,10 @@ impl Room {
                 .filter(|_| !self.expired)
                 .map(|t| t + idle_after);
             tokio::select! {
+                // A timer that is due goes first: a lobby loaded after its
+                // expiry ends before anyone can act in it.
+                biased;
+                () = sleep_or_forever(timer) => self.on_timer().await,
                 queued = commands.recv() => match queued {
                     Some(Queued { at, command }) => {
                         metrics
@@ -383,7 +394,6 @@ impl Room {
                     }
                     None => break,
                 },
-                () = sleep_or_forever(timer) => self.on_timer().await,
                 () = sleep_or_forever(retry) => {
                     self.settle_doubts().await;
                 }

@@ -17,6 +17,9 @@ impl Room {
     /// write (the same one, or one that includes it) is confirmed.
     pub(super) async fn persist(&mut self) -> Result<(), WriteError> {
         let closed = self.can_close();
+        // A finished lobby's keys expire a while after, unless it stays open
+        // for days: a correspondence lobby lives until it closes.
+        let expires = closed || !self.lobby.is_correspondence();
         // "My games" follows the seats: listed under each seat holder not
         // yet listed, unlisted for those who left (all of them once the
         // lobby closes).
@@ -59,7 +62,7 @@ impl Room {
             // (UTC) it ended, give or take a retry.
             finished_games: dated(&self.lobby.pending_games),
             open: !closed,
-            expire_after: (closed || finished).then_some(self.settings.finished_ttl),
+            expire_after: (closed || (finished && expires)).then_some(self.settings.finished_ttl),
             seated,
             unseated,
         };
@@ -244,11 +247,16 @@ impl Room {
             self.idle_since = Some(Instant::now());
             return;
         }
+        // A timer already due (held back while the store was behind) fires
+        // first: the lobby is listed under a time still to come, so no sweep
+        // can take its entry for a stale one before the park lands.
         let clock = wall_clock();
-        let wake_ms = self
-            .lobby
-            .next_deadline()
-            .map_or(u64::MAX, |t| clock.to_unix_ms(t));
+        let due = self.lobby.next_deadline();
+        if due.is_some_and(|t| t <= clock.now) {
+            self.idle_since = Some(Instant::now());
+            return;
+        }
+        let wake_ms = due.map_or(u64::MAX, |t| clock.to_unix_ms(t));
         match self
             .store
             .park(self.lobby.code.as_str(), &self.owner, wake_ms)
@@ -270,6 +278,11 @@ impl Room {
             // then the room stays loaded and tries again later.
             Err(e) => match self.store.fence(self.lobby.code.as_str()).await {
                 Ok(Some(fence)) if self.parked_by_us(&fence) => self.unloaded_now(),
+                // Taken over meanwhile (or gone): not ours to serve.
+                Ok(ref fence) if fence.as_ref().is_none_or(|f| !self.owner.holds(f)) => {
+                    tracing::warn!(room = %self.lobby.code, "the room is no longer ours; stopping it here");
+                    self.moved();
+                }
                 _ => {
                     tracing::warn!(room = %self.lobby.code, error = %e, "could not unload the room; it stays loaded for now");
                     self.idle_since = Some(Instant::now());

@@ -87,6 +87,18 @@ impl MemoryTables {
 
     /// The same checks as the Redis script.
     fn apply(&mut self, write: RoomWrite, now: Instant) -> Result<(), WriteError> {
+        // A refused write leaves nothing behind, a room of its own making
+        // included (Redis creates no key for a script that refuses).
+        let code = write.code.clone();
+        let existed = self.rooms.contains_key(&code);
+        let result = self.apply_checked(write, now);
+        if result.is_err() && !existed {
+            self.rooms.remove(&code);
+        }
+        result
+    }
+
+    fn apply_checked(&mut self, write: RoomWrite, now: Instant) -> Result<(), WriteError> {
         let room = self.rooms.entry(write.code.clone()).or_default();
         let claims = room.epoch == 0 && room.version == 0 && write.owner.epoch == 1;
         if !claims
@@ -282,6 +294,7 @@ impl Store for MemoryStore {
                 epoch: r.epoch,
                 handed: r.handed,
                 parked: r.parked,
+                wake: None,
             });
         Box::pin(async move { Ok(fence) })
     }
@@ -420,6 +433,13 @@ impl Store for MemoryStore {
             tables.dormant.insert(code.to_owned(), wake_ms);
         }
         Box::pin(async move { Ok(parked) })
+    }
+
+    fn relist_dormant<'a>(&'a self, code: &'a str, wake: &'a str) -> StoreFuture<'a, ()> {
+        if let Ok(wake) = wake.parse() {
+            self.tables().dormant.entry(code.to_owned()).or_insert(wake);
+        }
+        Box::pin(async { Ok(()) })
     }
 
     fn dormant_due(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<Dormant>> {

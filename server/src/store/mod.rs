@@ -144,6 +144,8 @@ pub struct Fence {
     /// to): free to claim, but loaded only when asked for or when due
     /// (see [`Store::park`]), not by the audit at start.
     pub parked: bool,
+    /// A parked room's wake time as listed in `jg:dormant` (its score).
+    pub wake: Option<String>,
 }
 
 /// What renewing a heartbeat found.
@@ -317,6 +319,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         owner: &'a OwnerEpoch,
         wake_ms: u64,
     ) -> StoreFuture<'a, bool>;
+    /// Lists a parked room as dormant under `wake` (a score as
+    /// [`Fence::wake`] holds it) unless it is listed already: restores an
+    /// entry a failover lost.
+    fn relist_dormant<'a>(&'a self, code: &'a str, wake: &'a str) -> StoreFuture<'a, ()>;
     /// Up to `limit` dormant rooms due by `now_ms`, soonest first. Entries
     /// may be stale (the room was loaded since): callers check the fence.
     fn dormant_due(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<Dormant>>;

@@ -210,7 +210,14 @@ impl Store for RedisStore {
             let [room, _, _, fence] = keys(code);
             // The room's slot in one round trip, the open set (another
             // slot) beside it.
-            type Read = (Option<String>, Option<u64>, Option<u8>, Option<u8>, bool);
+            type Read = (
+                Option<String>,
+                Option<u64>,
+                Option<u8>,
+                Option<u8>,
+                Option<String>,
+                bool,
+            );
             let mut other = self.conn.clone();
             let mut room_pipe = redis::pipe();
             room_pipe
@@ -218,19 +225,21 @@ impl Store for RedisStore {
                 .hget(&fence, "epoch")
                 .hget(&fence, "handed")
                 .hget(&fence, "parked")
+                .hget(&fence, "wake")
                 .exists(&room);
             let room_read = room_pipe.query_async::<Read>(&mut conn);
             let mut open_cmd = redis::cmd("SISMEMBER");
             open_cmd.arg(OPEN_SET).arg(code);
             let open_read = open_cmd.query_async::<bool>(&mut other);
             let (read, open) = futures_util::future::join(room_read, open_read).await;
-            let (owner, epoch, handed, parked, exists) = read.map_err(StoreError::from)?;
+            let (owner, epoch, handed, parked, wake, exists) = read.map_err(StoreError::from)?;
             let open = open.map_err(StoreError::from)?;
             Ok((exists && open).then(|| Fence {
                 owner: owner.filter(|o| !o.is_empty()),
                 epoch: epoch.unwrap_or(0),
                 handed: handed == Some(1),
                 parked: parked == Some(1),
+                wake: wake.filter(|_| parked == Some(1)),
             }))
         }))
     }
@@ -539,23 +548,15 @@ impl Store for RedisStore {
             invocation
                 .key(&fence)
                 .arg(&*owner.instance)
-                .arg(owner.epoch);
+                .arg(owner.epoch)
+                .arg(dormant_score(wake_ms));
             // Listed as dormant before it is given up, unlisted from this
             // owner's rooms after (as in `release`): some list always
             // names it. A dormant entry of a room that was not parked is
             // dropped by the sweep once it sees the live owner.
-            let wake: f64 = if wake_ms == u64::MAX {
-                f64::INFINITY
-            } else {
-                wake_ms as f64
-            };
             let _: i64 = redis::cmd("ZADD")
                 .arg(DORMANT)
-                .arg(if wake.is_infinite() {
-                    "+inf".to_owned()
-                } else {
-                    wake_ms.to_string()
-                })
+                .arg(dormant_score(wake_ms))
                 .arg(code)
                 .query_async(&mut conn)
                 .await
@@ -565,6 +566,21 @@ impl Store for RedisStore {
             let (parked,): (u8,) = self.query_scripted(&mut conn, &pipe, &invocation).await?;
             srem(&mut conn, &owned_key(&owner.instance), code).await?;
             Ok(parked == 1)
+        }))
+    }
+
+    fn relist_dormant<'a>(&'a self, code: &'a str, wake: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let _: i64 = redis::cmd("ZADD")
+                .arg(DORMANT)
+                .arg("NX")
+                .arg(wake)
+                .arg(code)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            Ok(())
         }))
     }
 
@@ -780,7 +796,9 @@ impl RedisStore {
                 index.push(set("SREM", &mine_key(id)));
             }
             if write.open {
-                index.push(set("SADD", OPEN_SET));
+                // Open before it is on anyone's list, so that a list read
+                // meanwhile never takes it for a closed lobby.
+                sadd(&mut conn, OPEN_SET, &write.code).await?;
                 // Each new seat holder's "my games" (idempotent, like the set).
                 for id in &write.seated {
                     index.push(set("SADD", &mine_key(id)));
@@ -811,6 +829,15 @@ impl RedisStore {
                 .map_err(StoreError::from)?;
         }
         Ok(reply)
+    }
+}
+
+/// A wake time as the `jg:dormant` score (`+inf`: never due).
+fn dormant_score(wake_ms: u64) -> String {
+    if wake_ms == u64::MAX {
+        "+inf".to_owned()
+    } else {
+        wake_ms.to_string()
     }
 }
 

@@ -140,14 +140,15 @@ return 1
 ";
 
 /// Unloads a room if the caller still owns it at its epoch: no owner (the
-/// epoch stays), marked parked. Returns 1 if parked.
+/// epoch stays), marked parked, and its wake time kept beside (so a lost
+/// dormant entry can be listed again). Returns 1 if parked.
 ///
-/// KEYS: fence. ARGV: owner, epoch.
+/// KEYS: fence. ARGV: owner, epoch, wake time (the `jg:dormant` score).
 pub(super) const PARK_SCRIPT: &str = r"
 local owner = redis.call('HGET', KEYS[1], 'owner') or ''
 local epoch = tonumber(redis.call('HGET', KEYS[1], 'epoch')) or 0
 if owner ~= ARGV[1] or epoch ~= tonumber(ARGV[2]) then return 0 end
-redis.call('HSET', KEYS[1], 'owner', '', 'parked', 1)
+redis.call('HSET', KEYS[1], 'owner', '', 'parked', 1, 'wake', ARGV[3])
 return 1
 ";
 

@@ -176,6 +176,12 @@ async fn a_claim_is_refused_before_the_window_and_accepted_after() {
     assert_eq!(result.reason, GameEndReason::ForfeitClaimed);
     assert_eq!(result.winner, Some(jumpgate_protocol::Color::Dark));
     assert_eq!(over.series.result.unwrap().winner, Some(0));
+    // Finished, the lobby stays open for a rematch until it expires: its
+    // keys carry no TTL (a live lobby's would).
+    let ttl = redis
+        .command(&["TTL", &format!("jg:{{{code}}}:room")])
+        .await;
+    assert!(ttl.starts_with(":-1"), "no TTL while open: {ttl:?}");
     // A live lobby has nothing to claim.
     let (mut host, _guest, _) =
         jumpgate_e2e::seated_pair(&server, Encoding::Json, RuleSet::Russian, 1).await;
@@ -564,5 +570,67 @@ async fn an_identity_holds_at_most_forty_open_lobbies_and_sees_its_private_ones(
     assert_eq!(
         lobby_info(&mut bob, &private).await.unwrap_err(),
         ErrorCode::UnknownLobby
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_redis_a_correspondence_lobby_outlives_the_idle_time() {
+    let server = TestServer::start(|s| {
+        s.idle_lobby = Duration::from_secs(1);
+    })
+    .await;
+    let mut ann = Player::connect(&server, Encoding::Json).await;
+    let code = create(&mut ann, 1, None).await.code;
+    let _ = ann.client.close().await;
+    // A live lobby would close after a second with nobody connected.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let mut bob = Player::connect(&server, Encoding::Json).await;
+    let info = lobby_info(&mut bob, &code).await.expect("still open");
+    assert_eq!(info.phase, Phase::Waiting);
+    bob.join(&code).await;
+    bob.phase(Phase::Playing).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_dormant_entry_is_listed_again_at_start() {
+    let redis = RedisServer::start().await;
+    let secret = b"relist-test-secret-0123456789abcdefgh".to_vec();
+    let start = |secret: Vec<u8>| {
+        let url = redis.url();
+        TestServer::start(move |s| {
+            s.redis_url = Some(url);
+            s.token_secret = secret;
+            s.correspondence_unload = Duration::from_secs(1);
+            s.heartbeat_ttl = Duration::from_secs(1);
+        })
+    };
+    let first = start(secret.clone()).await;
+    let mut ann = Player::connect(&first, Encoding::Json).await;
+    let code = create(&mut ann, 1, None).await.code;
+    let _ = ann.client.close().await;
+    until_unloaded(&redis, &code).await;
+    let listed = redis.command(&["ZSCORE", "jg:dormant", &code]).await;
+    // The entry is lost (as a failover of its master could lose it).
+    redis.command(&["ZREM", "jg:dormant", &code]).await;
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let second = start(secret).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = redis.command(&["ZSCORE", "jg:dormant", &code]).await;
+        if now == listed {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not listed again: {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // And the lobby is still there for the friend.
+    let mut bob = Player::connect(&second, Encoding::Json).await;
+    assert_eq!(
+        lobby_info(&mut bob, &code).await.unwrap().phase,
+        Phase::Waiting
     );
 }

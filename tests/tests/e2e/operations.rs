@@ -114,7 +114,12 @@ async fn readiness_follows_redis() {
         s.redis_timeout = Duration::from_millis(300);
     })
     .await;
-    assert_eq!(http_get(server.addr, "/readyz").await.0, 200);
+    // Ready once the stored rooms are back (at once: there are none).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while http_get(server.addr, "/readyz").await.0 != 200 {
+        assert!(tokio::time::Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     redis.kill();
     assert_eq!(http_get(server.addr, "/readyz").await.0, 503);
     assert_eq!(

@@ -451,6 +451,7 @@ async fn room_writes_are_conditional_on_the_stored_version() {
             epoch: 1,
             handed: false,
             parked: false,
+            wake: None,
         };
         assert_eq!(
             store.claim("CAS2TEST", &stale_view, &other).await.unwrap(),
