@@ -687,9 +687,23 @@ pub(crate) fn to_move(state: &RoomState) -> Option<(usize, String)> {
     Some((seat, game.legal_moves.first()?.notation.clone()))
 }
 
-/// Opens one lobby: the host creates it, a new guest joins, whoever is to move
-/// plays one move, and the guest goes away. The host stays connected.
-async fn open_lobby(url: &str, rule_set: RuleSet) -> Result<(Lobby, Held), String> {
+/// A lobby two new guests opened, the series started and its first move
+/// played; both still connected.
+pub(crate) struct Opened {
+    pub host: Client,
+    pub joiner: Client,
+    pub code: String,
+    pub joiner_id: String,
+    pub joiner_token: String,
+}
+
+/// Two new guests open a lobby of `rule_set` at `pace` (the host creates
+/// it, the other joins by code), and whoever is to move plays one move.
+pub(crate) async fn open_with_a_move(
+    url: &str,
+    rule_set: RuleSet,
+    pace: Pace,
+) -> Result<Opened, String> {
     let (mut host, host_id, _) = guest(url).await?;
     let (mut joiner, joiner_id, joiner_token) = guest(url).await?;
     let seq = host.next_seq();
@@ -699,13 +713,13 @@ async fn open_lobby(url: &str, rule_set: RuleSet) -> Result<(Lobby, Held), Strin
         series_length: 1,
         invite_only: false,
         stake: None,
-        pace: Some(Pace::Correspondence),
+        pace: Some(pace),
     })
     .await
     .map_err(|e| e.to_string())?;
     let created = answer_and_state(&mut host, seq, "", |_| true).await?;
-    if created.pace != Pace::Correspondence {
-        return Err(format!("lobby {} is not correspondence", created.code));
+    if created.pace != pace {
+        return Err(format!("lobby {} is not {pace}", created.code));
     }
     let code = created.code;
     let seq = joiner.next_seq();
@@ -726,8 +740,7 @@ async fn open_lobby(url: &str, rule_set: RuleSet) -> Result<(Lobby, Held), Strin
         .players
         .get(seat)
         .and_then(Option::as_ref)
-        .map(|p| &p.id)
-        == Some(&host_id);
+        .is_some_and(|p| p.id == host_id);
     let mover = if host_moves { &mut host } else { &mut joiner };
     let seq = mover.next_seq();
     mover
@@ -743,14 +756,27 @@ async fn open_lobby(url: &str, rule_set: RuleSet) -> Result<(Lobby, Held), Strin
     })
     .await
     .map_err(|e| format!("moving in {code}: {e}"))?;
-    let _ = joiner.close().await;
+    Ok(Opened {
+        host,
+        joiner,
+        code,
+        joiner_id,
+        joiner_token,
+    })
+}
+
+/// A correspondence lobby with a game in play whose joiner has left; its
+/// host stays connected (held).
+async fn open_lobby(url: &str, rule_set: RuleSet) -> Result<(Lobby, Held), String> {
+    let opened = open_with_a_move(url, rule_set, Pace::Correspondence).await?;
+    let _ = opened.joiner.close().await;
     Ok((
         Lobby {
-            code,
-            joiner_id,
-            joiner_token,
+            code: opened.code,
+            joiner_id: opened.joiner_id,
+            joiner_token: opened.joiner_token,
         },
-        Held::new(host),
+        Held::new(opened.host),
     ))
 }
 

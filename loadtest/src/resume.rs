@@ -26,13 +26,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use jumpgate_protocol::client::Client;
-use jumpgate_protocol::{ClientMessage, Encoding, RuleSet};
+use jumpgate_protocol::{ClientMessage, Encoding, Pace, RuleSet};
 use serde::Serialize;
 use tokio::time::Instant;
 
 use crate::bench::start_jumpgate_logging;
 use crate::cluster::{self, RedisProbe, RedisServer};
-use crate::dormant::{answer_and_state, guest, in_play, to_move, within};
+use crate::dormant::{answer_and_state, guest, in_play, open_with_a_move, to_move, within};
 use crate::net;
 
 /// The room-code alphabet (server/src/code.rs): no 0, 1, I or O.
@@ -281,59 +281,13 @@ pub async fn open_templates(
 }
 
 async fn open_template(url: &str, rule_set: RuleSet) -> Result<Template, String> {
-    let (mut host, host_id, _) = guest(url).await?;
-    let (mut joiner, joiner_id, joiner_token) = guest(url).await?;
-    let seq = host.next_seq();
-    host.send(&ClientMessage::CreateLobby {
-        seq,
-        rule_set,
-        series_length: 1,
-        invite_only: false,
-        stake: None,
-        pace: None,
-    })
-    .await
-    .map_err(|e| e.to_string())?;
-    let code = answer_and_state(&mut host, seq, "", |_| true).await?.code;
-    let seq = joiner.next_seq();
-    joiner
-        .send(&ClientMessage::JoinLobby {
-            seq,
-            code: code.clone(),
-            invite: None,
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    let state = answer_and_state(&mut joiner, seq, &code, in_play)
-        .await
-        .map_err(|e| format!("joining {code}: {e}"))?;
-    let (seat, notation) = to_move(&state).ok_or_else(|| format!("{code}: no move to play"))?;
-    let host_moves = state
-        .players
-        .get(seat)
-        .and_then(Option::as_ref)
-        .is_some_and(|p| p.id == host_id);
-    let mover = if host_moves { &mut host } else { &mut joiner };
-    let seq = mover.next_seq();
-    mover
-        .send(&ClientMessage::Move {
-            seq,
-            notation: Some(notation),
-            path: None,
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    answer_and_state(mover, seq, &code, |s| {
-        s.game.as_ref().is_some_and(|g| g.ply == 1)
-    })
-    .await
-    .map_err(|e| format!("moving in {code}: {e}"))?;
-    let _ = host.close().await;
-    let _ = joiner.close().await;
+    let opened = open_with_a_move(url, rule_set, Pace::Live).await?;
+    let _ = opened.host.close().await;
+    let _ = opened.joiner.close().await;
     Ok(Template {
-        code,
-        joiner_id,
-        joiner_token,
+        code: opened.code,
+        joiner_id: opened.joiner_id,
+        joiner_token: opened.joiner_token,
     })
 }
 

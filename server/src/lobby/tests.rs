@@ -24,6 +24,24 @@ fn correspondence_lobby(now: Instant, stake: u32) -> Lobby {
     Lobby::new(RoomCode::generate(), options, None, "a_ann", timing, 1, now)
 }
 
+/// Ann and Bob take the two seats, both present.
+fn seat_both(lobby: &mut Lobby, now: Instant) {
+    for id in ["a_ann", "a_bob"] {
+        lobby
+            .enter(&account(id), None, false, &|_| true, now)
+            .unwrap();
+    }
+}
+
+/// Ann, in seat 0, opens with 11-15 at `now` (seq 1).
+fn opening_move(lobby: &mut Lobby, now: Instant) -> Result<Applied, LobbyError> {
+    let opening = Action::Move {
+        notation: Some("11-15".into()),
+        path: None,
+    };
+    lobby.act("a_ann", 1, opening, now)
+}
+
 fn account(id: &str) -> Identity {
     Identity {
         id: id.into(),
@@ -61,22 +79,9 @@ fn a_forfeit_is_claimed_only_after_the_window_and_only_against_the_side_to_move(
     let start = Instant::now();
     let mut lobby = correspondence_lobby(start, 0);
     let here = |_: &str| true;
-    lobby
-        .enter(&account("a_ann"), None, false, &here, start)
-        .unwrap();
-    lobby
-        .enter(&account("a_bob"), None, false, &here, start)
-        .unwrap();
+    seat_both(&mut lobby, start);
     let moved = start + Duration::from_secs(60);
-    let played = lobby.act(
-        "a_ann",
-        1,
-        Action::Move {
-            notation: Some("11-15".into()),
-            path: None,
-        },
-        moved,
-    );
+    let played = opening_move(&mut lobby, moved);
     assert_eq!(played, Ok(Applied::Changed));
     assert_eq!(lobby.last_move_at, Some(moved));
     // Bob is to move; Ann may claim only once his window has run out.
@@ -127,27 +132,12 @@ fn a_correspondence_lobby_with_no_move_for_a_week_expires_with_no_winner() {
     let start = Instant::now();
     let mut lobby = correspondence_lobby(start, 100);
     let here = |_: &str| true;
-    lobby
-        .enter(&account("a_ann"), None, false, &here, start)
-        .unwrap();
-    lobby
-        .enter(&account("a_bob"), None, false, &here, start)
-        .unwrap();
+    seat_both(&mut lobby, start);
     // Staked: the series waits for its stakes.
     assert!(lobby.escrow_intent.is_some());
     lobby.begin_series(start);
     let moved = start + Duration::from_secs(3_600);
-    lobby
-        .act(
-            "a_ann",
-            1,
-            Action::Move {
-                notation: Some("11-15".into()),
-                path: None,
-            },
-            moved,
-        )
-        .unwrap();
+    opening_move(&mut lobby, moved).unwrap();
     assert_eq!(
         lobby.expires_at(),
         Some(moved + EXPIRY),
@@ -189,24 +179,8 @@ fn a_correspondence_lobby_with_no_move_for_a_week_expires_with_no_winner() {
 fn a_correspondence_lobby_survives_its_record() {
     let start = Instant::now();
     let mut lobby = correspondence_lobby(start, 0);
-    let here = |_: &str| true;
-    lobby
-        .enter(&account("a_ann"), None, false, &here, start)
-        .unwrap();
-    lobby
-        .enter(&account("a_bob"), None, false, &here, start)
-        .unwrap();
-    lobby
-        .act(
-            "a_ann",
-            1,
-            Action::Move {
-                notation: Some("11-15".into()),
-                path: None,
-            },
-            start,
-        )
-        .unwrap();
+    seat_both(&mut lobby, start);
+    opening_move(&mut lobby, start).unwrap();
     let clock = WallClock {
         now: start,
         unix_ms: 1_800_000_000_000,

@@ -151,11 +151,7 @@ impl Store for RedisStore {
     fn load_open(&self) -> StoreFuture<'_, Vec<StoredRoom>> {
         Box::pin(observed("load", async move {
             let mut conn = self.conn.clone();
-            let codes: Vec<String> = redis::cmd("SMEMBERS")
-                .arg(OPEN_SET)
-                .query_async(&mut conn)
-                .await
-                .map_err(StoreError::from)?;
+            let codes = smembers(&mut conn, OPEN_SET).await?;
             let mut rooms = Vec::new();
             for code in codes {
                 match load_room(&mut conn, &code).await? {
@@ -360,11 +356,7 @@ impl Store for RedisStore {
     fn orphans<'a>(&'a self, me: &'a str, limit: usize) -> StoreFuture<'a, Vec<Orphan>> {
         Box::pin(observed("ownership", async move {
             let mut conn = self.conn.clone();
-            let instances: Vec<String> = redis::cmd("SMEMBERS")
-                .arg(INSTANCES)
-                .query_async(&mut conn)
-                .await
-                .map_err(StoreError::from)?;
+            let instances = smembers(&mut conn, INSTANCES).await?;
             let others: Vec<String> = instances.into_iter().filter(|i| i != me).collect();
             let mut found = Vec::new();
             if !others.is_empty() {
@@ -436,13 +428,7 @@ impl Store for RedisStore {
 
     fn open_codes(&self) -> StoreFuture<'_, Vec<String>> {
         Box::pin(observed("load", async move {
-            let mut conn = self.conn.clone();
-            let codes: Vec<String> = redis::cmd("SMEMBERS")
-                .arg(OPEN_SET)
-                .query_async(&mut conn)
-                .await
-                .map_err(StoreError::from)?;
-            Ok(codes)
+            smembers(&mut self.conn.clone(), OPEN_SET).await
         }))
     }
 
@@ -623,13 +609,7 @@ impl Store for RedisStore {
 
     fn rooms_of<'a>(&'a self, identity: &'a str) -> StoreFuture<'a, Vec<String>> {
         Box::pin(observed("load", async move {
-            let mut conn = self.conn.clone();
-            let codes: Vec<String> = redis::cmd("SMEMBERS")
-                .arg(mine_key(identity))
-                .query_async(&mut conn)
-                .await
-                .map_err(StoreError::from)?;
-            Ok(codes)
+            smembers(&mut self.conn.clone(), &mine_key(identity)).await
         }))
     }
 
@@ -839,6 +819,15 @@ fn dormant_score(wake_ms: u64) -> String {
     } else {
         wake_ms.to_string()
     }
+}
+
+/// `SMEMBERS key`.
+async fn smembers(conn: &mut RedisConn, key: &str) -> Result<Vec<String>, StoreError> {
+    redis::cmd("SMEMBERS")
+        .arg(key)
+        .query_async(conn)
+        .await
+        .map_err(StoreError::from)
 }
 
 /// `SADD key member`, alone (keys of other slots get commands of their own).
