@@ -48,6 +48,7 @@ METRICS = {
     "jumpgate_room_handovers_total": ("counter", set()),
     "jumpgate_room_takeovers_total": ("counter", set()),
     "jumpgate_writes_fenced_total": ("counter", set()),
+    "jumpgate_writes_expired_total": ("counter", {"write"}),
     "jumpgate_edge_refusals_total": ("counter", {"reason"}),
     "jumpgate_messages_throttled_total": ("counter", set()),
     "jumpgate_http_connections_open": ("gauge", set()),

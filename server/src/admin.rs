@@ -230,7 +230,12 @@ async fn settle_unresumable(
     };
     match state
         .wallets
-        .settle(&stakes.series, &stakes.settlement, crate::wallet::utc_day())
+        .settle(
+            &stakes.series,
+            &stakes.settlement,
+            crate::wallet::utc_day(),
+            0,
+        )
         .await
     {
         Ok(settled) => {

@@ -206,6 +206,15 @@ pub struct ServeConfig {
     /// Most Bold Points a member may win per UTC day.
     #[arg(long, env = "JUMPGATE_DAILY_CAP", default_value_t = 5_000)]
     pub daily_cap: u64,
+    /// Ledger entries kept per account; older ones are rolled into
+    /// per-month totals (the balance stays exactly their sum).
+    #[arg(long, env = "JUMPGATE_LEDGER_KEEP", default_value_t = 100)]
+    pub ledger_keep: u64,
+    /// How long the idempotency keys of wallet movements, recorded series
+    /// and counted games are kept after the write was decided; a write
+    /// decided longer ago than 90% of this is refused, never applied twice.
+    #[arg(long, env = "JUMPGATE_IDEMPOTENCY_WINDOW_SECS", default_value_t = 30 * 86_400)]
+    pub idempotency_window_secs: u64,
     /// Bearer token for the operator API (/api/admin/…); off without it.
     /// At least 32 bytes, not a placeholder (the server refuses to start
     /// otherwise); needs --admin-listen.
@@ -406,6 +415,10 @@ impl Settings {
         settings.wallet_rules = crate::wallet::WalletRules {
             initial_grant: config.initial_grant,
             daily_cap: config.daily_cap,
+            ledger_keep: config.ledger_keep.max(1),
+            window: crate::idempotency::IdempotencyWindow {
+                ms: config.idempotency_window_secs.max(1).saturating_mul(1_000),
+            },
         };
         settings.admin_token = config.admin_token.clone().filter(|t| !t.is_empty());
         if let Some(token) = &settings.admin_token {

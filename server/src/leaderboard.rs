@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use crate::idempotency::{IdempotencyWindow, SEEN_LUA, SeenKeys, seen_keys};
 use crate::store::{StoreError, StoreFuture};
 
 /// How a ranked game ended for the player.
@@ -157,7 +158,9 @@ fn page_from(
 }
 
 pub trait Leaderboards: Send + Sync + std::fmt::Debug {
-    /// Counts one finished ranked game (idempotent by `game`).
+    /// Counts one finished ranked game (idempotent by `game`, for the
+    /// idempotency window after `decided`, Unix ms, 0 for now; refused with
+    /// [`StoreError::Expired`] after that: see [`crate::idempotency`]).
     fn record<'a>(
         &'a self,
         game: &'a str,
@@ -165,6 +168,7 @@ pub trait Leaderboards: Send + Sync + std::fmt::Debug {
         account: &'a str,
         name: &'a str,
         outcome: RankedOutcome,
+        decided: u64,
     ) -> StoreFuture<'a, ()>;
     /// One page, read by rank (see the module's documentation).
     fn page<'a>(&'a self, rule_set: &'a str, page: u32, per_page: u32) -> StoreFuture<'a, Page>;
@@ -174,7 +178,7 @@ pub trait Leaderboards: Send + Sync + std::fmt::Debug {
 /// order.
 #[derive(Debug, Default)]
 struct Tables {
-    counted: HashSet<String>,
+    counted: SeenKeys,
     standings: HashMap<(String, String), Standing>,
     boards: HashMap<String, BTreeSet<PlaceKey>>,
 }
@@ -185,6 +189,16 @@ struct Tables {
 #[derive(Debug, Default)]
 pub struct MemoryLeaderboards {
     tables: Mutex<Tables>,
+    window: IdempotencyWindow,
+}
+
+impl MemoryLeaderboards {
+    pub fn new(window: IdempotencyWindow) -> MemoryLeaderboards {
+        MemoryLeaderboards {
+            tables: Mutex::default(),
+            window,
+        }
+    }
 }
 
 impl Leaderboards for MemoryLeaderboards {
@@ -195,10 +209,16 @@ impl Leaderboards for MemoryLeaderboards {
         account: &'a str,
         name: &'a str,
         outcome: RankedOutcome,
+        decided: u64,
     ) -> StoreFuture<'a, ()> {
         let mut guard = self.tables.lock().unwrap_or_else(|e| e.into_inner());
         let t = &mut *guard;
-        if t.counted.insert(game.to_owned()) {
+        let now = crate::idempotency::now_ms();
+        let decided = match t.counted.admit(self.window, game, decided, now) {
+            Ok(decided) => decided,
+            Err(e) => return Box::pin(async move { Err(e) }),
+        };
+        if t.counted.insert(game.to_owned(), decided) {
             let s = t
                 .standings
                 .entry((rule_set.to_owned(), account.to_owned()))
@@ -232,7 +252,8 @@ impl Leaderboards for MemoryLeaderboards {
 /// Leaderboards in Redis, every key under the hash tag `{boards}` (one
 /// Cluster slot, so recording a game is one script):
 ///
-/// - `jgl:{boards}:done` — the games counted (a set: a game counts once);
+/// - `jgl:{boards}:done`, with `…:done:at` and `…:done:scan` — the games
+///   counted (a game counts once; see [`crate::idempotency`]);
 /// - `jgl:{boards}:RULES` — a hash, account → standing JSON (the record
 ///   of each player, and what the order is rebuilt from);
 /// - `jgl:{boards}:RULES:order` — a sorted set, every member at score 0,
@@ -243,6 +264,7 @@ impl Leaderboards for MemoryLeaderboards {
 #[derive(Clone)]
 pub struct RedisLeaderboards {
     conn: crate::store::RedisConn,
+    window: IdempotencyWindow,
     script: redis::Script,
     fill: redis::Script,
     /// Rule sets whose order this process has seen complete, or is filling.
@@ -266,22 +288,28 @@ end
 /// Counts a game once: the standing is updated and the player's place
 /// key replaced, all or nothing.
 ///
-/// KEYS: board hash, done, order. ARGV: game, account, name, outcome.
+/// After [`SEEN_LUA`]. KEYS: (seen), board hash, order. ARGV: (window,
+/// decided), game, account, name, outcome.
 const RECORD: &str = r"
-if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then return 0 end
-local raw = redis.call('HGET', KEYS[1], ARGV[2])
+if seen_expired() then return redis.error_reply('EXPIRED game ' .. ARGV[3]) end
+seen_prune()
+if seen(ARGV[3]) then return 0 end
+seen_add(ARGV[3])
+local BOARD, ORDER = KEYS[4], KEYS[5]
+local account = ARGV[4]
+local raw = redis.call('HGET', BOARD, account)
 local s = {points = 0, wins = 0, draws = 0, losses = 0, games = 0, name = ''}
 if raw then
   s = cjson.decode(raw)
-  redis.call('ZREM', KEYS[3], place(s, ARGV[2]))
+  redis.call('ZREM', ORDER, place(s, account))
 end
-s.name = ARGV[3]
+s.name = ARGV[5]
 s.games = s.games + 1
-if ARGV[4] == 'win' then s.wins = s.wins + 1; s.points = s.points + 3
-elseif ARGV[4] == 'draw' then s.draws = s.draws + 1; s.points = s.points + 1
+if ARGV[6] == 'win' then s.wins = s.wins + 1; s.points = s.points + 3
+elseif ARGV[6] == 'draw' then s.draws = s.draws + 1; s.points = s.points + 1
 else s.losses = s.losses + 1 end
-redis.call('HSET', KEYS[1], ARGV[2], cjson.encode(s))
-redis.call('ZADD', KEYS[3], 0, place(s, ARGV[2]))
+redis.call('HSET', BOARD, account, cjson.encode(s))
+redis.call('ZADD', ORDER, 0, place(s, account))
 return 1
 ";
 
@@ -315,11 +343,16 @@ fn ordered_flag(rule_set: &str) -> String {
 const FILL_BATCH: usize = 500;
 
 impl RedisLeaderboards {
-    pub fn open(url: &str, timeout: std::time::Duration) -> Result<RedisLeaderboards, StoreError> {
+    pub fn open(
+        url: &str,
+        timeout: std::time::Duration,
+        window: IdempotencyWindow,
+    ) -> Result<RedisLeaderboards, StoreError> {
         let conn = crate::store::redis_connection(url, timeout)?;
         Ok(RedisLeaderboards {
             conn,
-            script: redis::Script::new(&format!("{PLACE_KEY_LUA}{RECORD}")),
+            window,
+            script: redis::Script::new(&format!("{SEEN_LUA}{PLACE_KEY_LUA}{RECORD}")),
             fill: redis::Script::new(&format!("{PLACE_KEY_LUA}{FILL}")),
             checked: std::sync::Arc::default(),
         })
@@ -413,6 +446,7 @@ impl Leaderboards for RedisLeaderboards {
         account: &'a str,
         name: &'a str,
         outcome: RankedOutcome,
+        decided: u64,
     ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let mut conn = self.conn.clone();
@@ -421,11 +455,15 @@ impl Leaderboards for RedisLeaderboards {
                 RankedOutcome::Draw => "draw",
                 RankedOutcome::Loss => "loss",
             };
-            let _: i64 = self
-                .script
+            let mut call = self.script.prepare_invoke();
+            for key in seen_keys("jgl:{boards}:done") {
+                call.key(key);
+            }
+            let _: i64 = call
                 .key(board_key(rule_set))
-                .key("jgl:{boards}:done")
                 .key(order_key(rule_set))
+                .arg(self.window.ms)
+                .arg(decided)
                 .arg(game)
                 .arg(account)
                 .arg(name)
@@ -555,7 +593,7 @@ mod tests {
             for g in 0..(i % 4) {
                 let game = format!("{account}-{g}");
                 boards
-                    .record(&game, "thai", &account, &name, RankedOutcome::Win)
+                    .record(&game, "thai", &account, &name, RankedOutcome::Win, 0)
                     .await
                     .unwrap();
             }
@@ -567,6 +605,7 @@ mod tests {
                     &account,
                     &name,
                     RankedOutcome::Win,
+                    0,
                 )
                 .await
                 .unwrap();

@@ -11,6 +11,7 @@ pub use jumpgate_rules as rules;
 pub mod code;
 pub mod config;
 pub mod http;
+pub mod idempotency;
 pub mod identity;
 pub mod leaderboard;
 pub mod limits;
@@ -455,10 +456,16 @@ pub fn open_wallets(settings: &Settings) -> Result<Arc<dyn wallet::Wallets>, Sta
 pub fn open_records(settings: &Settings) -> Result<Arc<dyn records::Records>, StartupError> {
     match &settings.redis_url {
         Some(url) => {
-            let records = records::RedisRecords::open(url, settings.redis_timeout)?;
+            let records = records::RedisRecords::open(
+                url,
+                settings.redis_timeout,
+                settings.wallet_rules.window,
+            )?;
             Ok(Arc::new(records))
         }
-        None => Ok(Arc::new(records::MemoryRecords::default())),
+        None => Ok(Arc::new(records::MemoryRecords::new(
+            settings.wallet_rules.window,
+        ))),
     }
 }
 
@@ -468,10 +475,16 @@ pub fn open_leaderboards(
 ) -> Result<Arc<dyn leaderboard::Leaderboards>, StartupError> {
     match &settings.redis_url {
         Some(url) => {
-            let boards = leaderboard::RedisLeaderboards::open(url, settings.redis_timeout)?;
+            let boards = leaderboard::RedisLeaderboards::open(
+                url,
+                settings.redis_timeout,
+                settings.wallet_rules.window,
+            )?;
             Ok(Arc::new(boards))
         }
-        None => Ok(Arc::new(leaderboard::MemoryLeaderboards::default())),
+        None => Ok(Arc::new(leaderboard::MemoryLeaderboards::new(
+            settings.wallet_rules.window,
+        ))),
     }
 }
 

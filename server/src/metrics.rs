@@ -32,6 +32,7 @@ pub struct Metrics {
     pub store_conflicts: IntCounter,
     pub writes_unconfirmed: IntCounter,
     pub writes_fenced: IntCounter,
+    pub writes_expired: IntCounterVec,
     pub room_handovers: IntCounter,
     pub room_takeovers: IntCounter,
     pub rooms_unloaded: IntCounter,
@@ -47,6 +48,10 @@ pub struct Metrics {
     pub resume_rooms_left: IntGauge,
     pub build_info: IntGaugeVec,
 }
+
+/// Writes that can be refused as decided too long ago (the `write` of
+/// `jumpgate_writes_expired_total`; see [`crate::idempotency`]).
+pub const EXPIRABLE_WRITES: &[&str] = &["escrow", "series_record", "ranked_result"];
 
 /// Why the edge turned something away (the `reason` of
 /// `jumpgate_edge_refusals_total`).
@@ -204,6 +209,14 @@ impl Metrics {
                 "Room writes refused because another instance had taken the room over (the room stopped here)",
             ))
             .expect("valid metric"),
+            writes_expired: IntCounterVec::new(
+                opts(
+                    "writes_expired_total",
+                    "Wallet and record writes refused as decided longer ago than the idempotency window (left undone rather than risk applying them twice)",
+                ),
+                &["write"],
+            )
+            .expect("valid metric"),
             room_handovers: IntCounter::with_opts(opts(
                 "room_handovers_total",
                 "Rooms this instance gave up on request or at shutdown, for another instance to take",
@@ -280,7 +293,7 @@ impl Metrics {
             registry,
         };
         let r = &m.registry;
-        let all: [Box<dyn prometheus::core::Collector>; 34] = [
+        let all: [Box<dyn prometheus::core::Collector>; 35] = [
             Box::new(m.connections_open.clone()),
             Box::new(m.lobbies_live.clone()),
             Box::new(m.games_live.clone()),
@@ -301,6 +314,7 @@ impl Metrics {
             Box::new(m.store_conflicts.clone()),
             Box::new(m.writes_unconfirmed.clone()),
             Box::new(m.writes_fenced.clone()),
+            Box::new(m.writes_expired.clone()),
             Box::new(m.room_handovers.clone()),
             Box::new(m.room_takeovers.clone()),
             Box::new(m.rooms_unloaded.clone()),
@@ -328,6 +342,9 @@ impl Metrics {
         }
         for reason in EDGE_REFUSALS {
             m.edge_refusals.with_label_values(&[reason]);
+        }
+        for write in EXPIRABLE_WRITES {
+            m.writes_expired.with_label_values(&[write]);
         }
         for code in jumpgate_protocol::ErrorCode::ALL {
             m.moves_rejected.with_label_values(&[code.as_str()]);

@@ -1,12 +1,15 @@
 //! Lasting records between accounts: head-to-head series results, win
 //! streaks per rule set, and ranks by series won. Recording a series is
-//! idempotent (keyed by the series id), so a retry never counts twice.
+//! idempotent (keyed by the series id), so a retry never counts twice; the
+//! keys are kept for the idempotency window after the series ended (see
+//! [`crate::idempotency`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use crate::idempotency::{IdempotencyWindow, SEEN_LUA, SeenKeys, seen_keys};
 use crate::store::{StoreError, StoreFuture};
 
 /// Rank names, lowest first.
@@ -54,6 +57,11 @@ pub struct SeriesRecord {
     pub players: [String; 2],
     /// Index into `players`; `None` for a drawn series.
     pub winner: Option<usize>,
+    /// When the series ended (Unix ms; 0 in records written before this
+    /// was stored, taken as now): a record decided longer ago than the
+    /// idempotency window allows is refused, never counted twice.
+    #[serde(default)]
+    pub decided: u64,
 }
 
 pub trait Records: Send + Sync + std::fmt::Debug {
@@ -65,7 +73,7 @@ pub trait Records: Send + Sync + std::fmt::Debug {
 
 #[derive(Debug, Default)]
 struct Tables {
-    done: HashSet<String>,
+    done: SeenKeys,
     won: HashMap<String, u32>,
     streak: HashMap<(String, String), (u32, u32)>,
     h2h: HashMap<(String, String), u32>,
@@ -84,12 +92,27 @@ fn pair(a: &str, b: &str) -> (String, String) {
 #[derive(Debug, Default)]
 pub struct MemoryRecords {
     tables: Mutex<Tables>,
+    window: IdempotencyWindow,
+}
+
+impl MemoryRecords {
+    pub fn new(window: IdempotencyWindow) -> MemoryRecords {
+        MemoryRecords {
+            tables: Mutex::default(),
+            window,
+        }
+    }
 }
 
 impl Records for MemoryRecords {
     fn record<'a>(&'a self, s: &'a SeriesRecord) -> StoreFuture<'a, ()> {
         let mut t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
-        if t.done.insert(s.series.clone()) {
+        let now = crate::idempotency::now_ms();
+        let decided = match t.done.admit(self.window, &s.series, s.decided, now) {
+            Ok(decided) => decided,
+            Err(e) => return Box::pin(async move { Err(e) }),
+        };
+        if t.done.insert(s.series.clone(), decided) {
             let [a, b] = &s.players;
             match s.winner {
                 None => {
@@ -153,14 +176,16 @@ impl Records for MemoryRecords {
     }
 }
 
-/// Records in Redis, keys under the hash tag `{records}`: `…:done` (set of
-/// recorded series), `…:won` (hash account → series won), `…:streak:RULES`
+/// Records in Redis, keys under the hash tag `{records}`: `…:done` with
+/// `…:done:at` and `…:done:scan` (the recorded series, see
+/// [`crate::idempotency`]), `…:won` (hash account → series won), `…:streak:RULES`
 /// and `…:best:RULES` (hash account → streak), `…:h2h` (hash
 /// `WINNER|LOSER` → count), `…:draws` (hash `A|B`, sorted → count).
 #[derive(Clone)]
 pub struct RedisRecords {
     conn: crate::store::RedisConn,
     script: redis::Script,
+    window: IdempotencyWindow,
 }
 
 impl std::fmt::Debug for RedisRecords {
@@ -171,32 +196,42 @@ impl std::fmt::Debug for RedisRecords {
 
 const R: &str = "jgr:{records}";
 
-/// KEYS: done, won, streak, best, h2h, draws.
-/// ARGV: series, a, b, winner ('a' | 'b' | ''), draw field.
+/// After [`SEEN_LUA`]. KEYS: (seen), won, streak, best, h2h, draws.
+/// ARGV: (window, decided), series, a, b, winner ('a' | 'b' | ''), draw
+/// field.
 const RECORD: &str = r"
-if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
-if ARGV[4] == '' then
-  redis.call('HINCRBY', KEYS[6], ARGV[5], 1)
-  redis.call('HSET', KEYS[3], ARGV[2], 0, ARGV[3], 0)
+if seen_expired() then return redis.error_reply('EXPIRED series ' .. ARGV[3]) end
+seen_prune()
+if seen(ARGV[3]) then return 0 end
+seen_add(ARGV[3])
+local WON, STREAK, BEST, H2H, DRAWS = KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+if ARGV[6] == '' then
+  redis.call('HINCRBY', DRAWS, ARGV[7], 1)
+  redis.call('HSET', STREAK, ARGV[4], 0, ARGV[5], 0)
   return 1
 end
-local w, l = ARGV[2], ARGV[3]
-if ARGV[4] == 'b' then w, l = ARGV[3], ARGV[2] end
-redis.call('HINCRBY', KEYS[2], w, 1)
-redis.call('HINCRBY', KEYS[5], w .. '|' .. l, 1)
-local s = redis.call('HINCRBY', KEYS[3], w, 1)
-local best = tonumber(redis.call('HGET', KEYS[4], w) or '0')
-if s > best then redis.call('HSET', KEYS[4], w, s) end
-redis.call('HSET', KEYS[3], l, 0)
+local w, l = ARGV[4], ARGV[5]
+if ARGV[6] == 'b' then w, l = ARGV[5], ARGV[4] end
+redis.call('HINCRBY', WON, w, 1)
+redis.call('HINCRBY', H2H, w .. '|' .. l, 1)
+local s = redis.call('HINCRBY', STREAK, w, 1)
+local best = tonumber(redis.call('HGET', BEST, w) or '0')
+if s > best then redis.call('HSET', BEST, w, s) end
+redis.call('HSET', STREAK, l, 0)
 return 1
 ";
 
 impl RedisRecords {
-    pub fn open(url: &str, timeout: std::time::Duration) -> Result<RedisRecords, StoreError> {
+    pub fn open(
+        url: &str,
+        timeout: std::time::Duration,
+        window: IdempotencyWindow,
+    ) -> Result<RedisRecords, StoreError> {
         let conn = crate::store::redis_connection(url, timeout)?;
         Ok(RedisRecords {
             conn,
-            script: redis::Script::new(RECORD),
+            script: redis::Script::new(&format!("{SEEN_LUA}{RECORD}")),
+            window,
         })
     }
 
@@ -218,14 +253,18 @@ impl Records for RedisRecords {
             let mut conn = self.conn.clone();
             let [a, b] = &s.players;
             let (x, y) = pair(a, b);
-            let _: i64 = self
-                .script
-                .key(format!("{R}:done"))
+            let mut call = self.script.prepare_invoke();
+            for key in seen_keys(&format!("{R}:done")) {
+                call.key(key);
+            }
+            let _: i64 = call
                 .key(format!("{R}:won"))
                 .key(format!("{R}:streak:{}", s.rule_set))
                 .key(format!("{R}:best:{}", s.rule_set))
                 .key(format!("{R}:h2h"))
                 .key(format!("{R}:draws"))
+                .arg(self.window.ms)
+                .arg(s.decided)
                 .arg(&s.series)
                 .arg(a)
                 .arg(b)

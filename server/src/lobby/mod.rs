@@ -106,8 +106,14 @@ pub struct Seat {
 /// half-done.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EscrowIntent {
-    /// The series id, `CODE:N`; never used for another series.
+    /// The series id (see [`Lobby::series_id`]); never used for another
+    /// series.
     pub series: String,
+    /// When the series start was decided (Unix ms, stamped by the first
+    /// write that stores it; 0 until then): the escrow and its undoing
+    /// carry it (see [`crate::idempotency`]).
+    #[serde(default)]
+    pub decided: u64,
     /// The two accounts and what each stakes.
     pub stakes: [(String, u64); 2],
     /// What asked for the series, to reverse it if the stakes are not taken.
@@ -270,6 +276,13 @@ pub struct Lobby {
     pub series_no: u64,
     /// A finished staked series whose pot is not yet paid out or refunded.
     pub pending_settlement: Option<(String, Settlement)>,
+    /// When that settlement was decided (Unix ms; 0 until the write that
+    /// stores it stamps it).
+    pub settlement_decided: u64,
+    /// Tells this lobby's series ids from those of an earlier lobby that
+    /// had the same code (0 in lobbies stored before it existed: their ids
+    /// stay `CODE:N`).
+    pub incarnation: u32,
     /// A staked series whose stakes are to be taken.
     pub escrow_intent: Option<EscrowIntent>,
     /// A finished series between two accounts not yet in the records.
@@ -285,6 +298,16 @@ pub struct Lobby {
     pub last_move_at: Option<Instant>,
     /// Draws the seeds of new games (Space Mode's wormholes).
     seeds: u64,
+}
+
+/// The id of series `series_no` of the lobby `code` of this incarnation
+/// (see [`Lobby::series_id`]).
+pub fn series_id(code: &str, series_no: u64, incarnation: u32) -> String {
+    if incarnation == 0 {
+        format!("{code}:{series_no}")
+    } else {
+        format!("{code}:{series_no}:{incarnation:08x}")
+    }
 }
 
 impl Lobby {
@@ -315,6 +338,8 @@ impl Lobby {
             games_started: 0,
             series_no: 0,
             pending_settlement: None,
+            settlement_decided: 0,
+            incarnation: (seed as u32) | 1,
             escrow_intent: None,
             pending_record: None,
             pending_moves: Vec::new(),
@@ -388,9 +413,28 @@ impl Lobby {
         }
     }
 
-    /// The series id of the current (or last) series.
+    /// The series id of the current (or last) series: `CODE:N:INCARNATION`
+    /// (8 hex digits), or `CODE:N` in a lobby stored before incarnations.
+    /// Never the id of another series, even of a lobby that had the same
+    /// code before.
     pub fn series_id(&self) -> String {
-        format!("{}:{}", self.code, self.series_no)
+        series_id(self.code.as_str(), self.series_no, self.incarnation)
+    }
+
+    /// Gives the pending wallet and record writes their decision time,
+    /// once: called before every write of the lobby, so the first write
+    /// that stores one stores its time, and every retry or replay carries
+    /// it.
+    pub fn stamp_decisions(&mut self, now_ms: u64) {
+        if let Some(intent) = self.escrow_intent.as_mut().filter(|i| i.decided == 0) {
+            intent.decided = now_ms;
+        }
+        if self.pending_settlement.is_some() && self.settlement_decided == 0 {
+            self.settlement_decided = now_ms;
+        }
+        if let Some(job) = self.pending_record.as_mut().filter(|j| j.decided == 0) {
+            job.decided = now_ms;
+        }
     }
 
     /// Takes a seat (or retakes one's own, under the name `who` has now),
@@ -700,6 +744,7 @@ impl Lobby {
         };
         self.escrow_intent = Some(EscrowIntent {
             series: self.series_id(),
+            decided: 0,
             stakes: [(a.id.clone(), stake), (b.id.clone(), stake)],
             undo,
         });

@@ -80,6 +80,10 @@ struct LobbyRecord {
     #[serde(default)]
     pending_settlement: Option<(String, Settlement)>,
     #[serde(default)]
+    settlement_decided: u64,
+    #[serde(default)]
+    incarnation: u32,
+    #[serde(default)]
     pending_record: Option<SeriesRecord>,
     #[serde(default)]
     escrow_intent: Option<EscrowIntent>,
@@ -144,6 +148,8 @@ impl Lobby {
             stake: self.options.stake,
             series_no: self.series_no,
             pending_settlement: self.pending_settlement.clone(),
+            settlement_decided: self.settlement_decided,
+            incarnation: self.incarnation,
             pending_record: self.pending_record.clone(),
             escrow_intent: self.escrow_intent.clone(),
             pace: self.options.pace,
@@ -231,6 +237,8 @@ impl Lobby {
         lobby.games_started = record.games_started;
         lobby.series_no = record.series_no;
         lobby.pending_settlement = record.pending_settlement;
+        lobby.settlement_decided = record.settlement_decided;
+        lobby.incarnation = record.incarnation;
         lobby.pending_record = record.pending_record;
         lobby.escrow_intent = record.escrow_intent;
         Ok(lobby)
@@ -265,7 +273,7 @@ pub fn stranded_stakes(record: &str) -> Option<StrandedStakes> {
     match (&record.seats, record.phase) {
         ([Some(a), Some(b)], Phase::Playing | Phase::Break) if record.stake > 0 => {
             Some(StrandedStakes {
-                series: format!("{}:{}", record.code, record.series_no),
+                series: super::series_id(&record.code, record.series_no, record.incarnation),
                 settlement: Settlement::Refund {
                     players: [a.id.clone(), b.id.clone()],
                 },

@@ -158,6 +158,7 @@ impl Lobby {
                 rule_set: self.options.rule_set.name().to_owned(),
                 players: [a.id.clone(), b.id.clone()],
                 winner,
+                decided: 0,
             });
         }
         if self.options.stake > 0
@@ -173,6 +174,7 @@ impl Lobby {
                 },
             };
             self.pending_settlement = Some((self.series_id(), settlement));
+            self.settlement_decided = 0;
         }
         self.series.result = Some(SeriesResult {
             winner: winner.map(|s| s as u8),

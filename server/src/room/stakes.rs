@@ -7,6 +7,7 @@ use jumpgate_protocol::ErrorCode;
 
 use super::{Room, now, storage_unavailable};
 use crate::outbound::Refusal;
+use crate::store::StoreError;
 use crate::wallet::{Escrow, Settlement};
 
 impl Room {
@@ -19,7 +20,7 @@ impl Room {
         let [(a, sa), (b, sb)] = &intent.stakes;
         let taken = self
             .wallets
-            .escrow(&intent.series, [(a, *sa), (b, *sb)])
+            .escrow(&intent.series, [(a, *sa), (b, *sb)], intent.decided)
             .await;
         match taken {
             Ok(Escrow::Taken) => {
@@ -60,7 +61,14 @@ impl Room {
                 Err(storage_unavailable())
             }
             Err(e) => {
-                // Unknown: the stakes may or may not be held. Undo by
+                if matches!(e, StoreError::Expired(_)) {
+                    crate::metrics::METRICS
+                        .writes_expired
+                        .with_label_values(&["escrow"])
+                        .inc();
+                }
+                // Unknown (or refused as too old): the stakes may or may not
+                // be held. Undo by
                 // refunding, which also closes the series id against a late
                 // escrow; retried by the loop if the wallets stay away.
                 tracing::warn!(room = %self.lobby.code, error = %e, "taking the stakes went unanswered; undoing");
@@ -83,7 +91,12 @@ impl Room {
         };
         match self
             .wallets
-            .settle(&intent.series, &refund, crate::wallet::utc_day())
+            .settle(
+                &intent.series,
+                &refund,
+                crate::wallet::utc_day(),
+                intent.decided,
+            )
             .await
         {
             Ok(settled) => {
@@ -139,6 +152,16 @@ impl Room {
                 self.commit_or_retry().await;
                 self.broadcast();
             }
+            Err(StoreError::Expired(why)) => {
+                // Counting it now could count it twice: it is left out.
+                tracing::error!(room = %self.lobby.code, series = %job.series, %why, "series not recorded: decided longer ago than the idempotency window");
+                crate::metrics::METRICS
+                    .writes_expired
+                    .with_label_values(&["series_record"])
+                    .inc();
+                self.lobby.pending_record = None;
+                self.commit_or_retry().await;
+            }
             Err(e) => {
                 tracing::warn!(room = %self.lobby.code, error = %e, "recording failed; will retry");
             }
@@ -192,7 +215,12 @@ impl Room {
         };
         match self
             .wallets
-            .settle(&series, &settlement, crate::wallet::utc_day())
+            .settle(
+                &series,
+                &settlement,
+                crate::wallet::utc_day(),
+                self.lobby.settlement_decided,
+            )
             .await
         {
             Ok(settled) => {

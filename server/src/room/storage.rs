@@ -16,6 +16,7 @@ impl Room {
     /// unknown outcome the change stays in memory, unshown, until a later
     /// write (the same one, or one that includes it) is confirmed.
     pub(super) async fn persist(&mut self) -> Result<(), WriteError> {
+        self.lobby.stamp_decisions(crate::idempotency::now_ms());
         let closed = self.can_close();
         // A finished lobby's keys expire a while after, unless it stays open
         // for days: a correspondence lobby lives until it closes.

@@ -24,7 +24,7 @@ use crate::config::Settings;
 use crate::leaderboard::{Leaderboards, RankedOutcome};
 use crate::outbound::{ConnId, Outbound, Refusal};
 use crate::rules::{MoveInfo, VariantGame};
-use crate::store::{OwnerEpoch, RoomWrite, Store, WriteError};
+use crate::store::{OwnerEpoch, RoomWrite, Store, StoreError, WriteError};
 use crate::wire_view;
 
 mod pool;
@@ -472,6 +472,7 @@ impl SoloGame {
         if result.is_some() {
             self.record.result = result;
             self.record.pending_score = self.record.ranked;
+            self.record.score_decided = crate::idempotency::now_ms();
         }
     }
 
@@ -483,21 +484,31 @@ impl SoloGame {
             return;
         };
         let rs = self.record.rule_set.name();
-        if self
+        let counted = self
             .boards
             .record(
-                &self.record.id,
+                &board_game_id(&self.record),
                 rs,
                 &self.record.owner,
                 &self.record.owner_name,
                 outcome,
+                self.record.score_decided,
             )
-            .await
-            .is_ok()
-        {
-            self.record.pending_score = false;
-            let _ = self.persist().await;
+            .await;
+        match counted {
+            Ok(()) => {}
+            Err(StoreError::Expired(why)) => {
+                // Counting it now could count it twice: it is left out.
+                tracing::error!(game = %self.record.id, %why, "ranked result not counted: decided longer ago than the idempotency window");
+                crate::metrics::METRICS
+                    .writes_expired
+                    .with_label_values(&["ranked_result"])
+                    .inc();
+            }
+            Err(_) => return,
         }
+        self.record.pending_score = false;
+        let _ = self.persist().await;
     }
 
     /// Starts the computer's search when it is its turn.
@@ -595,6 +606,7 @@ impl SoloGame {
                     points: None,
                 });
                 self.record.pending_score = self.record.ranked;
+                self.record.score_decided = crate::idempotency::now_ms();
                 match self.persist().await {
                     Ok(()) => {
                         self.send(conn, ServerMessage::Ack { seq });
@@ -716,6 +728,18 @@ impl SoloGame {
     }
 }
 
+/// The id a ranked game is counted under on the leaderboard: its id and
+/// seed, so a later game that draws the same id is another game; just the
+/// id for a result decided before decision times were stored (as it was
+/// counted then).
+fn board_game_id(record: &SoloRecord) -> String {
+    if record.score_decided == 0 {
+        record.id.clone()
+    } else {
+        format!("{}:{:016x}", record.id, record.seed)
+    }
+}
+
 /// How a finished ranked game ended for its player, if it did.
 fn ranked_outcome(record: &SoloRecord) -> Option<RankedOutcome> {
     let result = record.result?;
@@ -743,9 +767,27 @@ pub async fn close_discarded(
         && let Some(outcome) = ranked_outcome(&record)
     {
         let rs = record.rule_set.name();
-        boards
-            .record(&record.id, rs, &record.owner, &record.owner_name, outcome)
-            .await?;
+        let counted = boards
+            .record(
+                &board_game_id(&record),
+                rs,
+                &record.owner,
+                &record.owner_name,
+                outcome,
+                record.score_decided,
+            )
+            .await;
+        match counted {
+            Ok(()) => {}
+            Err(StoreError::Expired(why)) => {
+                tracing::error!(game = %record.id, %why, "ranked result not counted: decided longer ago than the idempotency window");
+                crate::metrics::METRICS
+                    .writes_expired
+                    .with_label_values(&["ranked_result"])
+                    .inc();
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     record.pending_score = false;
     record.closed = true;

@@ -32,6 +32,11 @@ pub struct SoloRecord {
     pub version: u64,
     /// A ranked result not yet on the leaderboard.
     pub pending_score: bool,
+    /// When the ranked result was decided (Unix ms; 0 in records stored
+    /// before it existed): the leaderboard write carries it (see
+    /// [`crate::idempotency`]).
+    #[serde(default)]
+    pub score_decided: u64,
     /// Discarded (replaced by a newer game, or left unattached too long):
     /// it cannot be resumed, and its keys expire.
     #[serde(default)]
@@ -118,6 +123,7 @@ pub fn new_record(
         result: None,
         version: 0,
         pending_score: false,
+        score_decided: 0,
         closed: false,
     })
 }

@@ -45,6 +45,7 @@ fn record(moves: &[String], same_device: bool) -> SoloRecord {
         result: None,
         version: 0,
         pending_score: false,
+        score_decided: 0,
         closed: false,
     }
 }

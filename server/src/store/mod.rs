@@ -52,6 +52,10 @@ pub enum StoreError {
     /// Redis answered something this server cannot read.
     #[error("store unavailable: unreadable data ({0})")]
     Unreadable(String),
+    /// The write was decided longer ago than its idempotency key is kept
+    /// (see [`crate::idempotency`]): it was not applied, and never will be.
+    #[error("refused: decided too long ago to be applied exactly once ({0})")]
+    Expired(String),
 }
 
 impl From<::redis::RedisError> for StoreError {
@@ -60,6 +64,8 @@ impl From<::redis::RedisError> for StoreError {
             StoreError::Timeout
         } else if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
             StoreError::Connection(e.to_string())
+        } else if e.code() == Some("EXPIRED") {
+            StoreError::Expired(e.detail().unwrap_or_default().to_owned())
         } else if e.kind() == ::redis::ErrorKind::Parse
             || e.kind() == ::redis::ErrorKind::UnexpectedReturnType
         {

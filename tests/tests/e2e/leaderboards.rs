@@ -15,7 +15,12 @@ use jumpgate_e2e::{RedisServer, TestServer};
 async fn leaderboard_pages_by_place_with_ties_and_a_cache_header() {
     use jumpgate_server::leaderboard::{Leaderboards, RankedOutcome as O, RedisLeaderboards};
     let redis = RedisServer::start().await;
-    let boards = RedisLeaderboards::open(&redis.url(), Duration::from_secs(2)).unwrap();
+    let boards = RedisLeaderboards::open(
+        &redis.url(),
+        Duration::from_secs(2),
+        jumpgate_server::idempotency::IdempotencyWindow::default(),
+    )
+    .unwrap();
     // 3 × 7 players: seven share each line, told apart by name only.
     let lines: [&[O]; 3] = [&[O::Win, O::Loss], &[O::Draw, O::Draw, O::Draw], &[O::Win]];
     for (l, outcomes) in lines.iter().enumerate() {
@@ -25,7 +30,7 @@ async fn leaderboard_pages_by_place_with_ties_and_a_cache_header() {
             for (g, o) in outcomes.iter().enumerate() {
                 let game = format!("{account}-{g}");
                 boards
-                    .record(&game, "spanish", &account, &name, *o)
+                    .record(&game, "spanish", &account, &name, *o, 0)
                     .await
                     .unwrap();
             }
@@ -95,8 +100,14 @@ async fn a_ranked_result_counts_once_however_often_and_however_late_it_lands() {
     use jumpgate_server::leaderboard::{Leaderboards, RankedOutcome as O, RedisLeaderboards};
     use std::sync::Arc;
     let redis = RedisServer::start().await;
-    let boards =
-        Arc::new(RedisLeaderboards::open(&redis.url(), Duration::from_millis(200)).unwrap());
+    let boards = Arc::new(
+        RedisLeaderboards::open(
+            &redis.url(),
+            Duration::from_millis(200),
+            jumpgate_server::idempotency::IdempotencyWindow::default(),
+        )
+        .unwrap(),
+    );
     let outcome = |g: usize| [O::Win, O::Draw, O::Loss][g % 3];
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..8 {
@@ -106,7 +117,7 @@ async fn a_ranked_result_counts_once_however_often_and_however_late_it_lands() {
                 let account = format!("a_{}", g % 6);
                 let game = format!("S{g:08}");
                 boards
-                    .record(&game, "italian", &account, &account, outcome(g))
+                    .record(&game, "italian", &account, &account, outcome(g), 0)
                     .await
                     .unwrap();
             }
@@ -122,7 +133,7 @@ async fn a_ranked_result_counts_once_however_often_and_however_late_it_lands() {
         let account = format!("a_{}", g % 6);
         let game = format!("S{g:08}");
         if boards
-            .record(&game, "italian", &account, &account, outcome(g))
+            .record(&game, "italian", &account, &account, outcome(g), 0)
             .await
             .is_err()
         {
@@ -135,7 +146,7 @@ async fn a_ranked_result_counts_once_however_often_and_however_late_it_lands() {
         let account = format!("a_{}", g % 6);
         let game = format!("S{g:08}");
         boards
-            .record(&game, "italian", &account, &account, outcome(g))
+            .record(&game, "italian", &account, &account, outcome(g), 0)
             .await
             .unwrap();
     }
@@ -176,7 +187,12 @@ async fn a_board_from_before_the_sorted_order_is_migrated() {
         redis.command(&args).await;
     }
     order(&mut expected);
-    let boards = RedisLeaderboards::open(&redis.url(), Duration::from_secs(2)).unwrap();
+    let boards = RedisLeaderboards::open(
+        &redis.url(),
+        Duration::from_secs(2),
+        jumpgate_server::idempotency::IdempotencyWindow::default(),
+    )
+    .unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while boards.page("russian", 1, 1).await.unwrap().total < 1200 {
         assert!(tokio::time::Instant::now() < deadline, "never filled in");

@@ -266,7 +266,14 @@ async fn leaderboards_keep_the_full_tie_order_in_redis_and_memory() {
     };
     let redis = RedisServer::start().await;
     let boards: Vec<Box<dyn Leaderboards>> = vec![
-        Box::new(RedisLeaderboards::open(&redis.url(), Duration::from_secs(2)).unwrap()),
+        Box::new(
+            RedisLeaderboards::open(
+                &redis.url(),
+                Duration::from_secs(2),
+                jumpgate_server::idempotency::IdempotencyWindow::default(),
+            )
+            .unwrap(),
+        ),
         Box::new(MemoryLeaderboards::default()),
     ];
     for b in boards {
@@ -281,8 +288,12 @@ async fn leaderboards_keep_the_full_tie_order_in_redis_and_memory() {
         for (account, name, outcomes) in players {
             for (i, o) in outcomes.iter().enumerate() {
                 let game = format!("{account}-{i}");
-                b.record(&game, "russian", account, name, *o).await.unwrap();
-                b.record(&game, "russian", account, name, *o).await.unwrap(); // once
+                b.record(&game, "russian", account, name, *o, 0)
+                    .await
+                    .unwrap();
+                b.record(&game, "russian", account, name, *o, 0)
+                    .await
+                    .unwrap(); // once
             }
         }
         let page = b.page("russian", 1, 10).await.unwrap();

@@ -57,7 +57,7 @@ async fn win_draw_and_retries_move_exact_amounts() {
 
         // A win: the winner takes the pot.
         assert_eq!(
-            w.escrow("S1", [("a_ann", 100), ("a_bob", 100)])
+            w.escrow("S1", [("a_ann", 100), ("a_bob", 100)], 0)
                 .await
                 .unwrap(),
             Escrow::Taken
@@ -69,7 +69,7 @@ async fn win_draw_and_retries_move_exact_amounts() {
             winner: "a_ann".into(),
             loser: "a_bob".into(),
         };
-        let s = w.settle("S1", &win, 1).await.unwrap();
+        let s = w.settle("S1", &win, 1, 0).await.unwrap();
         assert_eq!(
             s,
             Settled {
@@ -78,9 +78,12 @@ async fn win_draw_and_retries_move_exact_amounts() {
             }
         );
         // Retried: nothing moves twice, and a settled series takes nothing.
-        assert_eq!(w.settle("S1", &win, 1).await.unwrap(), Settled::default());
         assert_eq!(
-            w.escrow("S1", [("a_ann", 100), ("a_bob", 100)])
+            w.settle("S1", &win, 1, 0).await.unwrap(),
+            Settled::default()
+        );
+        assert_eq!(
+            w.escrow("S1", [("a_ann", 100), ("a_bob", 100)], 0)
                 .await
                 .unwrap(),
             Escrow::Closed
@@ -90,7 +93,7 @@ async fn win_draw_and_retries_move_exact_amounts() {
 
         // A draw: every stake comes back.
         assert_eq!(
-            w.escrow("S2", [("a_ann", 50), ("a_bob", 50)])
+            w.escrow("S2", [("a_ann", 50), ("a_bob", 50)], 0)
                 .await
                 .unwrap(),
             Escrow::Taken
@@ -99,7 +102,7 @@ async fn win_draw_and_retries_move_exact_amounts() {
             players: ["a_ann".into(), "a_bob".into()],
         };
         assert_eq!(
-            w.settle("S2", &draw, 1).await.unwrap(),
+            w.settle("S2", &draw, 1, 0).await.unwrap(),
             Settled {
                 paid: 0,
                 refunded: 100
@@ -110,7 +113,7 @@ async fn win_draw_and_retries_move_exact_amounts() {
 
         // Not enough: nothing is taken from anyone.
         assert_eq!(
-            w.escrow("S3", [("a_ann", 1000), ("a_bob", 1000)])
+            w.escrow("S3", [("a_ann", 1000), ("a_bob", 1000)], 0)
                 .await
                 .unwrap(),
             Escrow::Short("a_bob".to_owned())
@@ -158,12 +161,12 @@ async fn the_daily_cap_sends_the_excess_back_to_the_loser() {
         for i in 0..5 {
             let series = format!("C{i}");
             assert_eq!(
-                w.escrow(&series, [("a_champ", 1000), ("a_rich", 1000)])
+                w.escrow(&series, [("a_champ", 1000), ("a_rich", 1000)], 0)
                     .await
                     .unwrap(),
                 Escrow::Taken
             );
-            let s = w.settle(&series, &win, 7).await.unwrap();
+            let s = w.settle(&series, &win, 7, 0).await.unwrap();
             assert_eq!(
                 s,
                 Settled {
@@ -174,13 +177,13 @@ async fn the_daily_cap_sends_the_excess_back_to_the_loser() {
         }
         // The sixth the same day: the winner gets only their own stake back.
         assert_eq!(
-            w.escrow("C5", [("a_champ", 1000), ("a_rich", 1000)])
+            w.escrow("C5", [("a_champ", 1000), ("a_rich", 1000)], 0)
                 .await
                 .unwrap(),
             Escrow::Taken
         );
         assert_eq!(
-            w.settle("C5", &win, 7).await.unwrap(),
+            w.settle("C5", &win, 7, 0).await.unwrap(),
             Settled {
                 paid: 1000,
                 refunded: 1000
@@ -188,13 +191,13 @@ async fn the_daily_cap_sends_the_excess_back_to_the_loser() {
         );
         // A new UTC day resets the cap.
         assert_eq!(
-            w.escrow("C6", [("a_champ", 1000), ("a_rich", 1000)])
+            w.escrow("C6", [("a_champ", 1000), ("a_rich", 1000)], 0)
                 .await
                 .unwrap(),
             Escrow::Taken
         );
         assert_eq!(
-            w.settle("C6", &win, 8).await.unwrap(),
+            w.settle("C6", &win, 8, 0).await.unwrap(),
             Settled {
                 paid: 2000,
                 refunded: 0
@@ -218,7 +221,10 @@ async fn many_series_settling_at_once_with_retries_conserve_every_point() {
                 let b = format!("a_q{}", i % 5);
                 let series = format!("M{i}");
                 let stake = 10 + (i * 37) % 300;
-                let escrowed = w.escrow(&series, [(&a, stake), (&b, stake)]).await.unwrap();
+                let escrowed = w
+                    .escrow(&series, [(&a, stake), (&b, stake)], 0)
+                    .await
+                    .unwrap();
                 if escrowed != Escrow::Taken {
                     return;
                 }
@@ -235,8 +241,8 @@ async fn many_series_settling_at_once_with_retries_conserve_every_point() {
                 // A "crash between write and reply": the settlement is sent
                 // again, twice at once, and once more later.
                 let (x, y) = tokio::join!(
-                    w.settle(&series, &settlement, 1),
-                    w.settle(&series, &settlement, 1)
+                    w.settle(&series, &settlement, 1, 0),
+                    w.settle(&series, &settlement, 1, 0)
                 );
                 let (x, y) = (x.unwrap(), y.unwrap());
                 let total = x.paid + x.refunded + y.paid + y.refunded;
@@ -245,7 +251,7 @@ async fn many_series_settling_at_once_with_retries_conserve_every_point() {
                     2 * stake,
                     "exactly one of the two retries moved the pot"
                 );
-                let again = w.settle(&series, &settlement, 1).await.unwrap();
+                let again = w.settle(&series, &settlement, 1, 0).await.unwrap();
                 assert_eq!(again, Settled::default());
             }));
         }
@@ -551,7 +557,14 @@ async fn records_count_streaks_ranks_and_head_to_head_once_per_series() {
     };
     let redis = RedisServer::start().await;
     let stores: Vec<Box<dyn Records>> = vec![
-        Box::new(RedisRecords::open(&redis.url(), Duration::from_secs(2)).unwrap()),
+        Box::new(
+            RedisRecords::open(
+                &redis.url(),
+                Duration::from_secs(2),
+                jumpgate_server::idempotency::IdempotencyWindow::default(),
+            )
+            .unwrap(),
+        ),
         Box::new(MemoryRecords::default()),
     ];
     for r in stores {
@@ -560,6 +573,7 @@ async fn records_count_streaks_ranks_and_head_to_head_once_per_series() {
             rule_set: "russian".into(),
             players: ["a_x".into(), "a_y".into()],
             winner,
+            decided: 0,
         };
         for (n, w) in [
             (1, Some(0)),
@@ -599,15 +613,17 @@ async fn escrow_is_bound_to_its_stakes_and_closed_by_settlement() {
     for w in wallets {
         let w = w.as_ref();
         let stakes = [("a_x", 100), ("a_y", 100)];
-        assert_eq!(w.escrow("B1", stakes).await.unwrap(), Escrow::Taken);
+        assert_eq!(w.escrow("B1", stakes, 0).await.unwrap(), Escrow::Taken);
         assert_eq!(
-            w.escrow("B1", stakes).await.unwrap(),
+            w.escrow("B1", stakes, 0).await.unwrap(),
             Escrow::Taken,
             "a retry is recognised"
         );
         assert_eq!(balance(w, "a_x").await, 900, "and takes nothing more");
         assert_eq!(
-            w.escrow("B1", [("a_x", 100), ("a_z", 100)]).await.unwrap(),
+            w.escrow("B1", [("a_x", 100), ("a_z", 100)], 0)
+                .await
+                .unwrap(),
             Escrow::Closed,
             "the series id holds other stakes"
         );
@@ -620,7 +636,7 @@ async fn escrow_is_bound_to_its_stakes_and_closed_by_settlement() {
             winner: "a_x".into(),
             loser: "a_z".into(),
         };
-        let s = w.settle("B1", &odd, 1).await.unwrap();
+        let s = w.settle("B1", &odd, 1, 0).await.unwrap();
         assert_eq!(s.paid + s.refunded, 200);
         assert_eq!(balance(w, "a_y").await, 1000, "a_y's stake came back");
         assert_eq!(balance(w, "a_x").await, 1000);
@@ -631,11 +647,11 @@ async fn escrow_is_bound_to_its_stakes_and_closed_by_settlement() {
             players: ["a_x".into(), "a_y".into()],
         };
         assert_eq!(
-            w.settle("B2", &refund, 1).await.unwrap(),
+            w.settle("B2", &refund, 1, 0).await.unwrap(),
             Settled::default()
         );
         assert_eq!(
-            w.escrow("B2", stakes).await.unwrap(),
+            w.escrow("B2", stakes, 0).await.unwrap(),
             Escrow::Closed,
             "a late escrow after the refund takes nothing"
         );

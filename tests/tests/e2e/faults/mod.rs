@@ -545,7 +545,7 @@ async fn a_lobby_that_does_not_replay_is_kept_listed_and_its_stakes_released() {
     assert_eq!(status, 200);
     assert!(listed.contains(&code), "listed: {listed}");
     assert!(
-        listed.contains(&format!("\"series\":\"{code}:1\"")),
+        listed.contains(&format!("\"series\":\"{code}:1:")),
         "{listed}"
     );
     let (_, metrics) = jumpgate_e2e::http_get(server.addr, "/metrics").await;
