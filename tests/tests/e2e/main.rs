@@ -14,6 +14,7 @@ mod lobby;
 mod operations;
 mod persistence;
 mod reconnecting;
+mod retention;
 mod solo;
 mod space_rule_sets;
 mod stakes;

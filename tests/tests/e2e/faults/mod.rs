@@ -7,6 +7,7 @@
 //! twice; no escrow is left behind.
 
 mod chaos;
+mod retention;
 
 use std::collections::HashMap;
 use std::time::Duration;
