@@ -37,6 +37,7 @@ pub mod echo;
 pub mod edge;
 pub mod failover;
 pub mod fencing;
+pub mod hot_slots;
 pub mod leaderboard;
 pub mod net;
 pub mod ownership_cost;

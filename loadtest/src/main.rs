@@ -13,8 +13,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use jumpgate_loadtest::{
-    bench, bench_cluster, bots, dormant, echo, edge, failover, fencing, leaderboard, net,
-    ownership_cost, resume, svg,
+    bench, bench_cluster, bots, dormant, echo, edge, failover, fencing, hot_slots, leaderboard,
+    net, ownership_cost, resume, svg,
 };
 use serde::Serialize;
 
@@ -60,6 +60,9 @@ enum Command {
     /// Fill a fresh Redis with N open lobbies with a game in play, start Jumpgate on
     /// it, and time until it has resumed them all and is ready.
     Resume(Box<resume::ResumeArgs>),
+    /// Start a Redis Cluster and saturate the wallets, records and leaderboards, each
+    /// in its one slot, with their real scripts; compare with the peak demand.
+    HotSlots(Box<hot_slots::HotSlotsArgs>),
     /// Run the echo baseline: every data frame is sent back as is.
     EchoServer {
         /// Loopback address to listen on.
@@ -75,6 +78,10 @@ fn main() -> ExitCode {
         Command::BenchBots(args) => run_bench_bots(&args),
         Command::EchoServer { listen } => run_echo(listen),
         Command::BenchCluster(args) => run_bench_cluster(&args),
+        Command::HotSlots(args) => runtime().and_then(|rt| {
+            let report = rt.block_on(hot_slots::hot_slots(&args))?;
+            print_report(&report.table(), &report.details(), &report, &args.out_json)
+        }),
         Command::Resume(args) => runtime().and_then(|rt| {
             let report = rt.block_on(resume::resume(&args))?;
             print_report(&report.table(), &report.details(), &report, &args.out_json)
