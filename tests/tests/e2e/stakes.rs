@@ -332,6 +332,7 @@ mod played {
                 invite_only: false,
                 stake: Some(stake),
                 pace: None,
+                draw_rules: None,
             })
             .await;
         host.expect_ack(seq).await;
@@ -378,6 +379,7 @@ mod played {
                 invite_only: false,
                 stake: Some(100),
                 pace: None,
+                draw_rules: None,
             })
             .await;
         assert_eq!(
