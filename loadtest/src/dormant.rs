@@ -714,6 +714,7 @@ pub(crate) async fn open_with_a_move(
         invite_only: false,
         stake: None,
         pace: Some(pace),
+        draw_rules: None,
     })
     .await
     .map_err(|e| e.to_string())?;

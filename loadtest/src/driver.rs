@@ -370,6 +370,7 @@ impl Game {
                     invite_only: false,
                     stake: None,
                     pace: None,
+                    draw_rules: None,
                 },
                 hard,
             )

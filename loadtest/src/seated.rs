@@ -259,6 +259,7 @@ impl SeatedLobby {
                 invite_only: false,
                 stake: None,
                 pace: None,
+                draw_rules: None,
             })
             .await?;
         let opened = |v: &SeatView| v.answer(seq).is_some() && v.state.is_some();

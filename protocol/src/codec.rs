@@ -442,6 +442,7 @@ mod tests {
                 invite_only: false,
                 stake: None,
                 pace: None,
+                draw_rules: None,
             })
         );
         let json = br#"{"type":"hello","seq":1,"protocol":1,"client":"t"}"#;

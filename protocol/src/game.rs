@@ -230,6 +230,12 @@ pub enum GameEndReason {
     Repetition,
     /// The rule set's no-progress rule ended the game as a draw.
     MoveLimit,
+    /// Federation draw rules: the move limit for this endgame ran out (e.g. three kings
+    /// against a lone king in `russian`).
+    EndgameLimit,
+    /// Federation draw rules (`russian`): kings on both sides and the balance of forces
+    /// unchanged (no capture, no crowning) for as many moves as the rules allow.
+    MaterialUnchanged,
     /// A player left the lobby mid-series.
     Left,
     /// The host ended the match.
@@ -255,6 +261,8 @@ wire_names!(GameEndReason {
     DrawAgreed => "draw_agreed",
     Repetition => "repetition",
     MoveLimit => "move_limit",
+    EndgameLimit => "endgame_limit",
+    MaterialUnchanged => "material_unchanged",
     Left => "left",
     EndedByHost => "ended_by_host",
     InARow => "in_a_row",

@@ -87,8 +87,8 @@ pub use game::{
 };
 pub use message::{BotLevel, ClientMessage, Identity, ServerMessage, SoloMode, SoloState};
 pub use room::{
-    GameKind, HeadToHead, LobbySummary, MyGame, Pace, Phase, PlayerView, RecordView, RoomState,
-    SeriesEndReason, SeriesResult, SeriesView,
+    DrawRules, GameKind, HeadToHead, LobbySummary, MyGame, Pace, Phase, PlayerView, RecordView,
+    RoomState, SeriesEndReason, SeriesResult, SeriesView,
 };
 
 /// The protocol version this crate speaks, sent in `hello` and listed in `welcome`.

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error_code::ErrorCode;
 use crate::game::RuleSet;
-use crate::room::{LobbySummary, MyGame, Pace, RoomState};
+use crate::room::{DrawRules, LobbySummary, MyGame, Pace, RoomState};
 
 fn default_series_length() -> u8 {
     1
@@ -52,6 +52,9 @@ pub enum ClientMessage {
         /// How fast the lobby is played; absent: `live` (the move clock).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pace: Option<Pace>,
+        /// Which draw rules the lobby's games are judged by; absent: `standard`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        draw_rules: Option<DrawRules>,
     },
     /// Take the free seat of a lobby.
     JoinLobby {

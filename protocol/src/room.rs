@@ -27,6 +27,9 @@ pub struct RoomState {
     /// with no winner unless a move is played before. Absent in live lobbies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// Which draw rules the games are judged by; absent: `standard`.
+    #[serde(default, skip_serializing_if = "DrawRules::is_standard")]
+    pub draw_rules: DrawRules,
     /// Bold Points each player stakes (0: a free lobby). Fixed at creation,
     /// so anyone who opens the lobby sees it before taking a seat.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -219,6 +222,33 @@ impl Pace {
     }
 }
 
+/// Which draw rules a lobby's games are judged by, chosen at creation (`rules/RULES.md`,
+/// "Draws"). Threefold repetition draws under both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DrawRules {
+    /// The default: a run of plies with no capture and no man move (80 in `american` and
+    /// `space`, 20 in the other 8×8 rule sets) draws.
+    #[default]
+    Standard,
+    /// The rule set's federation draw rules where they differ: longer king-only runs and
+    /// move limits for some endgames (`russian`, `brazilian`, `italian`). The same as
+    /// `standard` in the other rule sets.
+    Federation,
+}
+
+wire_names!(DrawRules {
+    Standard => "standard",
+    Federation => "federation",
+});
+
+impl DrawRules {
+    /// Whether these are the default rules (left out of `state` and `lobby_info`).
+    pub fn is_standard(&self) -> bool {
+        *self == DrawRules::Standard
+    }
+}
+
 /// What a lobby is, as shown before joining it (`lobby_info`, and the JSON of
 /// `GET /r/{CODE}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -242,6 +272,9 @@ pub struct LobbySummary {
     /// Correspondence lobbies: when the lobby expires unless a move is played.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// Which draw rules the games are judged by; absent: `standard`.
+    #[serde(default, skip_serializing_if = "DrawRules::is_standard")]
+    pub draw_rules: DrawRules,
 }
 
 /// Whether a [`MyGame`] is a lobby or a solo game.
@@ -290,7 +323,7 @@ pub struct MyGame {
 
 #[cfg(test)]
 mod tests {
-    use super::{GameKind, Pace, Phase, SeriesEndReason};
+    use super::{DrawRules, GameKind, Pace, Phase, SeriesEndReason};
 
     #[test]
     fn names_match_serde() {
@@ -303,6 +336,17 @@ mod tests {
         for pace in Pace::ALL {
             assert_eq!(serde_json::to_string(pace).unwrap(), format!("\"{pace}\""));
         }
+        for rules in DrawRules::ALL {
+            assert_eq!(
+                serde_json::to_string(rules).unwrap(),
+                format!("\"{rules}\"")
+            );
+            assert_eq!(
+                serde_json::from_str::<DrawRules>(&format!("\"{rules}\"")).unwrap(),
+                *rules
+            );
+        }
+        assert_eq!(DrawRules::default(), DrawRules::Standard);
         for kind in GameKind::ALL {
             assert_eq!(serde_json::to_string(kind).unwrap(), format!("\"{kind}\""));
         }

@@ -3,6 +3,7 @@
 //! the game unchanged.
 
 use super::bitboard::Square;
+use super::draw::{DrawRules, DrawTable};
 use super::movegen::{captures, dedup_results, legal_moves};
 use super::notation::{self, MoveTextError};
 use super::position::{Color, Move, Position};
@@ -21,13 +22,14 @@ pub enum Outcome {
 impl Outcome {
     /// The outcome for the side `to_move`, from what the draw rules look
     /// at: a side without pieces or, to move, without moves loses; the
-    /// third repetition or the no-progress limit draws; else play goes on.
+    /// third repetition, or a move limit the draw rules say is reached
+    /// (`limit_draw`), draws; else play goes on.
     pub fn judge(
         to_move: Color,
         has_pieces: bool,
         has_moves: bool,
         repetitions: usize,
-        no_progress: bool,
+        limit_draw: Option<DrawReason>,
     ) -> Option<Outcome> {
         if !has_pieces {
             Some(Outcome::Win {
@@ -43,12 +45,8 @@ impl Outcome {
             Some(Outcome::Draw {
                 reason: DrawReason::Repetition,
             })
-        } else if no_progress {
-            Some(Outcome::Draw {
-                reason: DrawReason::NoProgress,
-            })
         } else {
-            None
+            limit_draw.map(|reason| Outcome::Draw { reason })
         }
     }
 
@@ -78,6 +76,12 @@ pub enum DrawReason {
     Repetition,
     /// The rule set's run of plies without capture or man move.
     NoProgress,
+    /// A federation's move limit for this endgame ran out (e.g. three kings
+    /// against a lone king in Russian draughts).
+    EndgameLimit,
+    /// A federation's limit on moves with the balance of forces unchanged
+    /// ran out (Russian draughts, kings on both sides).
+    MaterialUnchanged,
 }
 
 /// Why a move was refused.
@@ -109,12 +113,15 @@ pub enum PlayError {
 #[derive(Clone, Debug)]
 pub struct Game {
     rule_set: RuleSet,
-    initial: Position,
+    draw_rules: DrawRules,
     position: Position,
     moves: Vec<Move>,
-    /// Positions since the last capture or man move, current one included:
-    /// only these can repeat.
-    since_progress: Vec<Position>,
+    /// Every position so far, the initial one first and the current one
+    /// last: the endgame limits count back through it.
+    history: Vec<Position>,
+    /// Index in `history` of the first position after the last capture or
+    /// man move (0 if none): only positions from there on can repeat.
+    progress_start: usize,
     outcome: Option<Outcome>,
     /// Legal moves of the current position, one per distinct result.
     legal: Vec<Move>,
@@ -128,10 +135,11 @@ impl Game {
     pub fn from_position(rule_set: RuleSet, position: Position) -> Game {
         let mut game = Game {
             rule_set,
-            initial: position,
+            draw_rules: DrawRules::Standard,
             position,
             moves: Vec::new(),
-            since_progress: vec![position],
+            history: vec![position],
+            progress_start: 0,
             outcome: None,
             legal: Vec::new(),
         };
@@ -139,12 +147,28 @@ impl Game {
         game
     }
 
+    /// The same game judged by `draw_rules` (the seeds' rules unless asked).
+    pub fn with_draw_rules(mut self, draw_rules: DrawRules) -> Game {
+        self.draw_rules = draw_rules;
+        self.refresh();
+        self
+    }
+
     pub fn rule_set(&self) -> RuleSet {
         self.rule_set
     }
 
+    pub fn draw_rules(&self) -> DrawRules {
+        self.draw_rules
+    }
+
+    /// The draw rules in force besides repetition.
+    pub fn draw_table(&self) -> DrawTable {
+        self.rule_set.draw_table(self.draw_rules)
+    }
+
     pub fn initial_position(&self) -> &Position {
-        &self.initial
+        &self.history[0]
     }
 
     pub fn position(&self) -> &Position {
@@ -166,7 +190,7 @@ impl Game {
 
     /// Plies in a row with no capture and no man move.
     pub fn plies_without_progress(&self) -> u32 {
-        (self.since_progress.len() - 1) as u32
+        (self.history.len() - 1 - self.progress_start) as u32
     }
 
     /// The legal moves, one per distinct result (empty once the game is over).
@@ -314,10 +338,10 @@ impl Game {
         let moved_man = !self.position.kings().contains(m.from());
         self.position.play_unchecked(&m);
         self.moves.push(m);
+        self.history.push(self.position);
         if m.is_capture() || moved_man {
-            self.since_progress.clear();
+            self.progress_start = self.history.len() - 1;
         }
-        self.since_progress.push(self.position);
         self.refresh();
     }
 
@@ -334,14 +358,15 @@ impl Game {
             !self.position.pieces(self.position.turn()).is_empty(),
             !self.legal.is_empty(),
             self.repetitions(),
-            self.plies_without_progress() >= R::NO_PROGRESS_DRAW_PLIES,
+            R::draw_table(self.draw_rules)
+                .limit_reached(&self.history, self.plies_without_progress()),
         );
     }
 
     /// How many times the current position (with the same side to move) has
     /// stood on the board.
     pub fn repetitions(&self) -> usize {
-        self.since_progress
+        self.history[self.progress_start..]
             .iter()
             .filter(|p| **p == self.position)
             .count()

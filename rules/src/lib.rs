@@ -6,6 +6,8 @@
 //! - [`position`]: [`Setup`] (unchecked), [`Position`] (validated), [`Move`];
 //! - [`movegen`]: legal moves for a position;
 //! - [`game`]: a game with history, draw rules and outcome;
+//! - [`draw`]: the draw rules besides repetition, the seeds' and each
+//!   federation's ([`DrawRules`]);
 //! - [`notation`], [`fen`], [`pdn`]: the text formats;
 //! - [`perft`]: move-tree counts;
 //! - [`space`] (Space Mode: wormholes and thruster boosts) and [`orbit`]
@@ -14,6 +16,7 @@
 //!   [`VariantGame`]), with moves described by square names.
 
 pub mod bitboard;
+pub mod draw;
 pub mod fen;
 pub mod game;
 pub mod movegen;
@@ -27,6 +30,7 @@ pub mod variant;
 pub mod variant_game;
 
 pub use bitboard::{Bitboard, Direction, Square};
+pub use draw::DrawRules;
 pub use game::{DrawReason, Game, Outcome, PlayError, WinReason};
 pub use position::{Color, Move, Position, Role, Setup, SetupError};
 pub use variant::{RuleSet, Rules};

@@ -35,7 +35,7 @@
 use std::collections::HashSet;
 
 use super::bitboard::{Bitboard, Direction, Square};
-use super::game::Outcome;
+use super::game::{DrawReason, Outcome};
 use super::position::{Color, Position, Role, Setup, SetupError};
 use super::variant::RuleSet;
 
@@ -735,7 +735,7 @@ impl SpaceGame {
             !state.position.pieces(state.position.turn()).is_empty(),
             !self.legal.is_empty(),
             self.repetitions(),
-            quiet_plies >= NO_PROGRESS_DRAW_PLIES,
+            (quiet_plies >= NO_PROGRESS_DRAW_PLIES).then_some(DrawReason::NoProgress),
         );
     }
 }

@@ -7,6 +7,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::draw::{self, DrawRules, DrawTable};
+
 /// Which captures a player may choose among.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CaptureChoice {
@@ -50,16 +52,27 @@ pub trait Rules {
     /// capture forward only, no capture can continue from the far row, so
     /// there crowning always ends the move.
     const CROWN_MID_CAPTURE: bool;
-    /// Plies in a row with no capture and no man move that draw the game.
+    /// Plies in a row with no capture and no man move that draw the game
+    /// under the seeds' draw rules.
     const NO_PROGRESS_DRAW_PLIES: u32;
+    /// The federation's draw rules ([`DrawRules::Federation`]).
+    const FEDERATION_DRAWS: DrawTable;
     /// Rows of men each side starts with.
     const START_ROWS: u8;
+
+    /// The draw rules besides repetition under `rules`.
+    fn draw_table(rules: DrawRules) -> DrawTable {
+        match rules {
+            DrawRules::Standard => DrawTable::king_only(Self::NO_PROGRESS_DRAW_PLIES),
+            DrawRules::Federation => Self::FEDERATION_DRAWS,
+        }
+    }
 }
 
 macro_rules! rule_set_type {
     ($(#[$doc:meta])* $name:ident, $rs:expr, back: $back:expr, flying: $flying:expr,
      men_take_kings: $mtk:expr, choice: $choice:expr, crown_mid: $crown:expr,
-     draw_plies: $plies:expr, rows: $rows:expr) => {
+     draw_plies: $plies:expr, federation_draws: $fed:expr, rows: $rows:expr) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, Default)]
         pub struct $name;
@@ -71,6 +84,7 @@ macro_rules! rule_set_type {
             const CAPTURE_CHOICE: CaptureChoice = $choice;
             const CROWN_MID_CAPTURE: bool = $crown;
             const NO_PROGRESS_DRAW_PLIES: u32 = $plies;
+            const FEDERATION_DRAWS: DrawTable = $fed;
             const START_ROWS: u8 = $rows;
         }
     };
@@ -79,27 +93,33 @@ macro_rules! rule_set_type {
 rule_set_type!(
     /// English draughts / American checkers.
     American, RuleSet::American, back: false, flying: false, men_take_kings: true,
-    choice: CaptureChoice::Free, crown_mid: false, draw_plies: 80, rows: 3);
+    choice: CaptureChoice::Free, crown_mid: false, draw_plies: 80,
+    federation_draws: draw::AMERICAN_FEDERATION, rows: 3);
 rule_set_type!(
     /// Brazilian draughts.
     Brazilian, RuleSet::Brazilian, back: true, flying: true, men_take_kings: true,
-    choice: CaptureChoice::MostPieces, crown_mid: false, draw_plies: 20, rows: 3);
+    choice: CaptureChoice::MostPieces, crown_mid: false, draw_plies: 20,
+    federation_draws: draw::BRAZILIAN_FEDERATION, rows: 3);
 rule_set_type!(
     /// Russian draughts.
     Russian, RuleSet::Russian, back: true, flying: true, men_take_kings: true,
-    choice: CaptureChoice::Free, crown_mid: true, draw_plies: 20, rows: 3);
+    choice: CaptureChoice::Free, crown_mid: true, draw_plies: 20,
+    federation_draws: draw::RUSSIAN_FEDERATION, rows: 3);
 rule_set_type!(
     /// Spanish draughts, with the quantity rule only.
     Spanish, RuleSet::Spanish, back: false, flying: true, men_take_kings: true,
-    choice: CaptureChoice::MostPieces, crown_mid: false, draw_plies: 20, rows: 3);
+    choice: CaptureChoice::MostPieces, crown_mid: false, draw_plies: 20,
+    federation_draws: draw::SPANISH_FEDERATION, rows: 3);
 rule_set_type!(
     /// Italian draughts.
     Italian, RuleSet::Italian, back: false, flying: false, men_take_kings: false,
-    choice: CaptureChoice::Italian, crown_mid: false, draw_plies: 20, rows: 3);
+    choice: CaptureChoice::Italian, crown_mid: false, draw_plies: 20,
+    federation_draws: draw::ITALIAN_FEDERATION, rows: 3);
 rule_set_type!(
     /// Thai draughts (8 men a side).
     Thai, RuleSet::Thai, back: false, flying: true, men_take_kings: true,
-    choice: CaptureChoice::Free, crown_mid: false, draw_plies: 20, rows: 2);
+    choice: CaptureChoice::Free, crown_mid: false, draw_plies: 20,
+    federation_draws: draw::THAI_FEDERATION, rows: 2);
 
 /// The runtime choice of rule set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -226,6 +246,11 @@ impl RuleSet {
 
     pub fn no_progress_draw_plies(self) -> u32 {
         with_rules!(self, R => R::NO_PROGRESS_DRAW_PLIES)
+    }
+
+    /// The draw rules besides repetition under `rules`.
+    pub fn draw_table(self, rules: DrawRules) -> DrawTable {
+        with_rules!(self, R => R::draw_table(rules))
     }
 
     pub fn start_rows(self) -> u8 {

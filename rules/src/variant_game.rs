@@ -14,6 +14,7 @@ use std::fmt;
 use std::fmt::Write as _;
 use std::str::FromStr;
 
+use super::draw::DrawRules;
 use super::game::{DrawReason, Game, Outcome, WinReason};
 use super::orbit::{OrbitColor, OrbitEndReason, OrbitGame, OrbitMove, OrbitSquare, RAYS};
 use super::pdn::{self, PdnTags};
@@ -153,6 +154,11 @@ pub enum EndReason {
     Repetition,
     /// The no-progress rule drew the game.
     NoProgress,
+    /// A federation's endgame move limit drew the game.
+    EndgameLimit,
+    /// A federation's limit on moves with the balance of forces unchanged
+    /// drew the game.
+    MaterialUnchanged,
     /// Orbit: a side has all its pieces in a row on the inner orbit.
     InARow,
     /// Orbit: a side has lost half its pieces.
@@ -312,23 +318,33 @@ fn refused(e: impl fmt::Display) -> MoveRefused {
 }
 
 impl VariantGame {
-    /// A new game. `seed` places Space Mode's wormholes; the other rule
-    /// sets ignore it.
+    /// A new game under the seeds' draw rules. `seed` places Space Mode's
+    /// wormholes; the other rule sets ignore it.
     pub fn new(variant: Variant, seed: u64) -> VariantGame {
+        VariantGame::with_draw_rules(variant, seed, DrawRules::Standard)
+    }
+
+    /// A new game under `draw_rules`. They apply to the six draughts rule
+    /// sets; the space rule sets keep their own draw rules.
+    pub fn with_draw_rules(variant: Variant, seed: u64, draw_rules: DrawRules) -> VariantGame {
         match variant {
-            Variant::Draughts(rs) => VariantGame::Draughts(Game::new(rs)),
+            Variant::Draughts(rs) => {
+                VariantGame::Draughts(Game::new(rs).with_draw_rules(draw_rules))
+            }
             Variant::Space => VariantGame::Space(SpaceGame::new(seed)),
             Variant::Orbit => VariantGame::Orbit(OrbitGame::new()),
         }
     }
 
-    /// A new game with `stored` moves replayed, and what each move was.
+    /// A new game under `draw_rules` with `stored` moves replayed, and what
+    /// each move was.
     pub fn replay(
         variant: Variant,
         seed: u64,
+        draw_rules: DrawRules,
         stored: &[&str],
     ) -> Result<(VariantGame, Vec<MoveInfo>), String> {
-        let mut game = VariantGame::new(variant, seed);
+        let mut game = VariantGame::with_draw_rules(variant, seed, draw_rules);
         let mut played = Vec::with_capacity(stored.len());
         for (i, text) in stored.iter().enumerate() {
             let info = game
@@ -337,6 +353,15 @@ impl VariantGame {
             played.push(info);
         }
         Ok((game, played))
+    }
+
+    /// The draw rules the game is judged by (always the seeds' for the
+    /// space rule sets).
+    pub fn draw_rules(&self) -> DrawRules {
+        match self {
+            VariantGame::Draughts(g) => g.draw_rules(),
+            VariantGame::Space(_) | VariantGame::Orbit(_) => DrawRules::Standard,
+        }
     }
 
     pub fn variant(&self) -> Variant {
@@ -390,6 +415,12 @@ impl VariantGame {
                 Outcome::Draw {
                     reason: DrawReason::NoProgress,
                 } => EndReason::NoProgress,
+                Outcome::Draw {
+                    reason: DrawReason::EndgameLimit,
+                } => EndReason::EndgameLimit,
+                Outcome::Draw {
+                    reason: DrawReason::MaterialUnchanged,
+                } => EndReason::MaterialUnchanged,
             },
             points: None,
         };

@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use jumpgate_protocol as wire;
 use tokio::time::Instant;
 
-use crate::rules::{Color, MoveInfo, RuleSet, Variant, VariantGame};
+use crate::rules::{Color, DrawRules, MoveInfo, RuleSet, Variant, VariantGame};
 
 pub fn rule_set(variant: Variant) -> wire::RuleSet {
     match variant {
@@ -38,6 +38,20 @@ pub fn pace_from_wire(pace: wire::Pace) -> crate::lobby::Pace {
     match pace {
         wire::Pace::Live => crate::lobby::Pace::Live,
         wire::Pace::Correspondence => crate::lobby::Pace::Correspondence,
+    }
+}
+
+pub fn draw_rules(rules: DrawRules) -> wire::DrawRules {
+    match rules {
+        DrawRules::Standard => wire::DrawRules::Standard,
+        DrawRules::Federation => wire::DrawRules::Federation,
+    }
+}
+
+pub fn draw_rules_from_wire(rules: wire::DrawRules) -> DrawRules {
+    match rules {
+        wire::DrawRules::Standard => DrawRules::Standard,
+        wire::DrawRules::Federation => DrawRules::Federation,
     }
 }
 

@@ -24,6 +24,8 @@ const GAME_END = {
   draw_agreed: 'draw agreed',
   repetition: 'repetition',
   move_limit: 'move limit',
+  endgame_limit: 'endgame move limit (federation rules)',
+  material_unchanged: 'no capture or crowning for too long (federation rules)',
   left: 'a player left',
   ended_by_host: 'ended by the host',
   in_a_row: 'a side has all its pieces in a row on the inner orbit',
@@ -488,8 +490,8 @@ export class GameScreen {
     const series = s.series_length === 1 ? (orbit ? 'one game' : 'one game (up to 2 if drawn)')
       : orbit ? `${s.series_length} games, scored by points` : `best of ${s.series_length}`;
     const role = seat >= 0 ? (s.host === this.identity?.id ? 'You are the host' : 'You are playing') : 'You are watching';
-    const pace = isCorrespondence(s) ? ' · correspondence' : '';
-    $('room-meta').textContent = `${ruleSetLabel(s.rule_set)}${pace} · ${series}${s.invite_only ? ' · invite-only' : ''} · ${s.spectators} watching · ${role}`;
+    const options = `${isCorrespondence(s) ? ' · correspondence' : ''}${s.draw_rules === 'federation' ? ' · federation draw rules' : ''}`;
+    $('room-meta').textContent = `${ruleSetLabel(s.rule_set)}${options} · ${series}${s.invite_only ? ' · invite-only' : ''} · ${s.spectators} watching · ${role}`;
     const stake = s.stake ?? 0;
     $('room-stake').hidden = !(stake > 0);
     $('room-stake').textContent = stake > 0 ? `Played for ${stake.toLocaleString('en')} Bold Points each` : '';

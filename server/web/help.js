@@ -21,6 +21,12 @@ function basics(ruleSet) {
 
 const DRAWS_AMERICAN = 'Draws: by agreement (offer one on your turn), when the same position comes up a third time with the same side to move, or after 40 moves each with no capture and no man moved.';
 const DRAWS_OTHER = 'Draws: by agreement (offer one on your turn), when the same position comes up a third time, or after 20 moves in a row (counting both sides) made only by kings without a capture.';
+/** What a lobby created with the federation draw rules changes (rules/RULES.md). */
+const FEDERATION = {
+  brazilian: 'With federation draw rules (a lobby option): 25 moves each of kings only; a lone king against three pieces, 16 moves each; against one or two, 5 moves each.',
+  russian: 'With federation draw rules (a lobby option): 15 moves each of kings only; three kings against one must win within 15 of their moves; with kings on both sides and 4–7 pieces, no capture or crowning for 30 (4–5 pieces) or 60 (6–7) moves each draws.',
+  italian: 'With federation draw rules (a lobby option): 40 moves each of kings only.',
+};
 const FLYING = 'Kings fly: they move any distance along an empty diagonal, and take a piece at any distance when the squares between are empty, landing on any free square beyond it.';
 
 const TEXTS = {
@@ -37,6 +43,7 @@ const TEXTS = {
     'You must make the capture that takes the most pieces (a king counts as one).',
     'A man that reaches the far row in the middle of a chain carries on as a man; it is crowned only if the move ends there.',
     DRAWS_OTHER,
+    FEDERATION.brazilian,
   ],
   russian: () => [
     ...basics('russian'),
@@ -45,6 +52,7 @@ const TEXTS = {
     'You may choose any capture, not only the largest.',
     'A man that reaches the far row during a chain is crowned at once and carries on taking as a king.',
     DRAWS_OTHER,
+    FEDERATION.russian,
   ],
   spanish: () => [
     ...basics('spanish'),
@@ -60,6 +68,7 @@ const TEXTS = {
     'Men take forward only, and a man may never take a king. Kings move and take one square at a time.',
     'Among captures you must take the most pieces; if still tied, the most kings; then a capture by a king before one by a man; then the one that meets a king earliest.',
     DRAWS_OTHER,
+    FEDERATION.italian,
   ],
   thai: () => [
     ...basics('thai'),

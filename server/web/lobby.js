@@ -71,7 +71,8 @@ export class LobbyScreen {
       stakeInput.setCustomValidity('');
       const seriesLength = Number(document.querySelector('input[name=series_length]:checked').value);
       const pace = document.querySelector('input[name=pace]:checked')?.value ?? 'live';
-      this.busy(actions.create({ ruleSet: ruleSet.value, seriesLength, inviteOnly: $('invite-only').checked, stake, pace }));
+      const drawRules = $('federation-draws').checked ? 'federation' : 'standard';
+      this.busy(actions.create({ ruleSet: ruleSet.value, seriesLength, inviteOnly: $('invite-only').checked, stake, pace, drawRules }));
     });
     $('join-form').addEventListener('submit', (event) => {
       event.preventDefault();

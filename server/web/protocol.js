@@ -70,10 +70,11 @@ export function paceLabel(value) {
   return value === 'correspondence' ? 'Correspondence' : 'Live';
 }
 
-export function createLobby({ ruleSet, seriesLength, inviteOnly, stake = 0, pace = 'live' }) {
+export function createLobby({ ruleSet, seriesLength, inviteOnly, stake = 0, pace = 'live', drawRules = 'standard' }) {
   const message = { type: 'create_lobby', rule_set: ruleSet, series_length: seriesLength, invite_only: inviteOnly };
   if (stake > 0) message.stake = stake;
   if (pace === 'correspondence') message.pace = pace;
+  if (drawRules === 'federation') message.draw_rules = drawRules;
   return message;
 }
 

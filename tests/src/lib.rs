@@ -282,6 +282,7 @@ pub async fn seated_pair_on(
             invite_only: false,
             stake: None,
             pace: None,
+            draw_rules: None,
         })
         .await;
     host.expect_ack(seq).await;

@@ -137,6 +137,7 @@ impl Table {
             invite_only: false,
             stake: None,
             pace: None,
+            draw_rules: None,
         })
         .await;
         let code = host.state_until(|_| true).await.code;

@@ -146,6 +146,7 @@ impl Duel {
                 invite_only: false,
                 stake: None,
                 pace: None,
+                draw_rules: None,
             },
             limit,
         )

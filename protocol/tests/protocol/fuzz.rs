@@ -469,6 +469,7 @@ fn client_message() -> impl Strategy<Value = ClientMessage> {
                     invite_only,
                     stake,
                     pace: None,
+                    draw_rules: None,
                 }
             }),
         (seq, text(), prop::option::of(text()))

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use jumpgate_protocol::codec::{self, Encoding};
 use jumpgate_protocol::{
-    BoardGeometry, Boosts, ClientMessage, Color, ErrorCode, GameEndReason, GameResult, GameView,
-    Identity, LobbySummary, MoveView, MyGame, Pace, Phase, PieceView, PlayerView, Points,
+    BoardGeometry, Boosts, ClientMessage, Color, DrawRules, ErrorCode, GameEndReason, GameResult,
+    GameView, Identity, LobbySummary, MoveView, MyGame, Pace, Phase, PieceView, PlayerView, Points,
     RoomState, RuleSet, SeriesEndReason, SeriesResult, SeriesView, ServerMessage, SpaceView,
     SquareGeometry,
 };
@@ -64,6 +64,7 @@ fn client_examples() -> Vec<(&'static str, ClientMessage)> {
                 invite_only: true,
                 stake: Some(100),
                 pace: None,
+                draw_rules: None,
             },
         ),
         (
@@ -140,6 +141,7 @@ fn client_examples() -> Vec<(&'static str, ClientMessage)> {
                 invite_only: false,
                 stake: None,
                 pace: Some(Pace::Correspondence),
+                draw_rules: None,
             },
         ),
         (
@@ -155,6 +157,18 @@ fn client_examples() -> Vec<(&'static str, ClientMessage)> {
             },
         ),
         ("client_my_games", ClientMessage::MyGames { seq: 3 }),
+        (
+            "client_create_lobby_federation_draws",
+            ClientMessage::CreateLobby {
+                seq: 2,
+                rule_set: RuleSet::Brazilian,
+                series_length: 1,
+                invite_only: false,
+                stake: None,
+                pace: None,
+                draw_rules: Some(DrawRules::Federation),
+            },
+        ),
     ]
 }
 
@@ -213,6 +227,7 @@ fn state_playing() -> RoomState {
         series_length: 3,
         pace: Pace::Live,
         expires_at: None,
+        draw_rules: DrawRules::Standard,
         invite_only: false,
         invite: None,
         stake: 0,
@@ -300,6 +315,7 @@ fn state_waiting() -> RoomState {
         series_length: 3,
         pace: Pace::Live,
         expires_at: None,
+        draw_rules: DrawRules::Standard,
         invite_only: true,
         invite: Some("inv_8dJ3".into()),
         stake: 0,
@@ -347,6 +363,7 @@ fn state_finished() -> RoomState {
         series_length: 1,
         pace: Pace::Live,
         expires_at: None,
+        draw_rules: DrawRules::Standard,
         invite_only: false,
         invite: None,
         stake: 0,
@@ -422,6 +439,7 @@ fn state_break() -> RoomState {
         series_length: 5,
         pace: Pace::Live,
         expires_at: None,
+        draw_rules: DrawRules::Standard,
         invite_only: false,
         invite: None,
         stake: 0,
@@ -469,6 +487,89 @@ fn state_break() -> RoomState {
         board: None,
         break_ends_at: Some(1_767_226_108_000),
         next_round: vec![false, true],
+        rematch: vec![false, false],
+    }
+}
+
+/// Round 1 of a best-of-1 in Brazilian draughts under the federation draw rules (a
+/// random playout, replayed by the rules engine): kings alone, one each, drew after five
+/// moves each (`endgame_limit`). The drawn round is followed by a second one.
+fn state_federation_draw() -> RoomState {
+    RoomState {
+        version: 78,
+        code: "B8RZ4K".into(),
+        rule_set: RuleSet::Brazilian,
+        series_length: 1,
+        pace: Pace::Live,
+        expires_at: None,
+        draw_rules: DrawRules::Federation,
+        invite_only: false,
+        invite: None,
+        stake: 0,
+        head_to_head: None,
+        invite_link: Some("https://jumpgate.example/r/B8RZ4K".into()),
+        host: "u_7f3a".into(),
+        players: vec![
+            player("u_7f3a", "Guest 7F3A", true),
+            player("u_91c2", "Guest 91C2", true),
+        ],
+        spectators: 0,
+        phase: Phase::Break,
+        series: SeriesView {
+            round: 1,
+            max_rounds: 2,
+            wins: vec![0, 0],
+            draws: 1,
+            points: None,
+            result: None,
+        },
+        game: Some(GameView {
+            dark_seat: 0,
+            fen: "B:WKb4:BKb6".into(),
+            pieces: vec![
+                PieceView {
+                    square: "b4".into(),
+                    color: Color::Dark,
+                    king: true,
+                },
+                PieceView {
+                    square: "b6".into(),
+                    color: Color::Light,
+                    king: true,
+                },
+            ],
+            turn: Color::Light,
+            ply: 73,
+            moves: squares(&[
+                "g3-f4", "h6-g5", "f4xh6", "b6-a5", "c3-b4", "a5xc3", "d2xb4", "f6-g5", "h6xf4",
+                "c7-b6", "h2-g3", "g7-f6", "b4-c5", "d6xb4", "a3xc5", "b6xd4", "e3xc5", "f6-e5",
+                "f4xd6", "h8-g7", "b2-c3", "b8-c7", "d6xb8", "g7-h6", "c5-d6", "e7xc5", "g1-h2",
+                "f8-e7", "c3-b4", "c5xa3", "b8-e5", "e7-f6", "e5xg7", "h6xf8", "f2-e3", "f8-e7",
+                "e3-f4", "e7-f6", "f4-g5", "f6xf2", "e1xg3", "d8-e7", "g3-f4", "e7-f6", "c1-d2",
+                "f6-e5", "f4xd6", "a7-b6", "d6-c7", "b6xd8", "h2-g3", "d8-c7", "a1-b2", "a3xe3",
+                "g3-h4", "e3-f2", "h4-g5", "f2-g1", "g5-f6", "g1-a7", "f6-e7", "a7-b8", "e7-f8",
+                "c7-d6", "f8xc5", "b8-f4", "c5-b4", "f4-e3", "b4-c3", "e3-c5", "c3-d2", "c5-b6",
+                "d2-b4",
+            ]),
+            last_move: Some(quiet("d2-b4", "d2", "b4")),
+            legal_moves: vec![],
+            must_capture: vec![],
+            deadline: 1_767_227_912_000,
+            remaining_ms: 43_600,
+            draw_offer: None,
+            draw_declined: None,
+            result: Some(GameResult {
+                winner: None,
+                reason: GameEndReason::EndgameLimit,
+                points: None,
+            }),
+            board: None,
+            space: None,
+            points: None,
+        }),
+        board: None,
+        break_ends_at: Some(1_767_227_920_000),
+        next_round: vec![false, false],
         rematch: vec![false, false],
     }
 }
@@ -823,6 +924,7 @@ fn server_examples() -> Vec<(&'static str, ServerMessage)> {
                     spectators: 0,
                     phase: Phase::Waiting,
                     expires_at: Some(1_767_830_400_000),
+                    draw_rules: DrawRules::Standard,
                 },
             },
         ),
@@ -883,6 +985,30 @@ fn server_examples() -> Vec<(&'static str, ServerMessage)> {
                 thinking: false,
                 game: state_playing().game.expect("a game"),
             }),
+        ),
+        (
+            "server_state_federation_draw",
+            ServerMessage::State(state_federation_draw()),
+        ),
+        (
+            "server_lobby_info_federation_draws",
+            ServerMessage::LobbyInfo {
+                seq: 2,
+                lobby: LobbySummary {
+                    code: "R5MD2W".into(),
+                    rule_set: RuleSet::Russian,
+                    pace: Pace::Live,
+                    series_length: 3,
+                    invite_only: false,
+                    stake: 0,
+                    host_name: Some("Ann".into()),
+                    players: vec![Some("Ann".into()), None],
+                    spectators: 0,
+                    phase: Phase::Waiting,
+                    expires_at: None,
+                    draw_rules: DrawRules::Federation,
+                },
+            },
         ),
     ]
 }

@@ -217,6 +217,7 @@ async fn a_moved_room_is_entered_again_and_the_unanswered_move_resent() {
             invite_only: false,
             stake: None,
             pace: None,
+            draw_rules: None,
         })
         .await
         .unwrap();

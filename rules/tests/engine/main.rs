@@ -3,6 +3,7 @@
 //! naive move generator (`reference`).
 
 mod basics;
+mod draw_rules;
 mod fuzz;
 mod orbit;
 mod perft;

@@ -146,7 +146,10 @@ fn check_outcome(game: &Game) {
         Outcome::Draw { reason } => match reason {
             DrawReason::Repetition => assert!(game.repetitions() >= 3),
             DrawReason::NoProgress => {
-                assert!(game.plies_without_progress() >= game.rule_set().no_progress_draw_plies())
+                assert!(game.plies_without_progress() >= game.draw_table().king_only_plies)
+            }
+            DrawReason::EndgameLimit | DrawReason::MaterialUnchanged => {
+                assert!(!game.draw_table().endgames.is_empty())
             }
         },
     }

@@ -6,7 +6,7 @@
 //! wormholes included).
 
 use jumpgate_rules::pdn::{self, PdnTags};
-use jumpgate_rules::{Color, Variant, VariantGame};
+use jumpgate_rules::{Color, DrawRules, Variant, VariantGame};
 use proptest::prelude::*;
 
 /// What a client can see of a game; equal views mean equal games.
@@ -113,7 +113,7 @@ proptest! {
             stored.push(played.stored);
         }
         let texts: Vec<&str> = stored.iter().map(String::as_str).collect();
-        let (replayed, played) = VariantGame::replay(variant, seed, &texts).expect("replays");
+        let (replayed, played) = VariantGame::replay(variant, seed, DrawRules::Standard, &texts).expect("replays");
         prop_assert_eq!(view(&replayed), view(&game));
         prop_assert_eq!(played.len(), stored.len());
 

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use crate::code::RoomCode;
 use crate::identity::Identity;
 use crate::records::SeriesRecord;
-use crate::rules::{Color, MoveInfo, Variant, VariantGame};
+use crate::rules::{Color, DrawRules, MoveInfo, Variant, VariantGame};
 use crate::store::StoredMove;
 use crate::wallet::Settlement;
 
@@ -40,6 +40,9 @@ pub struct LobbyOptions {
     /// Bold Points each player stakes; 0 for a free lobby.
     pub stake: u32,
     pub pace: Pace,
+    /// The draw rules the games are judged by: the seeds' (the default) or
+    /// the rule set's federation's.
+    pub draw_rules: DrawRules,
 }
 
 /// How fast a lobby is played (stored by these names).
@@ -785,7 +788,11 @@ impl Lobby {
         self.active_at = now;
         self.round = Some(Round {
             game_no: self.games_started,
-            game: VariantGame::new(self.options.rule_set, self.next_seed()),
+            game: VariantGame::with_draw_rules(
+                self.options.rule_set,
+                self.next_seed(),
+                self.options.draw_rules,
+            ),
             dark_seat,
             deadline: now + self.turn_window(),
             draw_offer: None,
@@ -905,5 +912,7 @@ pub fn play_submitted(
     played.map_err(|e| LobbyError::IllegalMove(e.to_string()))
 }
 
+#[cfg(test)]
+mod draw_rules_tests;
 #[cfg(test)]
 mod tests;

@@ -26,6 +26,10 @@ pub enum GameEnd {
     DrawAgreed,
     Repetition,
     MoveLimit,
+    /// Federation draw rules: an endgame's move limit ran out.
+    EndgameLimit,
+    /// Federation draw rules: the balance of forces stood unchanged too long.
+    MaterialUnchanged,
     Left,
     EndedByHost,
     InARow,
@@ -45,6 +49,8 @@ impl GameEnd {
             EndReason::NoMoves => GameEnd::NoMoves,
             EndReason::Repetition => GameEnd::Repetition,
             EndReason::NoProgress => GameEnd::MoveLimit,
+            EndReason::EndgameLimit => GameEnd::EndgameLimit,
+            EndReason::MaterialUnchanged => GameEnd::MaterialUnchanged,
             EndReason::InARow => GameEnd::InARow,
             EndReason::HalfLost => GameEnd::HalfLost,
             EndReason::PlyLimit => GameEnd::PlyLimit,

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::code::RoomCode;
 use crate::records::SeriesRecord;
-use crate::rules::{Color, Variant, VariantGame};
+use crate::rules::{Color, DrawRules, Variant, VariantGame};
 use crate::store::StoredMove;
 use crate::wallet::Settlement;
 
@@ -89,6 +89,9 @@ struct LobbyRecord {
     escrow_intent: Option<EscrowIntent>,
     #[serde(default)]
     pace: Pace,
+    /// Absent in records written before the option: the seeds' rules.
+    #[serde(default)]
+    draw_rules: DrawRules,
     /// Unix milliseconds the expiry window counts from (absent in records
     /// written before correspondence lobbies: read as the time of loading).
     #[serde(default)]
@@ -153,6 +156,7 @@ impl Lobby {
             pending_record: self.pending_record.clone(),
             escrow_intent: self.escrow_intent.clone(),
             pace: self.options.pace,
+            draw_rules: self.options.draw_rules,
             active_at_ms: Some(clock.to_unix_ms(self.active_at)),
             last_move_ms: self.last_move_at.map(|t| clock.to_unix_ms(t)),
             to_move: self.seat_to_move().map(|s| s as u8),
@@ -181,8 +185,9 @@ impl Lobby {
                     moves.iter().filter(|m| m.game_no == r.game_no).collect();
                 logged.sort_by_key(|m| m.ply);
                 let paths: Vec<&str> = logged.iter().map(|m| m.path.as_str()).collect();
-                let (game, mut played) = VariantGame::replay(record.rule_set, r.seed, &paths)
-                    .map_err(ResumeError::Replay)?;
+                let (game, mut played) =
+                    VariantGame::replay(record.rule_set, r.seed, record.draw_rules, &paths)
+                        .map_err(ResumeError::Replay)?;
                 if logged.len() != r.notations.len() {
                     return Err(ResumeError::Disagree {
                         log: logged.len(),
@@ -216,6 +221,7 @@ impl Lobby {
                 invite_only: record.invite.is_some(),
                 stake: record.stake,
                 pace: record.pace,
+                draw_rules: record.draw_rules,
             },
             record.invite,
             &record.host,

@@ -14,6 +14,7 @@ fn correspondence_lobby(now: Instant, stake: u32) -> Lobby {
         invite_only: false,
         stake,
         pace: Pace::Correspondence,
+        draw_rules: DrawRules::Standard,
     };
     let timing = Timing {
         move_clock: Duration::from_secs(10),
@@ -237,6 +238,7 @@ fn an_invite_only_lobby_shows_itself_only_to_its_invite_and_its_seats() {
         invite_only: true,
         stake: 0,
         pace: Pace::Live,
+        draw_rules: DrawRules::Standard,
     };
     let timing = Timing {
         move_clock: Duration::from_secs(10),
@@ -303,6 +305,7 @@ fn free_lobby() -> Lobby {
         invite_only: false,
         stake: 0,
         pace: Pace::Live,
+        draw_rules: DrawRules::Standard,
     };
     let timing = Timing {
         move_clock: Duration::from_secs(10),
@@ -615,6 +618,7 @@ mod properties {
                 invite_only: false,
                 stake: if staked { 50 } else { 0 },
                 pace: Pace::Live,
+                draw_rules: DrawRules::Standard,
             };
             let timing = Timing {
                 move_clock: CLOCK,

@@ -107,6 +107,7 @@ impl Connection {
                 invite_only,
                 stake,
                 pace,
+                draw_rules,
             } => {
                 if in_lobby {
                     self.refuse(Some(seq), ErrorCode::AlreadyInLobby, LEAVE_FIRST);
@@ -130,6 +131,7 @@ impl Connection {
                     invite_only,
                     stake,
                     pace: wire_view::pace_from_wire(pace.unwrap_or_default()),
+                    draw_rules: wire_view::draw_rules_from_wire(draw_rules.unwrap_or_default()),
                 };
                 let (handle, invite) = self.state.create_room(options, &identity);
                 self.enter(handle, seq, invite, false, identity).await;

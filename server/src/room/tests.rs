@@ -46,6 +46,7 @@ async fn start(move_clock: Duration, break_time: Duration) -> Harness {
             invite_only: false,
             stake: 0,
             pace: crate::lobby::Pace::Live,
+            draw_rules: crate::rules::DrawRules::Standard,
         },
         &host,
         Arc::new(settings),

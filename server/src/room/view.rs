@@ -34,6 +34,8 @@ pub fn game_end(reason: GameEnd) -> wire::GameEndReason {
         GameEnd::DrawAgreed => wire::GameEndReason::DrawAgreed,
         GameEnd::Repetition => wire::GameEndReason::Repetition,
         GameEnd::MoveLimit => wire::GameEndReason::MoveLimit,
+        GameEnd::EndgameLimit => wire::GameEndReason::EndgameLimit,
+        GameEnd::MaterialUnchanged => wire::GameEndReason::MaterialUnchanged,
         GameEnd::Left => wire::GameEndReason::Left,
         GameEnd::EndedByHost => wire::GameEndReason::EndedByHost,
         GameEnd::InARow => wire::GameEndReason::InARow,
@@ -105,6 +107,7 @@ impl Room {
             expires_at: lobby
                 .expires_at()
                 .map(|t| wire_view::unix_ms(Instant::from_std(t))),
+            draw_rules: wire_view::draw_rules(lobby.options.draw_rules),
         }
     }
 
@@ -140,6 +143,7 @@ impl Room {
             expires_at: lobby
                 .expires_at()
                 .map(|t| wire_view::unix_ms(Instant::from_std(t))),
+            draw_rules: wire_view::draw_rules(lobby.options.draw_rules),
             invite_only: lobby.invite.is_some(),
             stake: lobby.options.stake,
             invite: lobby.invite.clone(),

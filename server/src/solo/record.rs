@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::bots::Level;
 use crate::identity::Identity;
 use crate::outbound::Refusal;
-use crate::rules::{Color, MoveInfo, Variant, VariantGame};
+use crate::rules::{Color, DrawRules, MoveInfo, Variant, VariantGame};
 
 /// The stored form of a solo game (JSON, in the store like a room record).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -163,7 +163,8 @@ pub(super) fn replay(
 ) -> Result<(VariantGame, Vec<String>, Option<MoveInfo>), String> {
     let stored: Vec<String> = record.moves.iter().map(SoloMove::stored).collect();
     let stored: Vec<&str> = stored.iter().map(String::as_str).collect();
-    let (game, mut played) = VariantGame::replay(record.rule_set, record.seed, &stored)?;
+    let (game, mut played) =
+        VariantGame::replay(record.rule_set, record.seed, DrawRules::Standard, &stored)?;
     let notations = played.iter().map(|m| m.notation.clone()).collect();
     Ok((game, notations, played.pop()))
 }

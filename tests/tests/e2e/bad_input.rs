@@ -226,6 +226,7 @@ async fn lobby_errors_outside_and_inside_a_lobby() {
                     invite_only: false,
                     stake: None,
                     pace: None,
+                    draw_rules: None,
                 })
                 .await;
             assert_eq!(p.expect_error(Some(seq)).await, ErrorCode::InvalidOptions);
@@ -244,6 +245,7 @@ async fn lobby_errors_outside_and_inside_a_lobby() {
                 invite_only: false,
                 stake: None,
                 pace: None,
+                draw_rules: None,
             })
             .await;
         assert_eq!(

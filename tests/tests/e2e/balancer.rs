@@ -45,6 +45,7 @@ async fn a_lobby_is_reached_through_the_balancer_by_its_code() {
             invite_only: false,
             stake: None,
             pace: None,
+            draw_rules: None,
         })
         .await
         .unwrap();

@@ -52,6 +52,7 @@ async fn create(host: &mut Player, series_length: u8, stake: Option<u32>) -> Roo
             invite_only: false,
             stake,
             pace: Some(Pace::Correspondence),
+            draw_rules: None,
         })
         .await;
     host.expect_ack(seq).await;
@@ -517,6 +518,7 @@ async fn an_identity_holds_at_most_forty_open_lobbies_and_sees_its_private_ones(
             invite_only: false,
             stake: None,
             pace: Some(Pace::Correspondence),
+            draw_rules: None,
         })
         .await;
     assert_eq!(refused, Err(ErrorCode::NotNow), "a 41st lobby is refused");
@@ -559,6 +561,7 @@ async fn an_identity_holds_at_most_forty_open_lobbies_and_sees_its_private_ones(
             invite_only: true,
             stake: None,
             pace: Some(Pace::Correspondence),
+            draw_rules: None,
         })
         .await;
     cid.expect_ack(seq).await;

@@ -378,6 +378,7 @@ async fn a_player_who_breaks_the_protocol_is_closed_and_keeps_the_seat() {
             invite_only: false,
             stake: None,
             pace: None,
+            draw_rules: None,
         })
         .await;
     other.expect_ack(seq).await;
@@ -678,6 +679,7 @@ async fn the_longest_names_keep_every_message_within_16_kib() {
                 invite_only: true,
                 stake: None,
                 pace: None,
+                draw_rules: None,
             })
             .await;
         host.expect_ack(seq).await;

@@ -345,6 +345,7 @@ async fn orphaned_staked_series_are_adopted_and_settled_exactly_once() {
             invite_only: false,
             stake: Some(STAKE),
             pace: None,
+            draw_rules: None,
         })
         .await
         .unwrap();

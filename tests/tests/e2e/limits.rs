@@ -266,6 +266,7 @@ async fn new_rooms_are_rate_limited_per_identity_and_address() {
         invite_only: false,
         stake: None,
         pace: None,
+        draw_rules: None,
     };
     let leave = |seq| ClientMessage::Leave { seq };
     let mut a = player_from([127, 0, 0, 7], &server).await;

@@ -141,6 +141,7 @@ async fn join_by_code_and_link_and_invite_only_lobbies() {
                 invite_only: true,
                 stake: None,
                 pace: None,
+                draw_rules: None,
             })
             .await;
         host.expect_ack(seq).await;
@@ -276,6 +277,7 @@ async fn an_invite_only_lobby_is_indistinguishable_from_no_lobby_without_its_inv
             invite_only: true,
             stake: None,
             pace: None,
+            draw_rules: None,
         })
         .await;
     host.expect_ack(seq).await;

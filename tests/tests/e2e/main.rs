@@ -5,6 +5,7 @@ mod bad_input;
 mod balancer;
 mod browser;
 mod correspondence;
+mod draw_rules;
 mod edge;
 mod failover;
 mod faults;

@@ -250,6 +250,7 @@ async fn logs_never_carry_tokens_secrets_or_emails() {
                 invite_only: false,
                 stake: None,
                 pace: None,
+                draw_rules: None,
             })
             .await;
         ann.expect_ack(seq).await;

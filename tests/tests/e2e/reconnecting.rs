@@ -212,6 +212,7 @@ async fn seated_pair(server: &JumpgateProcess) -> (Seat, Seat, String) {
             invite_only: false,
             stake: None,
             pace: None,
+            draw_rules: None,
         })
         .await;
     assert_eq!(created, Ok(()));

@@ -335,6 +335,7 @@ async fn entering_a_lobby_detaches_a_solo_game_that_resume_brings_back() {
             invite_only: false,
             stake: None,
             pace: None,
+            draw_rules: None,
         })
         .await;
     p.expect_ack(seq).await;

@@ -301,6 +301,7 @@ async fn an_orbit_lobby_shows_its_board_before_the_first_game() {
             invite_only: false,
             stake: None,
             pace: None,
+            draw_rules: None,
         })
         .await
         .unwrap();

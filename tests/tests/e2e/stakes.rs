@@ -338,6 +338,7 @@ mod played {
                 invite_only: false,
                 stake: Some(stake),
                 pace: None,
+                draw_rules: None,
             })
             .await;
         host.expect_ack(seq).await;
@@ -384,6 +385,7 @@ mod played {
                 invite_only: false,
                 stake: Some(100),
                 pace: None,
+                draw_rules: None,
             })
             .await;
         assert_eq!(

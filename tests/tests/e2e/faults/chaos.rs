@@ -146,6 +146,7 @@ async fn player(
                     invite_only: false,
                     stake: Some(STAKE),
                     pace: None,
+                    draw_rules: None,
                 })
                 .await;
                 match created {

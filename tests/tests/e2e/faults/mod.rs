@@ -301,6 +301,7 @@ async fn staked_lobby(host: &mut Player, stake: u32) -> String {
             invite_only: false,
             stake: Some(stake),
             pace: None,
+            draw_rules: None,
         })
         .await;
     host.expect_ack(seq).await;
