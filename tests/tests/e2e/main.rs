@@ -17,3 +17,4 @@ mod reconnecting;
 mod solo;
 mod space_rule_sets;
 mod stakes;
+mod startup;
