@@ -56,6 +56,7 @@ METRICS = {
     "jumpgate_rooms_awaiting_store": ("gauge", set()),
     "jumpgate_resume_seconds": ("gauge", set()),
     "jumpgate_resume_rooms_left": ("gauge", set()),
+    "jumpgate_resume_rooms_total": ("counter", {"outcome"}),
     "jumpgate_build_info": ("gauge", {"version"}),
     "jumpgate_rooms_unresumable": ("gauge", set()),
 }

@@ -380,6 +380,15 @@ impl RedisProbe {
         Ok(RedisProbe { client, conn })
     }
 
+    /// `PING`: one round trip.
+    pub async fn ping(&mut self) -> Result<(), String> {
+        redis::cmd("PING")
+            .query_async::<String>(&mut self.conn)
+            .await
+            .map(|_| ())
+            .map_err(redis_error)
+    }
+
     /// How many keys the database holds.
     pub async fn db_size(&mut self) -> Result<u64, String> {
         redis::cmd("DBSIZE")
@@ -485,6 +494,23 @@ impl RedisProbe {
             .find_map(|l| l.strip_prefix("used_memory:"))
             .and_then(|v| v.trim().parse().ok())
             .ok_or_else(|| "no used_memory in INFO memory".to_owned())
+    }
+
+    /// Seconds of CPU Redis has used so far (`used_cpu_sys` plus
+    /// `used_cpu_user` in `INFO cpu`).
+    pub async fn cpu_seconds(&mut self) -> Result<f64, String> {
+        let text: String = redis::cmd("INFO")
+            .arg("cpu")
+            .query_async(&mut self.conn)
+            .await
+            .map_err(redis_error)?;
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .ok_or_else(|| format!("no {name} in INFO cpu"))
+        };
+        Ok(field("used_cpu_sys:")? + field("used_cpu_user:")?)
     }
 
     /// Runs a pipeline whose replies are all ignored.

@@ -25,12 +25,14 @@
 //! `bench-cluster` ([`bench_cluster`]) runs `bench`'s saturation phase on a server
 //! backed by a [`redis_cluster`] of three masters and on one backed by one Redis.
 //! `resume` ([`resume`]) times a start that resumes 10,000 or 100,000 open lobbies
-//! copied straight into Redis.
+//! copied straight into Redis, optionally with a network's round trip added
+//! between the server and Redis by a [`delay`] proxy.
 
 pub mod bench;
 pub mod bench_cluster;
 pub mod bots;
 pub mod cluster;
+pub mod delay;
 pub mod dormant;
 pub mod driver;
 pub mod echo;

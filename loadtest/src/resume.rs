@@ -19,6 +19,9 @@
 //! the template's guest comes back with its token and must get its seat back in a
 //! game in play (and, when it is to move, play a move the server stores under its
 //! new ownership), and a new guest must be able to `watch` the lobby.
+//!
+//! With `--redis-rtt-ms`, the resuming server reaches Redis through a
+//! [`DelayProxy`] that adds that round trip, as a network between them would.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -27,13 +30,16 @@ use std::time::Duration;
 
 use jumpgate_protocol::client::Client;
 use jumpgate_protocol::{ClientMessage, Encoding, Pace, RuleSet};
-use serde::Serialize;
 use tokio::time::Instant;
 
 use crate::bench::start_jumpgate_logging;
 use crate::cluster::{self, RedisProbe, RedisServer};
+use crate::delay::DelayProxy;
 use crate::dormant::{answer_and_state, guest, in_play, open_with_a_move, to_move, within};
 use crate::net;
+
+mod report;
+pub use self::report::{Checked, Filled, ResumeReport, ResumeRun, Resumed};
 
 /// The room-code alphabet (server/src/code.rs): no 0, 1, I or O.
 pub const CODE_ALPHABET: &[u8; 32] = b"23456789ABCDEFGHJKLMNPQRSTUVWXYZ";
@@ -77,6 +83,11 @@ pub struct ResumeArgs {
     /// The `redis-server` binary.
     #[arg(long, default_value = "redis-server")]
     pub redis_server: PathBuf,
+    /// A network round trip, in milliseconds, between the resuming server
+    /// and Redis: its connection goes through a proxy that holds every
+    /// byte half of it each way (0: straight to Redis).
+    #[arg(long, default_value_t = 0.0)]
+    pub redis_rtt_ms: f64,
     /// Write the report as JSON here.
     #[arg(long)]
     pub out_json: Option<PathBuf>,
@@ -96,165 +107,6 @@ pub struct Template {
 pub struct Stored {
     pub code: String,
     pub template: usize,
-}
-
-/// What filling Redis took.
-#[derive(Debug, Clone, Serialize)]
-pub struct Filled {
-    /// Lobbies stored in all (templates included).
-    pub lobbies: usize,
-    pub templates: usize,
-    /// Seconds the copies took.
-    pub copy_seconds: f64,
-    /// Bytes of the first template's record, and how often its code occurs in it.
-    pub record_bytes: usize,
-    pub code_occurrences: usize,
-    /// `SCARD jg:lobbies`, `DBSIZE` and `used_memory` once filled.
-    pub open_set: u64,
-    pub redis_keys: u64,
-    pub redis_used_memory: u64,
-}
-
-/// The server's start.
-#[derive(Debug, Clone, Serialize)]
-pub struct Resumed {
-    /// Seconds from the spawn until `/readyz` answered 200.
-    pub ready_seconds: f64,
-    /// The server's `jumpgate_resume_seconds`.
-    pub resume_seconds_metric: f64,
-    /// `jumpgate_resume_rooms_left` at ready.
-    pub rooms_left: f64,
-    /// `jumpgate_lobbies_live` at ready: summed over rule sets, and of the run's.
-    pub lobbies_live_sum: f64,
-    pub lobbies_live: f64,
-    /// `jumpgate_games_live` summed, at ready.
-    pub games_live_sum: f64,
-    /// `jumpgate_room_takeovers_total` at ready.
-    pub takeovers: f64,
-    /// Resident set, KiB: at ready and after the settle (`None` in-process).
-    pub rss_kib_at_ready: Option<u64>,
-    pub rss_kib_settled: Option<u64>,
-}
-
-/// The check of a sample of resumed lobbies.
-#[derive(Debug, Clone, Serialize)]
-pub struct Checked {
-    /// Lobbies checked.
-    pub lobbies: usize,
-    /// Guests back in their seat of a game in play.
-    pub seated: usize,
-    /// Of those, the ones to move whose move was stored and acknowledged.
-    pub moved: usize,
-    /// New guests that could watch.
-    pub watched: usize,
-    /// Seat retakes timed (`join_lobby` until ack and state): p50, p99, max, µs.
-    pub join_p50_us: u64,
-    pub join_p99_us: u64,
-    pub join_max_us: u64,
-    /// The first failures.
-    pub failures: Vec<String>,
-}
-
-/// One N.
-#[derive(Debug, Clone, Serialize)]
-pub struct ResumeRun {
-    pub lobbies: usize,
-    pub filled: Filled,
-    pub resumed: Resumed,
-    pub checked: Checked,
-    /// Server memory per resumed lobby, settled, KiB: (RSS − the RSS of the same
-    /// server on an empty Redis) ÷ lobbies.
-    pub kib_per_lobby: Option<f64>,
-    /// ERROR lines the server logged.
-    pub server_errors: usize,
-    pub first_server_errors: Vec<String>,
-}
-
-/// Every run.
-#[derive(Debug, Clone, Serialize)]
-pub struct ResumeReport {
-    pub rule_set: String,
-    pub templates: usize,
-    pub sample: usize,
-    /// RSS of the same server started on an empty Redis, KiB.
-    pub empty_rss_kib: Option<u64>,
-    pub runs: Vec<ResumeRun>,
-}
-
-impl ResumeReport {
-    pub fn table(&self) -> String {
-        let mib =
-            |v: Option<u64>| v.map_or("—".to_owned(), |k| format!("{:.1}", k as f64 / 1024.0));
-        let mut out = String::from(
-            "| open lobbies | spawn → /readyz 200 | jumpgate_resume_seconds | lobbies live | \
-             RSS at ready MiB | RSS settled MiB | KiB per lobby | Redis MiB | checked: seated / \
-             moved / watched | seat retake p50 / p99 ms |\n\
-             |---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
-        );
-        for run in &self.runs {
-            let r = &run.resumed;
-            let c = &run.checked;
-            out.push_str(&format!(
-                "| {} | {:.2} s | {:.2} s | {} | {} | {} | {} | {:.0} | {} of {}: {} / {} / {} | \
-                 {:.2} / {:.2} |\n",
-                run.lobbies,
-                r.ready_seconds,
-                r.resume_seconds_metric,
-                r.lobbies_live_sum,
-                mib(r.rss_kib_at_ready),
-                mib(r.rss_kib_settled),
-                run.kib_per_lobby
-                    .map_or("—".to_owned(), |k| format!("{k:.1}")),
-                run.filled.redis_used_memory as f64 / 1_048_576.0,
-                c.lobbies,
-                c.lobbies,
-                c.seated,
-                c.moved,
-                c.watched,
-                c.join_p50_us as f64 / 1000.0,
-                c.join_p99_us as f64 / 1000.0,
-            ));
-        }
-        out
-    }
-
-    pub fn details(&self) -> String {
-        let mut out = format!(
-            "{} template lobbies ({}) opened through a server, the rest copied in Redis; \
-             the server on an empty Redis: RSS {} KiB\n",
-            self.templates,
-            self.rule_set,
-            self.empty_rss_kib.map_or("—".to_owned(), |k| k.to_string())
-        );
-        for run in &self.runs {
-            let f = &run.filled;
-            let r = &run.resumed;
-            out.push_str(&format!(
-                "{}: copied in {:.1} s; record {} bytes ({} × its code); Redis {} keys, \
-                 {} in jg:lobbies; at ready: {} rooms left, {} games live, {} takeovers; \
-                 server errors {}{}\n",
-                run.lobbies,
-                f.copy_seconds,
-                f.record_bytes,
-                f.code_occurrences,
-                f.redis_keys,
-                f.open_set,
-                r.rooms_left,
-                r.games_live_sum,
-                r.takeovers,
-                run.server_errors,
-                if run.first_server_errors.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", run.first_server_errors.join(" / "))
-                }
-            ));
-            for failure in &run.checked.failures {
-                out.push_str(&format!("{}: check failed: {failure}\n", run.lobbies));
-            }
-        }
-        out
-    }
 }
 
 /// Parses `--rule-set`.
@@ -478,6 +330,7 @@ pub async fn await_resume(
     }
     let ready_seconds = started.elapsed().as_secs_f64();
     let rss_kib_at_ready = pid.and_then(net::vm_rss_kib);
+    let cpu_at_ready = pid.and_then(net::cpu_time);
     let live_name = format!(
         "jumpgate_lobbies_live{{rule_set=\"{}\"}}",
         rule_set.as_str()
@@ -493,6 +346,12 @@ pub async fn await_resume(
             lobbies_live: m(&live_name),
             games_live_sum: m("jumpgate_games_live"),
             takeovers: m("jumpgate_room_takeovers_total"),
+            // The process's own figure counts whole seconds: read /proc
+            // when the server is a process of ours.
+            server_cpu_seconds: cpu_at_ready
+                .map_or_else(|| m("process_cpu_seconds_total"), |t| t.as_secs_f64()),
+            redis_cpu_seconds: 0.0,
+            redis_commands: 0,
             rss_kib_at_ready,
             rss_kib_settled: None,
         }
@@ -640,6 +499,19 @@ async fn watch(url: &str, code: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The median round trip of 50 `PING`s to the Redis at `url`, ms.
+async fn median_ping_ms(url: &str) -> Result<f64, String> {
+    let mut probe = RedisProbe::open(url).await?;
+    let mut times = Vec::with_capacity(50);
+    for _ in 0..50 {
+        let sent = Instant::now();
+        probe.ping().await?;
+        times.push(sent.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
 /// The whole `resume` command.
 pub async fn resume(args: &ResumeArgs) -> Result<ResumeReport, String> {
     let rule_set = parse_rule_set(&args.rule_set)?;
@@ -651,6 +523,9 @@ pub async fn resume(args: &ResumeArgs) -> Result<ResumeReport, String> {
     }
     if !(1.0..=3600.0).contains(&args.patience) || !(0.0..=600.0).contains(&args.settle) {
         return Err("--patience must be 1 to 3600 s and --settle 0 to 600 s".into());
+    }
+    if !(0.0..=100.0).contains(&args.redis_rtt_ms) {
+        return Err("--redis-rtt-ms must be 0 to 100".into());
     }
     if !args.jumpgate.is_file() {
         return Err(format!("{}: no such binary", args.jumpgate.display()));
@@ -665,14 +540,32 @@ pub async fn resume(args: &ResumeArgs) -> Result<ResumeReport, String> {
             ));
         }
         let redis = RedisServer::start(&args.redis_server, false, None).await?;
-        let extra = |id: &str| {
+        // The resuming server's way to Redis: through the proxy, if a
+        // round trip is asked for.
+        let proxy = if args.redis_rtt_ms > 0.0 {
+            let upstream = redis
+                .url
+                .trim_start_matches("redis://")
+                .trim_end_matches("/0")
+                .parse()
+                .map_err(|e| format!("{}: {e}", redis.url))?;
+            let one_way = Duration::from_secs_f64(args.redis_rtt_ms / 2000.0);
+            Some(DelayProxy::start(upstream, one_way).await?)
+        } else {
+            None
+        };
+        let resumer_url = proxy
+            .as_ref()
+            .map_or(redis.url.clone(), |p| format!("redis://{}/0", p.addr));
+        let extra_via = |id: &str, url: &str| {
             vec![
                 "--redis-url".to_owned(),
-                redis.url.clone(),
+                url.to_owned(),
                 "--instance-id".to_owned(),
                 id.to_owned(),
             ]
         };
+        let extra = |id: &str| extra_via(id, &redis.url);
         if empty_rss_kib.is_none() {
             // The same server on the empty Redis, for the baseline memory.
             let empty =
@@ -697,10 +590,19 @@ pub async fn resume(args: &ResumeArgs) -> Result<ResumeReport, String> {
             filled.copy_seconds,
             filled.redis_used_memory as f64 / 1_048_576.0
         );
+        let redis_rtt_measured_ms = median_ping_ms(&resumer_url).await?;
+        let mut probe = RedisProbe::open(&redis.url).await?;
+        let redis_cpu = probe.cpu_seconds().await?;
+        let commands: u64 = probe.command_calls().await?.values().sum();
         let started = Instant::now();
-        let server =
-            start_jumpgate_logging("jumpgate", &args.jumpgate, None, &extra("resumer"), "warn")
-                .await?;
+        let server = start_jumpgate_logging(
+            "jumpgate",
+            &args.jumpgate,
+            None,
+            &extra_via("resumer", &resumer_url),
+            "warn",
+        )
+        .await?;
         let resumed = await_resume(
             server.addr,
             server.pid,
@@ -708,10 +610,11 @@ pub async fn resume(args: &ResumeArgs) -> Result<ResumeReport, String> {
             n,
             rule_set,
             Duration::from_secs_f64(args.patience),
-            Duration::from_secs_f64(args.settle),
+            // The settle is waited below, once Redis's figures are read.
+            Duration::ZERO,
         )
         .await;
-        let resumed = match resumed {
+        let mut resumed = match resumed {
             Ok(resumed) => resumed,
             Err(e) => {
                 let tail = server.output_tail();
@@ -719,16 +622,34 @@ pub async fn resume(args: &ResumeArgs) -> Result<ResumeReport, String> {
                 return Err(format!("resume {n}: {e}: {tail}"));
             }
         };
+        // Read at ready: the resume's cost (the sweeps that start then
+        // read a hundred fences a second).
+        resumed.redis_cpu_seconds = probe.cpu_seconds().await? - redis_cpu;
+        // Less the two INFO commandstats of this probe.
+        resumed.redis_commands = probe
+            .command_calls()
+            .await?
+            .values()
+            .sum::<u64>()
+            .saturating_sub(commands + 2);
         eprintln!(
-            "resume {n}: ready after {:.2} s (resume {:.2} s), {} lobbies live",
-            resumed.ready_seconds, resumed.resume_seconds_metric, resumed.lobbies_live_sum
+            "resume {n}: ready after {:.2} s (resume {:.2} s), {} lobbies live; CPU: server {:.2} s, Redis {:.2} s ({} commands)",
+            resumed.ready_seconds,
+            resumed.resume_seconds_metric,
+            resumed.lobbies_live_sum,
+            resumed.server_cpu_seconds,
+            resumed.redis_cpu_seconds,
+            resumed.redis_commands
         );
+        tokio::time::sleep(Duration::from_secs_f64(args.settle)).await;
+        resumed.rss_kib_settled = server.pid.and_then(net::vm_rss_kib);
         let checked = check(&server.ws_url(), &templates, &sample(&stored, args.sample)).await;
         let transcript = server.transcript();
         server.stop().await;
         redis.stop().await;
         runs.push(ResumeRun {
             lobbies: n,
+            redis_rtt_measured_ms,
             kib_per_lobby: resumed
                 .rss_kib_settled
                 .zip(empty_rss_kib)
@@ -742,6 +663,7 @@ pub async fn resume(args: &ResumeArgs) -> Result<ResumeReport, String> {
     }
     Ok(ResumeReport {
         rule_set: rule_set.as_str().to_owned(),
+        redis_rtt_ms: args.redis_rtt_ms,
         templates: args.templates,
         sample: args.sample,
         empty_rss_kib,

@@ -34,6 +34,9 @@ pub struct ServeConfig {
     /// Least time the side to move gets when a game resumes after a restart.
     #[arg(long, env = "JUMPGATE_RESUME_GRACE_MS", default_value_t = 15_000)]
     pub resume_grace_ms: u64,
+    /// Stored lobbies read and claimed per round trip at start.
+    #[arg(long, env = "JUMPGATE_RESUME_BATCH", default_value_t = 256)]
+    pub resume_batch: usize,
     /// How long a finished or closed lobby is kept in Redis, in seconds.
     #[arg(long, env = "JUMPGATE_FINISHED_TTL_SECS", default_value_t = 86_400)]
     pub finished_ttl_secs: u64,
@@ -276,6 +279,9 @@ pub struct Settings {
     pub redis_timeout: Duration,
     /// Least time the side to move gets when a game resumes.
     pub resume_grace: Duration,
+    /// Stored rooms read and claimed together at start (see
+    /// [`crate::resume`]).
+    pub resume_batch: usize,
     /// How long a finished or closed lobby stays in the store.
     pub finished_ttl: Duration,
     /// How long a lobby with nobody connected and no game in play lives on.
@@ -340,6 +346,7 @@ impl Settings {
             redis_url: None,
             redis_timeout: Duration::from_secs(2),
             resume_grace: Duration::from_secs(15),
+            resume_batch: 256,
             finished_ttl: Duration::from_secs(86_400),
             idle_lobby: Duration::from_secs(1_800),
             correspondence_claim: Duration::from_secs(172_800),
@@ -381,6 +388,7 @@ impl Settings {
         settings.redis_url = config.redis_url.clone();
         settings.redis_timeout = Duration::from_millis(config.redis_timeout_ms.max(1));
         settings.resume_grace = Duration::from_millis(config.resume_grace_ms);
+        settings.resume_batch = config.resume_batch.clamp(1, 10_000);
         settings.finished_ttl = Duration::from_secs(config.finished_ttl_secs.max(1));
         settings.idle_lobby = Duration::from_secs(config.idle_lobby_secs.max(1));
         settings.correspondence_claim = Duration::from_secs(config.correspondence_claim_secs);

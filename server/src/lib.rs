@@ -23,6 +23,7 @@ pub mod net;
 pub mod outbound;
 pub mod ownership;
 pub mod records;
+pub mod resume;
 pub mod room;
 pub mod solo;
 pub mod store;
@@ -488,31 +489,6 @@ pub fn open_leaderboards(
     }
 }
 
-/// Takes back the stored rooms without a live owner (after a restart of a
-/// single instance, all of them), then starts the ownership tasks and
-/// lets requests through.
-async fn resume_stored_rooms(state: &Arc<AppState>) {
-    // Alive before claiming anything: others must not count this instance
-    // dead while it takes rooms over.
-    ownership::start_heartbeat(state).await;
-    let resume_started = std::time::Instant::now();
-    let adopted = loop {
-        match ownership::adopt_open_rooms(state).await {
-            Ok(adopted) => break adopted,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the stored lobbies yet; retrying");
-                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-            }
-        }
-    };
-    metrics::METRICS.resume_rooms_left.set(0);
-    let resume = resume_started.elapsed();
-    metrics::METRICS.resume_seconds.set(resume.as_secs_f64());
-    tracing::info!(adopted, resume_ms = resume.as_millis() as u64, instance = %state.settings.instance_id, "rooms without a live owner taken over");
-    ownership::spawn_background(state);
-    state.resumed.send_replace(true);
-}
-
 /// Serves until `shutdown` resolves, then tells clients and closes. With a
 /// Redis URL in the settings, first resumes every open lobby stored there.
 /// The operator API is served only on `settings.admin_listen`, when set.
@@ -542,7 +518,7 @@ pub async fn run(
         // owner are back, which would otherwise be answered as unknown.
         state.resumed.send_replace(false);
         let resuming = state.clone();
-        tokio::spawn(async move { resume_stored_rooms(&resuming).await });
+        tokio::spawn(async move { resume::resume_stored_rooms(&resuming).await });
     }
     // Shutting down: stop taking connections and rooms, hand every room
     // over (members are told to reconnect, and reach another instance),

@@ -178,6 +178,7 @@ fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
             metrics_listen = ?settings.metrics_listen,
             shutdown_grace_ms = settings.shutdown_grace.as_millis() as u64,
             resume_grace_ms = settings.resume_grace.as_millis() as u64,
+            resume_batch = settings.resume_batch,
             instance = %settings.instance_id,
             accounts_issuer = ?settings.accounts.as_ref().map(|a| a.issuer.as_str()),
             accounts_audience = ?settings.accounts.as_ref().map(|a| a.audience.as_str()),

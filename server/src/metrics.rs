@@ -46,6 +46,7 @@ pub struct Metrics {
     pub rooms_awaiting_store: IntGauge,
     pub resume_seconds: prometheus::Gauge,
     pub resume_rooms_left: IntGauge,
+    pub resume_rooms: IntCounterVec,
     pub build_info: IntGaugeVec,
 }
 
@@ -88,8 +89,24 @@ const BOT_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0,
 ];
 
-/// The Redis operations timed (`op` of `jumpgate_redis_op_seconds`).
-pub const REDIS_OPS: &[&str] = &["games", "load", "ownership", "ping", "write"];
+/// The Redis operations timed (`op` of `jumpgate_redis_op_seconds`);
+/// `resume` is one round trip of a batch at start (see [`crate::resume`]).
+pub const REDIS_OPS: &[&str] = &["games", "load", "ownership", "ping", "resume", "write"];
+
+/// What became of a stored room the start looked at (`outcome` of
+/// `jumpgate_resume_rooms_total`): taken over and running here; owned by
+/// another live instance (or claimed by one first); unloaded (dormant,
+/// loaded when asked for or due); closed (or gone, or a replaced solo game
+/// closed now); kept unresumable for the operator; deferred (the store
+/// failed every try: the orphan sweep and requests take it over later).
+pub const RESUME_OUTCOMES: &[&str] = &[
+    "taken",
+    "elsewhere",
+    "dormant",
+    "closed",
+    "unresumable",
+    "deferred",
+];
 
 impl Metrics {
     fn new() -> Metrics {
@@ -285,6 +302,14 @@ impl Metrics {
                 "Stored open rooms this instance still has to look at while it starts (0 once it has)",
             ))
             .expect("valid metric"),
+            resume_rooms: IntCounterVec::new(
+                opts(
+                    "resume_rooms_total",
+                    "Stored open rooms looked at while this instance started, by what became of them",
+                ),
+                &["outcome"],
+            )
+            .expect("valid metric"),
             build_info: IntGaugeVec::new(
                 opts("build_info", "Always 1; the labels say which build runs"),
                 &["version"],
@@ -293,7 +318,7 @@ impl Metrics {
             registry,
         };
         let r = &m.registry;
-        let all: [Box<dyn prometheus::core::Collector>; 35] = [
+        let all: [Box<dyn prometheus::core::Collector>; 36] = [
             Box::new(m.connections_open.clone()),
             Box::new(m.lobbies_live.clone()),
             Box::new(m.games_live.clone()),
@@ -328,6 +353,7 @@ impl Metrics {
             Box::new(m.rooms_awaiting_store.clone()),
             Box::new(m.resume_seconds.clone()),
             Box::new(m.resume_rooms_left.clone()),
+            Box::new(m.resume_rooms.clone()),
             Box::new(m.build_info.clone()),
         ];
         for c in all {
@@ -356,6 +382,9 @@ impl Metrics {
         for op in REDIS_OPS {
             m.redis_op_seconds.with_label_values(&[op]);
             m.redis_errors.with_label_values(&[op]);
+        }
+        for outcome in RESUME_OUTCOMES {
+            m.resume_rooms.with_label_values(&[outcome]);
         }
         for level in crate::bots::Level::ALL {
             m.bot_think_seconds.with_label_values(&[level.name()]);

@@ -36,7 +36,7 @@ const POLL: Duration = Duration::from_millis(25);
 
 /// What taking a room over came to.
 #[derive(Debug, PartialEq, Eq)]
-enum Adoption {
+pub(crate) enum Adoption {
     /// The room runs here now (or already did).
     Adopted,
     /// Someone else changed the fence first, or the room is gone.
@@ -178,7 +178,24 @@ async fn adopt(state: &Arc<AppState>, id: &str, seen: &Fence) -> Result<Adoption
     let Some(owner) = state.store.claim(id, seen, me).await? else {
         return Ok(Adoption::Lost);
     };
-    let stored = match state.store.load(id).await {
+    let stored = state.store.load(id).await;
+    start_claimed(state, id, seen, owner, stored).await
+}
+
+/// Starts the task of a room this instance has just claimed at `owner`
+/// (from the fence `seen`), from `stored`, the room as read after the
+/// claim; the caller holds the room's adoption lock. A stored room that
+/// does not resume is listed for the operator; a replaced or closed solo
+/// game is closed.
+pub(crate) async fn start_claimed(
+    state: &Arc<AppState>,
+    id: &str,
+    seen: &Fence,
+    owner: crate::store::OwnerEpoch,
+    stored: Result<Option<crate::store::StoredRoom>, StoreError>,
+) -> Result<Adoption, StoreError> {
+    let me = &state.settings.instance_id;
+    let stored = match stored {
         Ok(Some(stored)) => stored,
         Ok(None) => return Ok(Adoption::Lost),
         // Stored bytes this server cannot read: kept, listed for the
@@ -348,54 +365,6 @@ async fn wake_dormant(state: &Arc<AppState>, due: Vec<crate::store::Dormant>) ->
         .filter(|done| std::future::ready(*done))
         .count()
         .await
-}
-
-/// Adopts every open room without a live owner: at start, this catches
-/// rooms stored before ownership existed as well as those of instances
-/// that died. Returns how many rooms run here afterwards. A room that
-/// cannot be taken just now (a timeout, say) does not hold up the others:
-/// it is still listed under its owner, where the orphan sweep finds it, and
-/// a request for it takes it over; only failing to list the rooms at all
-/// is an error.
-pub async fn adopt_open_rooms(state: &Arc<AppState>) -> Result<usize, StoreError> {
-    use futures_util::StreamExt;
-    let codes = state.store.open_codes().await?;
-    // Progress for operators: how many stored rooms are still to look at.
-    let left = &crate::metrics::METRICS.resume_rooms_left;
-    left.set(i64::try_from(codes.len()).unwrap_or(i64::MAX));
-    let adopted = futures_util::stream::iter(codes)
-        .map(|code| async move {
-            let adopted = async {
-                let Some(fence) = state.store.fence(&code).await? else {
-                    return Ok(false);
-                };
-                // An unloaded lobby stays in the store until it is asked
-                // for or due (the dormant sweep): a start loads none, but
-                // lists it again as dormant if that entry was lost (say,
-                // by a failover of another slot's master).
-                if fence.parked && fence.owner.is_none() {
-                    if let Some(wake) = &fence.wake {
-                        state.store.relist_dormant(&code, wake).await?;
-                    }
-                    return Ok(false);
-                }
-                if state.is_draining() {
-                    return Ok(false);
-                }
-                Ok(owner_if_alive(state, &fence).await?.is_none()
-                    && adopt(state, &code, &fence).await? == Adoption::Adopted)
-            }
-            .await;
-            left.dec();
-            adopted.unwrap_or_else(|e: StoreError| {
-                tracing::warn!(room = %code, error = %e, "not taken over at start; the sweep will try again");
-                false
-            })
-        })
-        .buffer_unordered(ADOPT_AT_ONCE)
-        .fold(0, |n, adopted| async move { n + usize::from(adopted) })
-        .await;
-    Ok(adopted)
 }
 
 /// Starts the heartbeat, before this instance claims anything, and keeps

@@ -141,3 +141,72 @@ impl ConnectionLike for RedisConn {
         0
     }
 }
+
+impl RedisConn {
+    /// Sends groups of commands, each naming keys of one hash slot only
+    /// (`slot_key` is one of them), in as few round trips as the connection
+    /// allows: to one Redis, all of them as one pipeline; to a cluster, one
+    /// pipeline per slot, all sent at once (the cluster client refuses a
+    /// pipeline whose keys span slots, and a room's keys are a slot of
+    /// their own). Returns each group's replies in order, a command's
+    /// error among them as `Value::ServerError`; a group whose pipeline
+    /// failed as a whole (a timeout, a lost connection) gets that error.
+    pub async fn query_per_slot(
+        &self,
+        groups: &[(String, Vec<Cmd>)],
+    ) -> Vec<redis::RedisResult<Vec<Value>>> {
+        match self {
+            RedisConn::Single(_) => {
+                let all: Vec<&(String, Vec<Cmd>)> = groups.iter().collect();
+                self.query_together(&all).await
+            }
+            RedisConn::Cluster(_) => {
+                let mut slots: std::collections::HashMap<redis::cluster_routing::Slot, Vec<usize>> =
+                    std::collections::HashMap::new();
+                for (i, (key, _)) in groups.iter().enumerate() {
+                    slots
+                        .entry(redis::cluster_routing::Slot::for_key(key))
+                        .or_default()
+                        .push(i);
+                }
+                let sends = slots.into_values().map(|members| async move {
+                    let mine: Vec<&(String, Vec<Cmd>)> =
+                        members.iter().map(|&i| &groups[i]).collect();
+                    (members, self.query_together(&mine).await)
+                });
+                let mut replies: Vec<Option<redis::RedisResult<Vec<Value>>>> =
+                    (0..groups.len()).map(|_| None).collect();
+                for (members, answers) in futures_util::future::join_all(sends).await {
+                    for (i, answer) in members.into_iter().zip(answers) {
+                        replies[i] = Some(answer);
+                    }
+                }
+                replies.into_iter().flatten().collect()
+            }
+        }
+    }
+
+    /// The groups as one pipeline, its replies split back by group.
+    async fn query_together(
+        &self,
+        groups: &[&(String, Vec<Cmd>)],
+    ) -> Vec<redis::RedisResult<Vec<Value>>> {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for (_, cmds) in groups {
+            for cmd in cmds {
+                pipe.add_command(cmd.clone());
+            }
+        }
+        match pipe.query_async::<Vec<Value>>(&mut self.clone()).await {
+            Ok(values) => {
+                let mut values = values.into_iter();
+                groups
+                    .iter()
+                    .map(|(_, cmds)| Ok(values.by_ref().take(cmds.len()).collect()))
+                    .collect()
+            }
+            Err(e) => groups.iter().map(|_| Err(e.clone())).collect(),
+        }
+    }
+}

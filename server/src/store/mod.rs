@@ -22,6 +22,7 @@
 mod conn;
 mod memory;
 mod redis;
+mod redis_reads;
 mod scripts;
 
 pub use self::conn::{RedisConn, cluster_seeds, redis_connection};
@@ -229,6 +230,23 @@ pub struct StoredRoom {
     pub moves: Vec<StoredMove>,
 }
 
+/// What claiming a room in a batch came to (see [`Store::claim_and_load`]).
+#[derive(Debug)]
+pub enum Claimed {
+    /// The fence was no longer the one seen: someone else moved first.
+    Lost,
+    /// Claimed at `owner`; the room as read after the claim (`Ok(None)`:
+    /// gone meanwhile; an error: claimed, but not read).
+    Won {
+        owner: OwnerEpoch,
+        stored: Result<Option<StoredRoom>, StoreError>,
+    },
+}
+
+/// Per room of a batch: its result, or the store error that left it
+/// unknown.
+pub type PerRoom<T> = Vec<Result<T, StoreError>>;
+
 /// What the rooms persist.
 pub trait Store: Send + Sync + std::fmt::Debug {
     /// Applies a write atomically, all of it or none of it, if it follows
@@ -344,6 +362,55 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     -> StoreFuture<'a, ()>;
     /// The records of these rooms, where open (`None`: closed or gone).
     fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<String>>>;
+
+    /// [`fence`](Self::fence) for many rooms at once (the start reads them
+    /// in batches), in the order of `codes`. The outer error: nothing was
+    /// read; an inner one: that room's fence was not.
+    fn fences<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, PerRoom<Option<Fence>>> {
+        Box::pin(async move {
+            let mut fences = Vec::with_capacity(codes.len());
+            for code in codes {
+                fences.push(self.fence(code).await);
+            }
+            Ok(fences)
+        })
+    }
+    /// [`is_alive`](Self::is_alive) for many instances at once, in order.
+    fn alive<'a>(&'a self, instances: &'a [String]) -> StoreFuture<'a, Vec<bool>> {
+        Box::pin(async move {
+            let mut alive = Vec::with_capacity(instances.len());
+            for instance in instances {
+                alive.push(self.is_alive(instance).await?);
+            }
+            Ok(alive)
+        })
+    }
+    /// [`claim`](Self::claim) for many rooms at once, each room read
+    /// ([`load`](Self::load)) right after its own claim, in the order of
+    /// `rooms` (code and the fence seen). Every room is listed among `me`'s
+    /// rooms before any is claimed. The outer error: nothing was claimed;
+    /// an inner one: that room's claim may or may not have landed (read
+    /// its fence again).
+    fn claim_and_load<'a>(
+        &'a self,
+        rooms: &'a [(String, Fence)],
+        me: &'a Arc<str>,
+    ) -> StoreFuture<'a, PerRoom<Claimed>> {
+        Box::pin(async move {
+            let mut claimed = Vec::with_capacity(rooms.len());
+            for (code, seen) in rooms {
+                claimed.push(match self.claim(code, seen, me).await {
+                    Ok(Some(owner)) => Ok(Claimed::Won {
+                        owner,
+                        stored: self.load(code).await,
+                    }),
+                    Ok(None) => Ok(Claimed::Lost),
+                    Err(e) => Err(e),
+                });
+            }
+            Ok(claimed)
+        })
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! commands, unloading and the "my games" lists, which share the
 //! connection, the script loading and the key layout documented on
 //! [`RedisStore`]; splitting the impl would scatter that layout. The Lua
-//! scripts themselves are in `scripts`.
+//! scripts themselves are in `scripts`, the reads of rooms (one, or many
+//! at once) in `redis_reads`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -16,13 +17,14 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::conn::{RedisConn, redis_connection};
+use super::redis_reads::load_room;
 use super::scripts::{
     CLAIM_SCRIPT, EXPIRE_NOTE_SCRIPT, FORGET_DORMANT_SCRIPT, PARK_SCRIPT, RELEASE_SCRIPT,
     WRITE_SCRIPT,
 };
 use super::{
-    Beat, Dormant, Fence, Orphan, OwnerEpoch, RoomWrite, Store, StoreError, StoreFuture,
-    StoredMove, StoredRoom, WriteError, WriteFuture,
+    Beat, Claimed, Dormant, Fence, Orphan, OwnerEpoch, PerRoom, RoomWrite, Store, StoreError,
+    StoreFuture, StoredRoom, WriteError, WriteFuture,
 };
 
 /// The Redis store. Keys (all for one room share the hash tag `{CODE}`):
@@ -53,9 +55,9 @@ use super::{
 #[derive(Clone)]
 pub struct RedisStore {
     client: redis::Client,
-    conn: RedisConn,
+    pub(super) conn: RedisConn,
     script: redis::Script,
-    claim: redis::Script,
+    pub(super) claim: redis::Script,
     release: redis::Script,
     park: redis::Script,
 }
@@ -66,7 +68,7 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
-const OPEN_SET: &str = "jg:lobbies";
+pub(super) const OPEN_SET: &str = "jg:lobbies";
 const INSTANCES: &str = "jg:instances";
 const RELEASED: &str = "jg:orphans";
 const DORMANT: &str = "jg:dormant";
@@ -75,11 +77,11 @@ fn mine_key(identity: &str) -> String {
     format!("jg:mine:{{{identity}}}")
 }
 
-fn alive_key(instance: &str) -> String {
+pub(super) fn alive_key(instance: &str) -> String {
     format!("jg:alive:{{{instance}}}")
 }
 
-fn owned_key(instance: &str) -> String {
+pub(super) fn owned_key(instance: &str) -> String {
     format!("jg:owned:{{{instance}}}")
 }
 
@@ -91,7 +93,7 @@ fn solo_key(owner: &str) -> String {
     format!("jg:solo:{{{owner}}}")
 }
 
-fn keys(code: &str) -> [String; 4] {
+pub(super) fn keys(code: &str) -> [String; 4] {
     [
         format!("jg:{{{code}}}:room"),
         format!("jg:{{{code}}}:moves"),
@@ -634,30 +636,23 @@ impl Store for RedisStore {
     }
 
     fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<String>>> {
-        Box::pin(observed("load", async move {
-            if codes.is_empty() {
-                return Ok(Vec::new());
-            }
-            // Each room's record (its own slot) and whether it is open, all
-            // at once: one command per slot, sent together.
-            let reads = codes.iter().map(|code| {
-                let mut conn = self.conn.clone();
-                let mut other = self.conn.clone();
-                async move {
-                    let [room, _, _, _] = keys(code);
-                    let mut get = redis::cmd("GET");
-                    get.arg(&room);
-                    let record = get.query_async::<Option<String>>(&mut conn);
-                    let mut member = redis::cmd("SISMEMBER");
-                    member.arg(OPEN_SET).arg(code);
-                    let open = member.query_async::<bool>(&mut other);
-                    let (record, open) = futures_util::future::join(record, open).await;
-                    let open = open.map_err(StoreError::from)?;
-                    Ok::<_, StoreError>(record.map_err(StoreError::from)?.filter(|_| open))
-                }
-            });
-            futures_util::future::try_join_all(reads).await
-        }))
+        Box::pin(observed("load", self.read_open_records(codes)))
+    }
+
+    fn fences<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, PerRoom<Option<Fence>>> {
+        Box::pin(observed("resume", self.read_fences(codes)))
+    }
+
+    fn alive<'a>(&'a self, instances: &'a [String]) -> StoreFuture<'a, Vec<bool>> {
+        Box::pin(observed("resume", self.read_alive(instances)))
+    }
+
+    fn claim_and_load<'a>(
+        &'a self,
+        rooms: &'a [(String, Fence)],
+        me: &'a Arc<str>,
+    ) -> StoreFuture<'a, PerRoom<Claimed>> {
+        Box::pin(observed("resume", self.claim_and_read(rooms, me)))
     }
 
     fn solo_of<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Option<String>> {
@@ -850,49 +845,4 @@ async fn srem(conn: &mut RedisConn, key: &str, member: &str) -> Result<(), Store
         .await
         .map_err(StoreError::from)?;
     Ok(())
-}
-
-/// Reads one room: its record and every move in its log.
-async fn load_room(conn: &mut RedisConn, code: &str) -> Result<Option<StoredRoom>, StoreError> {
-    let [room, moves, _, _] = keys(code);
-    let record: Option<String> = redis::cmd("GET")
-        .arg(&room)
-        .query_async(conn)
-        .await
-        .map_err(StoreError::from)?;
-    let Some(record) = record else {
-        return Ok(None);
-    };
-    let entries: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
-        .arg(&moves)
-        .arg("-")
-        .arg("+")
-        .query_async(conn)
-        .await
-        .map_err(StoreError::from)?;
-    let moves = entries
-        .ids
-        .iter()
-        .map(parse_entry)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(StoredRoom {
-        code: code.to_owned(),
-        record,
-        moves,
-    }))
-}
-
-fn parse_entry(entry: &redis::streams::StreamId) -> Result<StoredMove, StoreError> {
-    let bad = || StoreError::Unreadable(format!("malformed move entry {}", entry.id));
-    let (game, ply) = entry.id.split_once('-').ok_or_else(bad)?;
-    let field =
-        |name: &str| -> Result<String, StoreError> { entry.get::<String>(name).ok_or_else(bad) };
-    Ok(StoredMove {
-        game_no: game.parse().map_err(|_| bad())?,
-        ply: ply.parse().map_err(|_| bad())?,
-        path: field("path")?,
-        text: field("text")?,
-        seat: field("seat")?.parse().map_err(|_| bad())?,
-        seq: field("seq")?.parse().map_err(|_| bad())?,
-    })
 }

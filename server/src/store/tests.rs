@@ -1,5 +1,5 @@
 //! The memory store keeps the Redis store's expiry rules, on tokio's
-//! paused clock.
+//! paused clock; its batched claims follow the single ones.
 
 use super::*;
 
@@ -101,4 +101,42 @@ async fn a_solo_note_expires_with_its_game_only_while_it_names_it() {
         store.index_solo_unless_noted("bob", "SBOB").await.unwrap(),
         Some("SBOB".into())
     );
+}
+
+/// The batched reads and claims of the start say what the single ones
+/// would, room by room: a stale fence loses its claim, a current one wins
+/// it and reads the room written before the claim.
+#[tokio::test]
+async fn batched_claims_follow_the_single_rules_room_by_room() {
+    let store = MemoryStore::default();
+    store.write(write("AAAA", 0, 1, true, None)).await.unwrap();
+    store.write(write("BBBB", 0, 1, true, None)).await.unwrap();
+    let codes: Vec<String> = ["AAAA", "BBBB", "GONE"].map(String::from).into();
+    let fences = store.fences(&codes).await.unwrap();
+    let fences: Vec<Option<Fence>> = fences.into_iter().map(Result::unwrap).collect();
+    assert!(fences[0].is_some() && fences[1].is_some() && fences[2].is_none());
+    // Someone else claims BBBB after our read: our fence of it is stale.
+    let other: Arc<str> = Arc::from("other");
+    let seen_b = fences[1].clone().unwrap();
+    store.claim("BBBB", &seen_b, &other).await.unwrap().unwrap();
+    let me: Arc<str> = Arc::from("me-too");
+    let rooms = vec![
+        ("AAAA".to_owned(), fences[0].clone().unwrap()),
+        ("BBBB".to_owned(), seen_b),
+    ];
+    let claimed = store.claim_and_load(&rooms, &me).await.unwrap();
+    match &claimed[0] {
+        Ok(Claimed::Won { owner, stored }) => {
+            assert_eq!((&*owner.instance, owner.epoch), ("me-too", 2));
+            let stored = stored.as_ref().unwrap().as_ref().unwrap();
+            assert_eq!(stored.record, "{\"version\":1}");
+        }
+        other => panic!("AAAA: {other:?}"),
+    }
+    assert!(matches!(claimed[1], Ok(Claimed::Lost)), "BBBB: lost");
+    let instances = ["me-too".to_owned(), "nobody".to_owned()];
+    let alive = store.alive(&instances).await.unwrap();
+    for (instance, alive) in instances.iter().zip(alive) {
+        assert_eq!(store.is_alive(instance).await.unwrap(), alive);
+    }
 }

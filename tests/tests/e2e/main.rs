@@ -19,3 +19,4 @@ mod retention;
 mod solo;
 mod space_rule_sets;
 mod stakes;
+mod startup;

@@ -44,6 +44,7 @@ async fn health_and_metrics_follow_what_happens() {
         "jumpgate_rooms_awaiting_store",
         "jumpgate_resume_seconds",
         "jumpgate_resume_rooms_left",
+        "jumpgate_resume_rooms_total",
         "jumpgate_build_info",
         "process_resident_memory_bytes",
         "process_open_fds",
@@ -57,6 +58,8 @@ async fn health_and_metrics_follow_what_happens() {
         r#"jumpgate_moves_rejected_total{reason="not_your_turn"} "#,
         r#"jumpgate_series_finished_total{outcome="resigned"} "#,
         r#"jumpgate_redis_errors_total{op="write"} "#,
+        r#"jumpgate_redis_errors_total{op="resume"} "#,
+        r#"jumpgate_resume_rooms_total{outcome="deferred"} "#,
         r#"jumpgate_bot_think_seconds_count{level="executive"} "#,
     ] {
         assert!(before.contains(series), "{series} is there from the start");
