@@ -7,6 +7,7 @@ use serde::Serialize;
 /// Codes are stable within protocol v1; clients branch on them, while the `message`
 /// that comes with them is for people. `PROTOCOL.md` says when each one is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// The frame could not be decoded into a message (bad bytes, wrong frame kind,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// Later protocol versions may add rule sets, so clients of other languages should
 /// tolerate rule-set names they do not know.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RuleSet {
     /// American checkers (English draughts).
@@ -46,6 +47,7 @@ wire_names!(RuleSet {
 
 /// A side of the board. Dark always moves first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Color {
     /// The first-moving side, whose men start on ranks 1–3.
@@ -71,6 +73,7 @@ impl Color {
 
 /// The game of the current round, as everyone in the room sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GameView {
     /// Which seat (0 or 1) plays Dark this round; the other plays Light.
     pub dark_seat: u8,
@@ -120,6 +123,7 @@ pub struct GameView {
 /// A board that is not the 8×8 grid: every square with a place to draw it, and the
 /// lines that join neighbouring squares.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BoardGeometry {
     /// Every square of the board.
     pub squares: Vec<SquareGeometry>,
@@ -129,6 +133,7 @@ pub struct BoardGeometry {
 
 /// Where one square of a [`BoardGeometry`] is drawn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SquareGeometry {
     /// The square's name, as used in pieces, paths and notation (e.g. "A3", "C").
     pub name: String,
@@ -140,6 +145,7 @@ pub struct SquareGeometry {
 
 /// Space Mode's extra state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SpaceView {
     /// The two linked squares (board names). A piece landing on one comes out of
     /// the other if it is empty.
@@ -150,6 +156,7 @@ pub struct SpaceView {
 
 /// Thruster charges left, per side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Boosts {
     /// Dark's charges.
     pub dark: u8,
@@ -159,6 +166,7 @@ pub struct Boosts {
 
 /// Points per side in an `orbit` game.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Points {
     /// Dark's points.
     pub dark: u32,
@@ -168,6 +176,7 @@ pub struct Points {
 
 /// One piece on the board.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PieceView {
     /// Where it stands, e.g. "c3".
     pub square: String,
@@ -179,6 +188,7 @@ pub struct PieceView {
 
 /// A move, both as the rule set writes it and as squares.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MoveView {
     /// The rule set's notation, e.g. "11-15" or "c3:e5".
     pub notation: String,
@@ -201,6 +211,7 @@ fn is_false(b: &bool) -> bool {
 
 /// How a game ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GameResult {
     /// The side that won; absent for a draw or a game ended without a result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -214,6 +225,7 @@ pub struct GameResult {
 
 /// Why a game ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum GameEndReason {
     /// The loser has no pieces left.

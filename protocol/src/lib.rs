@@ -10,6 +10,9 @@
 //! for one connection, and [`reconnect::ReconnectingClient`], which wraps it and
 //! reconnects by itself: it re-enters its room and re-sends unanswered requests after a
 //! dropped connection, a server restart or the room moving to another server instance.
+//!
+//! The `schema` cargo feature adds [`schema`], the JSON Schemas of both message sets,
+//! generated from these types; `protocol/schema/` holds them for other languages.
 
 /// Gives a fieldless wire enum its wire names: an `ALL` list, `as_str`, `Display`, and a
 /// `Deserialize` that accepts exactly those strings.
@@ -78,6 +81,8 @@ mod outline;
 #[cfg(feature = "client")]
 pub mod reconnect;
 mod room;
+#[cfg(feature = "schema")]
+pub mod schema;
 
 pub use codec::{DecodeError, EncodeError, Encoding, Frame, FrameKind};
 pub use error_code::ErrorCode;

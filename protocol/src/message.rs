@@ -17,6 +17,7 @@ fn default_series_length() -> u8 {
 /// `type` entry names the variant in snake_case; fields the server does not know are
 /// ignored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ClientMessage {
     /// The first message on every connection: protocol version and, to resume an
@@ -222,6 +223,7 @@ impl ClientMessage {
 
 /// Who the server knows a connection as.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Identity {
     /// Stable id; the same on every connection that presents this identity's token.
     pub id: String,
@@ -233,6 +235,7 @@ pub struct Identity {
 
 /// A message from the server to a client.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[allow(
     clippy::large_enum_variant,
@@ -325,6 +328,7 @@ impl ServerMessage {
 
 /// Who plays a solo game.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SoloMode {
     /// You against the computer.
@@ -341,6 +345,7 @@ wire_names!(SoloMode {
 
 /// The computer's strength, weakest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum BotLevel {
     Tamer,
@@ -358,6 +363,7 @@ wire_names!(BotLevel {
 
 /// A solo game as the player sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SoloState {
     /// Rises with every change.
     pub version: u64,

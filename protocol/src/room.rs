@@ -9,6 +9,7 @@ use crate::game::{BoardGeometry, GameView, RuleSet};
 /// Seat-indexed lists (`players`, `next_round`, `rematch`, `series.wins`) always have
 /// two entries; index 0 is seat 0.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RoomState {
     /// Increases with every change to the room; see "Room versions" in `PROTOCOL.md`.
     pub version: u64,
@@ -47,7 +48,7 @@ pub struct RoomState {
     pub invite_link: Option<String>,
     /// The identity id of the host, who may end the match.
     pub host: String,
-    /// Who sits in each seat; `None` for an empty seat.
+    /// Who sits in each seat; `null` (`None`) for an empty seat.
     pub players: Vec<Option<PlayerView>>,
     /// When both seats hold accounts: their head-to-head record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -77,6 +78,7 @@ pub struct RoomState {
 
 /// A seated player.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PlayerView {
     /// Identity id, as in `welcome.identity.id`.
     pub id: String,
@@ -91,6 +93,7 @@ pub struct PlayerView {
 
 /// A player's record as others see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RecordView {
     /// Rookie, Contender, Hustler, Shark, Kingpin or Legend.
     pub rank: String,
@@ -103,18 +106,20 @@ pub struct RecordView {
 
 /// The all-time series results between the two seated accounts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct HeadToHead {
     /// Series won, by seat.
     pub wins: Vec<u32>,
     pub draws: u32,
 }
 
-/// Where a room is in its life.
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// Where a room is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Fewer than two players; no series has started.
@@ -139,6 +144,7 @@ wire_names!(Phase {
 
 /// The score of a series.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SeriesView {
     /// The current round, counting from 1.
     pub round: u32,
@@ -158,6 +164,7 @@ pub struct SeriesView {
 
 /// How a series ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SeriesResult {
     /// The winning seat; absent when the series was drawn or ended without a winner.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -168,6 +175,7 @@ pub struct SeriesResult {
 
 /// Why a series ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SeriesEndReason {
     /// A player won a majority of the series length.
@@ -199,6 +207,7 @@ wire_names!(SeriesEndReason {
 
 /// How fast a lobby is played, chosen at creation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Pace {
     /// Both players at the board: the move clock forfeits a side that runs out of time.
@@ -225,6 +234,7 @@ impl Pace {
 /// Which draw rules a lobby's games are judged by, chosen at creation (`rules/RULES.md`,
 /// "Draws"). Threefold repetition draws under both.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DrawRules {
     /// The default: a run of plies with no capture and no man move (80 in `american` and
@@ -252,6 +262,7 @@ impl DrawRules {
 /// What a lobby is, as shown before joining it (`lobby_info`, and the JSON of
 /// `GET /r/{CODE}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LobbySummary {
     pub code: String,
     pub rule_set: RuleSet,
@@ -264,7 +275,7 @@ pub struct LobbySummary {
     /// when the creator left); absent if the host holds no seat.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_name: Option<String>,
-    /// Display names by seat; `None` for an empty seat.
+    /// Display names by seat; `null` (`None`) for an empty seat.
     pub players: Vec<Option<String>>,
     /// Connections watching.
     pub spectators: u32,
@@ -279,6 +290,7 @@ pub struct LobbySummary {
 
 /// Whether a [`MyGame`] is a lobby or a solo game.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum GameKind {
     Lobby,
@@ -292,6 +304,7 @@ wire_names!(GameKind {
 
 /// One unfinished lobby or solo game of yours, in `my_games`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MyGame {
     /// The lobby's code, or the solo game's id (`S` and a code).
     pub code: String,

@@ -13,7 +13,9 @@
 //!   message, or the same error code and `seq`;
 //! - a refusal carries the `seq` exactly when the frame is a map with one integer `seq`
 //!   in `u32`'s range, and is `unknown_message_type` exactly when `type` is one string
-//!   naming no message.
+//!   naming no message;
+//! - the JSON Schemas (`protocol/schema/`) accept a tree exactly when the decoder does,
+//!   wherever a schema can judge it (no repeated key, no whole-number float).
 //!
 //! `JUMPGATE_FUZZ_CASES=100000 cargo test -p jumpgate-protocol --test protocol fuzz
 //! --release` runs each target longer.
@@ -193,6 +195,8 @@ fn check_tree(tree: &Value) {
                 outcome,
                 "{decoder:?}: JSON and MessagePack disagree on {json}"
             );
+            let accepted = !matches!(outcome, Outcome::Refused(..));
+            crate::schema::check_tree(decoder, tree, json, accepted);
         }
     }
 }

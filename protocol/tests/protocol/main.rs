@@ -1,7 +1,7 @@
 //! The protocol crate's tests, one binary: golden byte vectors for every
-//! message and for the frames decoders must refuse, fuzz targets for the
-//! decoders, and the client and the reconnecting client against stand-in
-//! servers.
+//! message and for the frames decoders must refuse, the JSON Schemas checked
+//! against them, fuzz targets for the decoders, and the client and the
+//! reconnecting client against stand-in servers.
 #![allow(
     clippy::result_large_err,
     reason = "tungstenite's handshake callback fixes the callback's error type"
@@ -12,4 +12,5 @@ mod fuzz;
 mod golden;
 mod reconnect;
 mod refusals;
+mod schema;
 mod wire_value;
