@@ -26,6 +26,9 @@
 //! backed by a [`redis_cluster`] of three masters and on one backed by one Redis.
 //! `resume` ([`resume`]) times a start that resumes 10,000 or 100,000 open lobbies
 //! copied straight into Redis.
+//! `year` ([`year`]) writes what the retention policy leaves of a year of play into
+//! a fresh Redis (sample rooms played through a server, copied; accounts simulated)
+//! and measures its memory by key family.
 
 pub mod bench;
 pub mod bench_cluster;
@@ -46,3 +49,4 @@ pub mod report;
 pub mod resume;
 pub mod seated;
 pub mod svg;
+pub mod year;

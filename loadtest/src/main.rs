@@ -6,7 +6,8 @@
 //! cap, deadlines and per-address limits under abuse; `dormant` measures the memory
 //! of unloaded correspondence lobbies and the time to load one on a join;
 //! `bench-cluster` compares saturated moves/s on a Redis Cluster and on one Redis;
-//! `resume` times a start that resumes 10,000 or 100,000 stored open lobbies.
+//! `resume` times a start that resumes 10,000 or 100,000 stored open lobbies;
+//! `year` measures Redis's memory after a simulated year of play.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use jumpgate_loadtest::{
     bench, bench_cluster, bots, dormant, echo, edge, failover, fencing, leaderboard, net,
-    ownership_cost, resume, svg,
+    ownership_cost, resume, svg, year,
 };
 use serde::Serialize;
 
@@ -60,6 +61,10 @@ enum Command {
     /// Fill a fresh Redis with N open lobbies with a game in play, start Jumpgate on
     /// it, and time until it has resumed them all and is ready.
     Resume(Box<resume::ResumeArgs>),
+    /// Start Redis, play sample rooms of every kind through one instance, write a
+    /// year of rooms, wallets, records and leaderboards into Redis by the retention
+    /// policy, and measure its memory by key family.
+    Year(Box<year::YearArgs>),
     /// Run the echo baseline: every data frame is sent back as is.
     EchoServer {
         /// Loopback address to listen on.
@@ -93,6 +98,10 @@ fn main() -> ExitCode {
             print_report(&report.table(), &report.details(), &report, &args.out_json)
         }),
         Command::Edge(args) => run_edge(&args),
+        Command::Year(args) => runtime().and_then(|rt| {
+            let report = rt.block_on(year::year(&args))?;
+            print_report(&report.table(), &report.details(), &report, &args.out_json)
+        }),
         Command::Dormant(args) => runtime().and_then(|rt| {
             let report = rt.block_on(dormant::dormant(&args))?;
             print_report(&report.table(), &report.details(), &report, &args.out_json)
