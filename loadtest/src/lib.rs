@@ -27,6 +27,9 @@
 //! `resume` ([`resume`]) times a start that resumes 10,000 or 100,000 open lobbies
 //! copied straight into Redis, optionally with a network's round trip added
 //! between the server and Redis by a [`delay`] proxy.
+//! `year` ([`year`]) writes what the retention policy leaves of a year of play into
+//! a fresh Redis (sample rooms played through a server, copied; accounts simulated)
+//! and measures its memory by key family.
 
 pub mod bench;
 pub mod bench_cluster;
@@ -49,3 +52,4 @@ pub mod report;
 pub mod resume;
 pub mod seated;
 pub mod svg;
+pub mod year;

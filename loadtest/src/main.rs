@@ -6,7 +6,8 @@
 //! cap, deadlines and per-address limits under abuse; `dormant` measures the memory
 //! of unloaded correspondence lobbies and the time to load one on a join;
 //! `bench-cluster` compares saturated moves/s on a Redis Cluster and on one Redis;
-//! `resume` times a start that resumes 10,000 or 100,000 stored open lobbies.
+//! `resume` times a start that resumes 10,000 or 100,000 stored open lobbies;
+//! `year` measures Redis's memory after a simulated year of play.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use jumpgate_loadtest::{
     bench, bench_cluster, bots, dormant, echo, edge, failover, fencing, hot_slots, leaderboard,
-    net, ownership_cost, resume, svg,
+    net, ownership_cost, resume, svg, year,
 };
 use serde::Serialize;
 
@@ -63,6 +64,10 @@ enum Command {
     /// Start a Redis Cluster and saturate the wallets, records and leaderboards, each
     /// in its one slot, with their real scripts; compare with the peak demand.
     HotSlots(Box<hot_slots::HotSlotsArgs>),
+    /// Start Redis, play sample rooms of every kind through one instance, write a
+    /// year of rooms, wallets, records and leaderboards into Redis by the retention
+    /// policy, and measure its memory by key family.
+    Year(Box<year::YearArgs>),
     /// Run the echo baseline: every data frame is sent back as is.
     EchoServer {
         /// Loopback address to listen on.
@@ -100,6 +105,10 @@ fn main() -> ExitCode {
             print_report(&report.table(), &report.details(), &report, &args.out_json)
         }),
         Command::Edge(args) => run_edge(&args),
+        Command::Year(args) => runtime().and_then(|rt| {
+            let report = rt.block_on(year::year(&args))?;
+            print_report(&report.table(), &report.details(), &report, &args.out_json)
+        }),
         Command::Dormant(args) => runtime().and_then(|rt| {
             let report = rt.block_on(dormant::dormant(&args))?;
             print_report(&report.table(), &report.details(), &report, &args.out_json)
