@@ -76,6 +76,9 @@ pub struct BotConfig {
     pub node_limit: Option<u64>,
     /// Which Executive plays (the other levels have one version each).
     pub executive: ExecutiveVersion,
+    /// Weights for the current Executive instead of its own, to try a fit
+    /// before it is written into the crate (`jumpgate versus --weights`).
+    pub weights: Option<&'static tuned::TunedWeights>,
 }
 
 /// The Executive's versions in draughts: the current one, and the first
@@ -102,6 +105,14 @@ impl BotConfig {
             seed: 0,
             node_limit: None,
             executive: ExecutiveVersion::Current,
+            weights: None,
+        }
+    }
+
+    pub fn with_weights(self, weights: &'static tuned::TunedWeights) -> BotConfig {
+        BotConfig {
+            weights: Some(weights),
+            ..self
         }
     }
 
@@ -286,6 +297,17 @@ fn executive_plan(config: &BotConfig, started: Instant) -> IterationPlan {
     }
 }
 
+/// The current Executive's transposition table: about a slot for every
+/// four nodes it expects to search (some four million a second), between
+/// the first Executive's 2^18 slots and 2^21.
+fn executive_table_bits(config: &BotConfig) -> u32 {
+    let nodes = match config.node_limit {
+        Some(n) => n,
+        None => (config.time_budget.as_secs_f64() * 4e6) as u64,
+    };
+    (nodes / 4).max(1).ilog2().clamp(18, 21)
+}
+
 fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Move, SearchInfo) {
     let profile = config.level.profile();
     let budget = Budget::new(&profile, config, started);
@@ -310,7 +332,11 @@ fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Mo
     let pos: Position = *game.position();
     let quiet_plies = game.plies_without_progress();
     let weights = if current {
-        search::Evaluation::Tuned(tuned::TunedWeights::for_rule_set(game.rule_set()))
+        search::Evaluation::Tuned(
+            config
+                .weights
+                .unwrap_or_else(|| tuned::TunedWeights::for_rule_set(game.rule_set())),
+        )
     } else {
         search::Evaluation::HandSet(eval::Weights::for_rule_set(game.rule_set()))
     };
@@ -321,7 +347,12 @@ fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Mo
     if current && let Some(m) = book::choose(game.rule_set(), &pos, legal, config.seed) {
         return (m, SearchInfo::default());
     }
-    let mut searcher = Searcher::<R>::new(weights, limits, profile.table_bits, history);
+    let table_bits = if current {
+        executive_table_bits(config)
+    } else {
+        profile.table_bits
+    };
+    let mut searcher = Searcher::<R>::new(weights, limits, table_bits, history);
 
     if profile.noise == 0 && profile.stray_percent == 0 {
         let found = searcher.deepen(&pos, quiet_plies);

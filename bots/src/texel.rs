@@ -84,8 +84,17 @@ struct Row {
 
 /// Fits the weights of `rule_set`, from `start`, to `samples`: first the
 /// curve's steepness for the starting weights, then every weight by Adam
-/// on the squared error over `steps` full passes.
-pub fn fit(rule_set: RuleSet, samples: &[Sample], start: &TunedWeights, steps: usize) -> Fit {
+/// on the squared error over `steps` full passes. `prior` pulls the
+/// weights back towards `start`: it adds `prior` times the sum of each
+/// weight's squared distance from its start, in men, to the error, which
+/// keeps features that the games say little about where they were.
+pub fn fit(
+    rule_set: RuleSet,
+    samples: &[Sample],
+    start: &TunedWeights,
+    steps: usize,
+    prior: f64,
+) -> Fit {
     let rows: Vec<Row> = samples
         .iter()
         .filter(|s| is_quiet(rule_set, &s.position))
@@ -114,6 +123,7 @@ pub fn fit(rule_set: RuleSet, samples: &[Sample], start: &TunedWeights, steps: u
         .chain(start.eg.iter())
         .map(|&x| f64::from(x))
         .collect();
+    let w0 = w.clone();
     let k = best_k(&rows, &w);
     let error_before = error(&rows, &w, k);
 
@@ -133,7 +143,7 @@ pub fn fit(rule_set: RuleSet, samples: &[Sample], start: &TunedWeights, steps: u
         }
         let n = rows.len().max(1) as f64;
         for i in 0..2 * FEATURES {
-            let g = grad[i] / n;
+            let g = grad[i] / n + 2.0 * prior * (w[i] - w0[i]) / 1e4;
             m[i] = beta1 * m[i] + (1.0 - beta1) * g;
             v[i] = beta2 * v[i] + (1.0 - beta2) * g * g;
             let m_hat = m[i] / (1.0 - beta1.powi(step as i32));
@@ -210,7 +220,7 @@ mod tests {
         let mut start = *TunedWeights::for_rule_set(RuleSet::American);
         start.mg[0] = 50;
         start.eg[0] = 50;
-        let fit = fit(RuleSet::American, &samples, &start, 200);
+        let fit = fit(RuleSet::American, &samples, &start, 200, 0.0);
         assert!(fit.error_after <= fit.error_before + 1e-9, "{fit:?}");
         assert!(fit.samples > 0);
     }

@@ -10,6 +10,7 @@ use jumpgate_rules::{Color, Game, RuleSet};
 
 use crate::arena::GameEnd;
 use crate::rng::SplitMix64;
+use crate::tuned::TunedWeights;
 use crate::{BotConfig, ExecutiveVersion, Level, arena, think};
 
 /// What to play.
@@ -28,6 +29,11 @@ pub struct VersusConfig {
     pub seed: u64,
     /// Games played at once.
     pub threads: usize,
+    /// Weights for the current version instead of its own (one rule set).
+    pub weights: Option<&'static TunedWeights>,
+    /// Play both sides on this many nodes a move instead of the clock:
+    /// compares evaluations alone, whatever else runs on the machine.
+    pub nodes: Option<u64>,
 }
 
 /// Random plies in an opening before the bots take over.
@@ -124,11 +130,20 @@ fn play(
     current_color: Color,
 ) -> VersusGame {
     let bot = |version| {
-        BotConfig::new(Level::Executive)
-            .with_executive(version)
-            .with_time_budget(config.time_budget)
+        let bot = BotConfig::new(Level::Executive).with_executive(version);
+        match config.nodes {
+            Some(n) => bot
+                .with_node_limit(n)
+                .with_time_budget(Duration::from_secs(600)),
+            None => bot.with_time_budget(config.time_budget),
+        }
     };
-    let sides = [bot(ExecutiveVersion::Current), bot(config.baseline)];
+    let current = bot(ExecutiveVersion::Current);
+    let current = match config.weights {
+        Some(w) => current.with_weights(w),
+        None => current,
+    };
+    let sides = [current, bot(config.baseline)];
     let mut used = [Duration::ZERO; 2];
     let mut searched = [0u32; 2];
     let mut depth_sum = 0;

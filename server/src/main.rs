@@ -333,6 +333,14 @@ struct VersusArgs {
     /// Games played at once (1 keeps the timing fair on a busy machine).
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Both sides search this many nodes a move instead of `--ms`: an
+    /// evaluation-only comparison that the machine's load cannot skew.
+    #[arg(long)]
+    nodes: Option<u64>,
+    /// Try these weights (a `tune` output) for the current Executive;
+    /// only with one rule set.
+    #[arg(long)]
+    weights: Option<std::path::PathBuf>,
 }
 
 /// Plays the current Executive against the frozen first one
@@ -348,6 +356,14 @@ fn run_versus(args: &VersusArgs) -> Result<(), String> {
         ply_cap: args.ply_cap,
         seed: args.seed,
         threads: args.threads.max(1),
+        nodes: args.nodes,
+        weights: match &args.weights {
+            Some(path) if args.rule_set.len() == 1 => {
+                Some(&*Box::leak(Box::new(read_weights(path, args.rule_set[0])?)))
+            }
+            Some(_) => return Err("--weights needs exactly one --rule-set".into()),
+            None => None,
+        },
     };
     println!(
         "versus: Executive (current) v Executive V1, {} balanced openings of {} random plies \
@@ -382,6 +398,34 @@ fn run_versus(args: &VersusArgs) -> Result<(), String> {
     }
     println!("{:.0} s", started.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// Reads the weights that `tune` printed: its `mg: [...]` and `eg: [...]`.
+fn read_weights(
+    path: &std::path::Path,
+    rule_set: jumpgate_server::rules::RuleSet,
+) -> Result<jumpgate_server::bots::tuned::TunedWeights, String> {
+    use jumpgate_server::bots::tuned::{FEATURES, TunedWeights};
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let list = |name: &str| -> Result<[i32; FEATURES], String> {
+        let start = text
+            .find(&format!("{name}: ["))
+            .ok_or_else(|| format!("{}: no {name}", path.display()))?;
+        let rest = &text[start + name.len() + 3..];
+        let end = rest.find(']').ok_or("unclosed list")?;
+        let values: Vec<i32> = rest[..end]
+            .split(',')
+            .map(|v| v.trim().parse::<i32>().map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()?;
+        values
+            .try_into()
+            .map_err(|_| format!("{name} needs {FEATURES} weights"))
+    };
+    Ok(TunedWeights {
+        mg: list("mg")?,
+        eg: list("eg")?,
+        start_men: TunedWeights::for_rule_set(rule_set).start_men,
+    })
 }
 
 /// Prints a group of versus games: score, Elo and time use.
@@ -459,6 +503,10 @@ struct TuneArgs {
     /// Full passes of the optimiser.
     #[arg(long, default_value_t = 2000)]
     steps: usize,
+    /// Pull towards the starting weights: this times the squared distance
+    /// (in men) of each weight from its start is added to the error.
+    #[arg(long, default_value_t = 0.001)]
+    prior: f64,
 }
 
 fn run_tune(args: &TuneArgs) -> Result<(), String> {
@@ -480,7 +528,7 @@ fn run_tune(args: &TuneArgs) -> Result<(), String> {
         }
     }
     let start = TunedWeights::for_rule_set(args.rule_set);
-    let fit = texel::fit(args.rule_set, &samples, start, args.steps);
+    let fit = texel::fit(args.rule_set, &samples, start, args.steps, args.prior);
     println!(
         "// {}: {} positions, k {:.5}, mean squared error {:.5} -> {:.5}",
         args.rule_set.name(),
