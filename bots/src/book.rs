@@ -237,9 +237,22 @@ mod tests {
     }
 
     #[test]
-    fn the_stored_books_are_whole_entries() {
+    fn every_stored_book_answers_the_start_and_every_reply_to_it() {
         for rs in RuleSet::ALL {
             assert_eq!(bytes(rs).len() % ENTRY, 0, "{rs}");
+            assert!(positions(rs) > 50, "{rs}");
+            let game = Game::new(rs);
+            let m = choose(rs, game.position(), game.legal_moves(), 7).expect("in book");
+            assert!(game.legal_moves().contains(&m), "{rs}");
+            for first in game.legal_moves() {
+                let mut next = game.clone();
+                next.play(first).expect("legal");
+                let reply = choose(rs, next.position(), next.legal_moves(), 7);
+                assert!(
+                    reply.is_some_and(|r| next.legal_moves().contains(&r)),
+                    "{rs}"
+                );
+            }
         }
     }
 }
