@@ -365,10 +365,14 @@ fn run_versus(args: &VersusArgs) -> Result<(), String> {
             None => None,
         },
     };
+    let pace = match args.nodes {
+        Some(n) => format!("{n} nodes a move"),
+        None => format!("{} ms a move", args.ms),
+    };
     println!(
         "versus: Executive (current) v Executive V1, {} balanced openings of {} random plies \
-         per rule set, both colours, {} ms a move, ply cap {}, seed {}",
-        args.openings, OPENING_PLIES, args.ms, args.ply_cap, args.seed
+         per rule set, both colours, {pace}, ply cap {}, seed {}",
+        args.openings, OPENING_PLIES, args.ply_cap, args.seed
     );
     let started = Instant::now();
     let line = |g: &VersusGame| {
@@ -391,10 +395,10 @@ fn run_versus(args: &VersusArgs) -> Result<(), String> {
     let games = versus::run(&config, line);
     for rs in &args.rule_set {
         let these: Vec<&VersusGame> = games.iter().filter(|g| g.rule_set == *rs).collect();
-        summarise(rs.name(), &these, args.ms);
+        summarise(rs.name(), &these);
     }
     if args.rule_set.len() > 1 {
-        summarise("all", &games.iter().collect::<Vec<_>>(), args.ms);
+        summarise("all", &games.iter().collect::<Vec<_>>());
     }
     println!("{:.0} s", started.elapsed().as_secs_f64());
     Ok(())
@@ -429,7 +433,7 @@ fn read_weights(
 }
 
 /// Prints a group of versus games: score, Elo and time use.
-fn summarise(name: &str, games: &[&jumpgate_server::bots::versus::VersusGame], ms: u64) {
+fn summarise(name: &str, games: &[&jumpgate_server::bots::versus::VersusGame]) {
     use jumpgate_server::bots::versus::elo;
     let n = games.len();
     if n == 0 {
@@ -445,7 +449,7 @@ fn summarise(name: &str, games: &[&jumpgate_server::bots::versus::VersusGame], m
     };
     println!(
         "{name}: current {points:.1}/{n} = {:.1}% (+{wins} ={} -{losses}), Elo {:+.0}; \
-         ms a move of {ms}: current {:.0}, v1 {:.0}",
+         ms used a move: current {:.0}, v1 {:.0}",
         100.0 * points / n as f64,
         n - wins - losses,
         elo(points / n as f64),
