@@ -5,14 +5,22 @@
 //! - [`level`]: [`Level`] and what distinguishes the levels;
 //! - `search`: iterative-deepening PVS with a transposition table, move
 //!   ordering and a capture quiescence search;
-//! - [`eval`]: the evaluation and its weights per rule set;
+//! - [`eval`]: the hand-set evaluation and its weights per rule set (the
+//!   lower levels' and the first Executive's);
+//! - [`book`]: the Executive's opening book per rule set;
+//! - [`tuned`]: the Executive's evaluation, features times weights fitted
+//!   to self-play games (`weights`), and [`endgame`], its knowledge of
+//!   king endings;
 //! - [`hash`]: Zobrist keys of positions;
 //! - [`rng`]: the seeded generator behind deliberate imperfection;
 //! - [`arena`]: whole games between two bots, for the strength ladder;
 //! - [`space`] and [`orbit`]: the same four levels for Space Mode and the
 //!   orbit game, over one generic search (`tree`) that each game plugs
 //!   into with a small trait;
-//! - [`ladder`]: every level against the level below, for `jumpgate ladder`.
+//! - [`ladder`]: every level against the level below, for `jumpgate ladder`;
+//! - [`versus`]: the Executive against its previous version, for
+//!   `jumpgate versus`;
+//! - `timing`: the Executive's time management.
 //!
 //! The easy levels stray on purpose, from a seed, so with the same seed and
 //! game they choose the same move; the lower three levels stop on node
@@ -20,6 +28,8 @@
 //! budget runs out first. The Executive thinks until its time budget.
 
 pub mod arena;
+pub mod book;
+pub mod endgame;
 pub mod eval;
 pub mod hash;
 pub mod ladder;
@@ -29,7 +39,12 @@ pub mod rng;
 mod search;
 pub mod space;
 mod table;
+pub mod texel;
+mod timing;
 mod tree;
+pub mod tuned;
+pub mod versus;
+mod weights;
 
 use std::time::{Duration, Instant};
 
@@ -41,6 +56,7 @@ pub use orbit::choose_orbit_move;
 use rng::SplitMix64;
 use search::{History, Limits, Searcher};
 pub use space::choose_space_move;
+use timing::{IterationPlan, Meter};
 
 pub use search::MATE;
 
@@ -54,8 +70,28 @@ pub struct BotConfig {
     /// Seeds the deliberate imperfection of the easy levels.
     pub seed: u64,
     /// Caps the nodes searched per move below the level's own budget (for
-    /// tests and quick games); `None` keeps the level's budget.
+    /// tests and quick games); `None` keeps the level's budget. The
+    /// Executive then plans its iterations by nodes instead of time, which
+    /// makes it deterministic.
     pub node_limit: Option<u64>,
+    /// Which Executive plays (the other levels have one version each).
+    pub executive: ExecutiveVersion,
+    /// Weights for the current Executive instead of its own, to try a fit
+    /// before it is written into the crate (`jumpgate versus --weights`).
+    pub weights: Option<&'static tuned::TunedWeights>,
+}
+
+/// The Executive's versions in draughts: the current one, and the first
+/// one frozen so that matches can measure what changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ExecutiveVersion {
+    /// Time management that spends the budget, a hard stop, and the
+    /// Executive's own evaluation.
+    #[default]
+    Current,
+    /// The first Executive: no new iteration after half the budget, the
+    /// lower levels' hand-set evaluation.
+    V1,
 }
 
 impl BotConfig {
@@ -68,7 +104,20 @@ impl BotConfig {
             time_budget: Self::DEFAULT_TIME_BUDGET,
             seed: 0,
             node_limit: None,
+            executive: ExecutiveVersion::Current,
+            weights: None,
         }
+    }
+
+    pub fn with_weights(self, weights: &'static tuned::TunedWeights) -> BotConfig {
+        BotConfig {
+            weights: Some(weights),
+            ..self
+        }
+    }
+
+    pub fn with_executive(self, executive: ExecutiveVersion) -> BotConfig {
+        BotConfig { executive, ..self }
     }
 
     pub fn with_seed(self, seed: u64) -> BotConfig {
@@ -235,23 +284,75 @@ pub(crate) fn choose_among<M>(
     }
 }
 
+/// The current Executive's iteration plan: by nodes when it has a node
+/// limit, else by the clock, a little short of the budget so that the
+/// reply, not only the search, fits in it.
+fn executive_plan(config: &BotConfig, started: Instant) -> IterationPlan {
+    match config.node_limit {
+        Some(nodes) => IterationPlan::new(Meter::Nodes, nodes),
+        None => {
+            let margin = (config.time_budget / 50).min(Duration::from_millis(20));
+            IterationPlan::wall(started, config.time_budget.saturating_sub(margin))
+        }
+    }
+}
+
+/// The current Executive's transposition table: about a slot for every
+/// four nodes it expects to search (some four million a second), between
+/// the first Executive's 2^18 slots and 2^21.
+fn executive_table_bits(config: &BotConfig) -> u32 {
+    let nodes = match config.node_limit {
+        Some(n) => n,
+        None => (config.time_budget.as_secs_f64() * 4e6) as u64,
+    };
+    (nodes / 4).max(1).ilog2().clamp(18, 21)
+}
+
 fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Move, SearchInfo) {
     let profile = config.level.profile();
     let budget = Budget::new(&profile, config, started);
-    let limits = Limits {
-        max_depth: profile.max_depth,
-        max_nodes: budget.max_nodes,
-        deadline: Some(budget.deadline),
-        soft_deadline: Some(budget.soft_deadline),
+    let current = config.level == Level::Executive && config.executive == ExecutiveVersion::Current;
+    let limits = if current {
+        Limits {
+            max_depth: profile.max_depth,
+            max_nodes: budget.max_nodes,
+            deadline: None,
+            soft_deadline: None,
+            plan: Some(executive_plan(config, started)),
+        }
+    } else {
+        Limits {
+            max_depth: profile.max_depth,
+            max_nodes: budget.max_nodes,
+            deadline: Some(budget.deadline),
+            soft_deadline: Some(budget.soft_deadline),
+            plan: None,
+        }
     };
     let pos: Position = *game.position();
     let quiet_plies = game.plies_without_progress();
-    let weights = eval::Weights::for_rule_set(game.rule_set());
+    let weights = if current {
+        search::Evaluation::Tuned(
+            config
+                .weights
+                .unwrap_or_else(|| tuned::TunedWeights::for_rule_set(game.rule_set())),
+        )
+    } else {
+        search::Evaluation::HandSet(eval::Weights::for_rule_set(game.rule_set()))
+    };
     let history = History {
         hashes: reversible_history(game),
     };
-    let mut searcher = Searcher::<R>::new(weights, limits, profile.table_bits, history);
     let legal = game.legal_moves();
+    if current && let Some(m) = book::choose(game.rule_set(), &pos, legal, config.seed) {
+        return (m, SearchInfo::default());
+    }
+    let table_bits = if current {
+        executive_table_bits(config)
+    } else {
+        profile.table_bits
+    };
+    let mut searcher = Searcher::<R>::new(weights, limits, table_bits, history);
 
     if profile.noise == 0 && profile.stray_percent == 0 {
         let found = searcher.deepen(&pos, quiet_plies);

@@ -9,9 +9,11 @@
 use std::marker::PhantomData;
 use std::time::Instant;
 
-use super::eval::{Weights, evaluate};
+use super::eval::Weights;
 use super::hash::zobrist;
 use super::table::{Bound, Entry, MoveKey, TransTable};
+use super::timing::IterationPlan;
+use super::tuned::TunedWeights;
 use jumpgate_rules::movegen::{dedup_results, has_capture, legal_moves};
 use jumpgate_rules::{Move, Position, Rules};
 
@@ -26,7 +28,7 @@ const MAX_PLY: usize = 128;
 const CLOCK_EVERY: u64 = 1_024;
 
 /// When the search must stop.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Limits {
     pub max_depth: u32,
     pub max_nodes: u64,
@@ -34,6 +36,9 @@ pub(crate) struct Limits {
     pub deadline: Option<Instant>,
     /// No new iteration starts after this.
     pub soft_deadline: Option<Instant>,
+    /// The Executive's time management: another iteration starts only if
+    /// it is likely to finish, and the plan's budget is a hard stop.
+    pub plan: Option<IterationPlan>,
 }
 
 /// Where the game stands before the search: the hashes of the positions
@@ -41,6 +46,24 @@ pub(crate) struct Limits {
 #[derive(Clone, Debug)]
 pub(crate) struct History {
     pub hashes: Vec<u64>,
+}
+
+/// Which evaluation a search uses.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Evaluation {
+    /// The lower levels' and the first Executive's.
+    HandSet(Weights),
+    /// The current Executive's, with its endgame knowledge.
+    Tuned(&'static TunedWeights),
+}
+
+impl Evaluation {
+    fn evaluate<R: Rules>(&self, pos: &Position) -> i32 {
+        match self {
+            Evaluation::HandSet(w) => super::eval::evaluate::<R>(pos, w),
+            Evaluation::Tuned(w) => super::tuned::evaluate::<R>(pos, w),
+        }
+    }
 }
 
 /// The result of one completed (or interrupted) iteration at the root.
@@ -52,7 +75,7 @@ pub(crate) struct RootResult {
 }
 
 pub(crate) struct Searcher<R: Rules> {
-    weights: Weights,
+    weights: Evaluation,
     limits: Limits,
     table: TransTable,
     killers: [[Option<MoveKey>; 2]; MAX_PLY],
@@ -96,7 +119,12 @@ fn is_reversible(pos: &Position, m: &Move) -> bool {
 }
 
 impl<R: Rules> Searcher<R> {
-    pub(crate) fn new(weights: Weights, limits: Limits, table_bits: u32, history: History) -> Self {
+    pub(crate) fn new(
+        weights: Evaluation,
+        limits: Limits,
+        table_bits: u32,
+        history: History,
+    ) -> Self {
         Searcher {
             weights,
             limits,
@@ -113,14 +141,23 @@ impl<R: Rules> Searcher<R> {
     }
 
     /// Iterative deepening with a principal-variation search at the root.
-    /// Returns the deepest result, using an interrupted iteration's best move
-    /// when that move was searched to the end.
+    /// Returns the deepest result. An iteration cut off by the hard stop
+    /// counts only as far as it proved something: the first root move it
+    /// searches is the last complete iteration's best, so its best move is
+    /// that one unless another move was searched to the end and beat it.
     pub(crate) fn deepen(&mut self, root: &Position, quiet_plies: u32) -> Option<RootResult> {
         let mut result: Option<RootResult> = None;
         for depth in 1..=self.limits.max_depth {
             if depth > 1 && self.past(self.limits.soft_deadline) {
                 break;
             }
+            if depth > 1
+                && let Some(plan) = &self.limits.plan
+                && !plan.may_start(plan.ticks(self.nodes))
+            {
+                break;
+            }
+            let before = self.limits.plan.as_ref().map(|p| p.ticks(self.nodes));
             self.root_best = None;
             let score = self.negamax(root, depth as i32, -INFINITY, INFINITY, 0, quiet_plies);
             if let Some((best, best_score)) = self.root_best {
@@ -129,6 +166,10 @@ impl<R: Rules> Searcher<R> {
             }
             if self.stopped || score.abs() > MATE_BOUND {
                 break;
+            }
+            if let (Some(plan), Some(before)) = (&mut self.limits.plan, before) {
+                let now = plan.ticks(self.nodes);
+                plan.completed(now.saturating_sub(before));
             }
         }
         result
@@ -181,7 +222,13 @@ impl<R: Rules> Searcher<R> {
     fn count_node(&mut self) -> bool {
         self.nodes += 1;
         if self.nodes >= self.limits.max_nodes
-            || (self.nodes.is_multiple_of(CLOCK_EVERY) && self.past(self.limits.deadline))
+            || (self.nodes.is_multiple_of(CLOCK_EVERY)
+                && (self.past(self.limits.deadline)
+                    || self
+                        .limits
+                        .plan
+                        .as_ref()
+                        .is_some_and(|p| p.out_of_time(p.ticks(self.nodes)))))
         {
             self.stopped = true;
         }
@@ -236,7 +283,7 @@ impl<R: Rules> Searcher<R> {
             return 0;
         }
         if ply >= MAX_PLY - 1 {
-            return evaluate::<R>(pos, &self.weights);
+            return self.weights.evaluate::<R>(pos);
         }
         if depth <= 0 {
             return self.quiesce(pos, alpha, beta, ply);
@@ -349,7 +396,7 @@ impl<R: Rules> Searcher<R> {
             return -(MATE - ply as i32);
         }
         if ply >= MAX_PLY - 1 || !has_capture::<R>(pos) {
-            return evaluate::<R>(pos, &self.weights);
+            return self.weights.evaluate::<R>(pos);
         }
         let mut moves = std::mem::take(&mut self.buffers[ply]);
         legal_moves::<R>(pos, &mut moves);
@@ -398,12 +445,13 @@ mod tests {
             max_nodes: u64::MAX,
             deadline: None,
             soft_deadline: None,
+            plan: None,
         }
     }
 
     fn searcher(hashes: Vec<u64>) -> Searcher<Russian> {
         Searcher::new(
-            Weights::for_rule_set(RuleSet::Russian),
+            Evaluation::HandSet(Weights::for_rule_set(RuleSet::Russian)),
             limits(4),
             10,
             History { hashes },
@@ -438,6 +486,38 @@ mod tests {
         assert!(s.repeats(2));
         assert!(!s.repeats(1));
         assert!(!searcher(vec![7, 8, 9]).repeats(2));
+    }
+
+    /// A plan by nodes makes the Executive's time management exact: the
+    /// same search stops at the same node with the same move, within the
+    /// budget, after several complete iterations.
+    #[test]
+    fn a_node_plan_stops_deterministically_within_its_budget() {
+        use crate::timing::{IterationPlan, Meter};
+        let pos = Position::start(RuleSet::Russian);
+        let run = |budget: u64| {
+            let limits = Limits {
+                max_depth: 64,
+                max_nodes: u64::MAX,
+                deadline: None,
+                soft_deadline: None,
+                plan: Some(IterationPlan::new(Meter::Nodes, budget)),
+            };
+            let weights = Evaluation::HandSet(Weights::for_rule_set(RuleSet::Russian));
+            let history = History {
+                hashes: vec![zobrist(&pos)],
+            };
+            let mut s = Searcher::<Russian>::new(weights, limits, 14, history);
+            let found = s.deepen(&pos, 0).expect("a move");
+            (MoveKey::of(&found.best), found.depth, s.nodes)
+        };
+        let first = run(40_000);
+        assert_eq!(first, run(40_000));
+        let (_, depth, nodes) = first;
+        assert!(nodes <= 40_000 + CLOCK_EVERY, "{nodes}");
+        assert!(depth >= 5, "{depth}");
+        let (_, deeper, _) = run(400_000);
+        assert!(deeper > depth);
     }
 
     #[test]

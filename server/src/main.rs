@@ -1,6 +1,8 @@
 //! The `jumpgate` binary: parses the command line and hands over to the
 //! library. `serve` runs the server; `perft` counts move trees; `ladder`
-//! plays the computer opponents against each other.
+//! plays the computer opponents against each other; `versus` plays the
+//! Executive against its previous version; `selfplay` and `tune` fit the
+//! Executive's evaluation weights; `book` builds its opening book.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -34,6 +36,15 @@ enum Command {
     Perft(PerftArgs),
     /// Play the computer levels against each other and print their scores.
     Ladder(LadderArgs),
+    /// Play the Executive against its previous version and print the score.
+    Versus(VersusArgs),
+    /// Write self-play positions with their games' results, for `tune`.
+    Selfplay(SelfplayArgs),
+    /// Fit the Executive's evaluation weights to `selfplay` positions and
+    /// print them as Rust for bots/src/weights.rs.
+    Tune(TuneArgs),
+    /// Build the Executive's opening book of a rule set (bots/book/).
+    Book(BookArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -303,6 +314,287 @@ fn run_ladder(args: &LadderArgs) -> Result<(), String> {
     Ok(())
 }
 
+#[derive(Debug, clap::Args)]
+struct VersusArgs {
+    /// Rule sets, comma-separated (draughts only).
+    #[arg(long, value_delimiter = ',', default_value = "russian")]
+    rule_set: Vec<jumpgate_server::rules::RuleSet>,
+    /// Balanced openings per rule set, each played with both colours.
+    #[arg(long, default_value_t = 12)]
+    openings: usize,
+    /// Time per move for both sides, in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    ms: u64,
+    /// Plies after which a game is scored as a draw.
+    #[arg(long, default_value_t = 300)]
+    ply_cap: usize,
+    /// Seeds the openings.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Games played at once (1 keeps the timing fair on a busy machine).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Both sides search this many nodes a move instead of `--ms`: an
+    /// evaluation-only comparison that the machine's load cannot skew.
+    #[arg(long)]
+    nodes: Option<u64>,
+    /// Try these weights (a `tune` output) for the current Executive;
+    /// only with one rule set.
+    #[arg(long)]
+    weights: Option<std::path::PathBuf>,
+}
+
+/// Plays the current Executive against the frozen first one
+/// (`jumpgate_bots::versus`) and prints each game and the total.
+fn run_versus(args: &VersusArgs) -> Result<(), String> {
+    use jumpgate_server::bots::ExecutiveVersion;
+    use jumpgate_server::bots::versus::{self, OPENING_PLIES, VersusConfig, VersusGame};
+    let config = VersusConfig {
+        rule_sets: args.rule_set.clone(),
+        openings: args.openings,
+        time_budget: std::time::Duration::from_millis(args.ms),
+        baseline: ExecutiveVersion::V1,
+        ply_cap: args.ply_cap,
+        seed: args.seed,
+        threads: args.threads.max(1),
+        nodes: args.nodes,
+        weights: match &args.weights {
+            Some(path) if args.rule_set.len() == 1 => {
+                Some(&*Box::leak(Box::new(read_weights(path, args.rule_set[0])?)))
+            }
+            Some(_) => return Err("--weights needs exactly one --rule-set".into()),
+            None => None,
+        },
+    };
+    let pace = match args.nodes {
+        Some(n) => format!("{n} nodes a move"),
+        None => format!("{} ms a move", args.ms),
+    };
+    println!(
+        "versus: Executive (current) v Executive V1, {} balanced openings of {} random plies \
+         per rule set, both colours, {pace}, ply cap {}, seed {}",
+        args.openings, OPENING_PLIES, args.ply_cap, args.seed
+    );
+    let started = Instant::now();
+    let line = |g: &VersusGame| {
+        println!(
+            "{:<10} opening {:>2} current as {:<5} {:>3} {:>4} plies  ms/move current {:>4} v1 {:>4}  depth {:.1}",
+            g.rule_set.name(),
+            g.opening,
+            g.current_color.name(),
+            match g.score {
+                1.0 => "1-0",
+                0.0 => "0-1",
+                _ => "½-½",
+            },
+            g.plies,
+            g.used[0].as_millis() / u128::from(g.searched[0].max(1)),
+            g.used[1].as_millis() / u128::from(g.searched[1].max(1)),
+            g.depth_sum as f64 / f64::from(g.searched[0].max(1)),
+        );
+    };
+    let games = versus::run(&config, line);
+    for rs in &args.rule_set {
+        let these: Vec<&VersusGame> = games.iter().filter(|g| g.rule_set == *rs).collect();
+        summarise(rs.name(), &these);
+    }
+    if args.rule_set.len() > 1 {
+        summarise("all", &games.iter().collect::<Vec<_>>());
+    }
+    println!("{:.0} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Reads the weights that `tune` printed: its `mg: [...]` and `eg: [...]`.
+fn read_weights(
+    path: &std::path::Path,
+    rule_set: jumpgate_server::rules::RuleSet,
+) -> Result<jumpgate_server::bots::tuned::TunedWeights, String> {
+    use jumpgate_server::bots::tuned::{FEATURES, TunedWeights};
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let list = |name: &str| -> Result<[i32; FEATURES], String> {
+        let start = text
+            .find(&format!("{name}: ["))
+            .ok_or_else(|| format!("{}: no {name}", path.display()))?;
+        let rest = &text[start + name.len() + 3..];
+        let end = rest.find(']').ok_or("unclosed list")?;
+        let values: Vec<i32> = rest[..end]
+            .split(',')
+            .map(|v| v.trim().parse::<i32>().map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()?;
+        values
+            .try_into()
+            .map_err(|_| format!("{name} needs {FEATURES} weights"))
+    };
+    Ok(TunedWeights {
+        mg: list("mg")?,
+        eg: list("eg")?,
+        start_men: TunedWeights::for_rule_set(rule_set).start_men,
+    })
+}
+
+/// Prints a group of versus games: score, Elo and time use.
+fn summarise(name: &str, games: &[&jumpgate_server::bots::versus::VersusGame]) {
+    use jumpgate_server::bots::versus::elo;
+    let n = games.len();
+    if n == 0 {
+        return;
+    }
+    let points: f64 = games.iter().map(|g| g.score).sum();
+    let wins = games.iter().filter(|g| g.score == 1.0).count();
+    let losses = games.iter().filter(|g| g.score == 0.0).count();
+    let per_move = |side: usize| {
+        let used: f64 = games.iter().map(|g| g.used[side].as_secs_f64()).sum();
+        let moves: u32 = games.iter().map(|g| g.searched[side]).sum();
+        1000.0 * used / f64::from(moves.max(1))
+    };
+    println!(
+        "{name}: current {points:.1}/{n} = {:.1}% (+{wins} ={} -{losses}), Elo {:+.0}; \
+         ms used a move: current {:.0}, v1 {:.0}",
+        100.0 * points / n as f64,
+        n - wins - losses,
+        elo(points / n as f64),
+        per_move(0),
+        per_move(1),
+    );
+}
+
+#[derive(Debug, clap::Args)]
+struct SelfplayArgs {
+    #[arg(long)]
+    rule_set: jumpgate_server::rules::RuleSet,
+    /// Games to play.
+    #[arg(long, default_value_t = 1000)]
+    games: usize,
+    /// Nodes a move (deterministic play).
+    #[arg(long, default_value_t = 4000)]
+    nodes: u64,
+    /// Seeds the random openings.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where to write the positions: one `FEN result` line each, the
+    /// result Dark's (1, 0.5 or 0).
+    #[arg(long)]
+    out: std::path::PathBuf,
+}
+
+fn run_selfplay(args: &SelfplayArgs) -> Result<(), String> {
+    use std::fmt::Write as _;
+    let started = Instant::now();
+    let samples =
+        jumpgate_server::bots::texel::self_play(args.rule_set, args.games, args.seed, args.nodes);
+    let mut text = String::new();
+    for s in &samples {
+        let fen = fen::write(args.rule_set, &s.position);
+        let _ = writeln!(text, "{fen} {}", s.dark_result);
+    }
+    std::fs::write(&args.out, text).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    println!(
+        "{} positions from {} games in {:.0} s",
+        samples.len(),
+        args.games,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+struct TuneArgs {
+    #[arg(long)]
+    rule_set: jumpgate_server::rules::RuleSet,
+    /// Files written by `selfplay`.
+    #[arg(long, required = true, num_args = 1..)]
+    data: Vec<std::path::PathBuf>,
+    /// Full passes of the optimiser.
+    #[arg(long, default_value_t = 2000)]
+    steps: usize,
+    /// Pull towards the starting weights: this times the squared distance
+    /// (in men) of each weight from its start is added to the error.
+    #[arg(long, default_value_t = 0.001)]
+    prior: f64,
+}
+
+fn run_tune(args: &TuneArgs) -> Result<(), String> {
+    use jumpgate_server::bots::texel::{self, Sample};
+    use jumpgate_server::bots::tuned::{NAMES, TunedWeights};
+    let mut samples = Vec::new();
+    for path in &args.data {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        for line in text.lines() {
+            let (fen_text, result) = line
+                .rsplit_once(' ')
+                .ok_or_else(|| format!("{}: no result in {line:?}", path.display()))?;
+            let position = fen::parse(args.rule_set, fen_text).map_err(|e| e.to_string())?;
+            let dark_result = result.parse::<f64>().map_err(|e| e.to_string())?;
+            samples.push(Sample {
+                position,
+                dark_result,
+            });
+        }
+    }
+    let start = TunedWeights::for_rule_set(args.rule_set);
+    let fit = texel::fit(args.rule_set, &samples, start, args.steps, args.prior);
+    println!(
+        "// {}: {} positions, k {:.5}, mean squared error {:.5} -> {:.5}",
+        args.rule_set.name(),
+        fit.samples,
+        fit.k,
+        fit.error_before,
+        fit.error_after
+    );
+    println!("//   {}", NAMES.join(", "));
+    let list = |w: &[i32]| w.iter().map(i32::to_string).collect::<Vec<_>>().join(", ");
+    println!(
+        "pub(crate) const {}: TunedWeights = TunedWeights {{\n    mg: [{}],\n    eg: [{}],\n    start_men: {},\n}};",
+        args.rule_set.name().to_uppercase(),
+        list(&fit.weights.mg),
+        list(&fit.weights.eg),
+        fit.weights.start_men
+    );
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+struct BookArgs {
+    #[arg(long)]
+    rule_set: jumpgate_server::rules::RuleSet,
+    /// Plies from the start within which every move is followed.
+    #[arg(long, default_value_t = 2)]
+    full_plies: usize,
+    /// Plies from the start within which book moves are followed.
+    #[arg(long, default_value_t = 6)]
+    max_plies: usize,
+    /// Nodes searched per position (all its moves scored together).
+    #[arg(long, default_value_t = 1_000_000)]
+    nodes: u64,
+    /// The file to write (bots/book/<rule set>.bin).
+    #[arg(long)]
+    out: std::path::PathBuf,
+}
+
+fn run_book(args: &BookArgs) -> Result<(), String> {
+    let started = Instant::now();
+    let bytes = jumpgate_server::bots::book::build(
+        args.rule_set,
+        args.full_plies,
+        args.max_plies,
+        args.nodes,
+        |done| {
+            if done % 50 == 0 {
+                eprintln!("{done} positions, {:.0} s", started.elapsed().as_secs_f64());
+            }
+        },
+    );
+    std::fs::write(&args.out, &bytes).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    println!(
+        "{}: {} book moves in {:.0} s",
+        args.rule_set.name(),
+        bytes.len() / 12,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 /// `count` over `secs` seconds, as a rate (0 for no time at all).
 fn per_second(count: u64, secs: f64) -> f64 {
     if secs > 0.0 { count as f64 / secs } else { 0.0 }
@@ -314,6 +606,10 @@ fn main() -> ExitCode {
         Command::Serve(config) => serve(config),
         Command::Perft(args) => run_perft(args),
         Command::Ladder(args) => run_ladder(args),
+        Command::Versus(args) => run_versus(args),
+        Command::Selfplay(args) => run_selfplay(args),
+        Command::Tune(args) => run_tune(args),
+        Command::Book(args) => run_book(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

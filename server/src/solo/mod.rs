@@ -524,7 +524,10 @@ impl SoloGame {
         let pool = self.pool.clone();
         let tx = self.self_tx.clone();
         let version = self.record.version;
-        let seed = self.record.moves.len() as u64 ^ u64::from(self.record.id.len() as u32);
+        // The game's own random seed makes each game's choices its own (the
+        // easy levels' strays, the Executive's book moves); the move number
+        // makes each move's.
+        let seed = self.record.seed ^ (self.record.moves.len() as u64).rotate_left(32);
         tokio::spawn(async move {
             let chosen = pool.think(game, level, seed).await;
             let _ = tx.send(SoloCommand::BotMoved { version, chosen }).await;
