@@ -257,40 +257,27 @@ impl From<StoreError> for ClaimFailure {
     }
 }
 
-/// Reads one room: its record and every move in its log.
+/// Reads one room: its record and every move in its log, in one round
+/// trip (one slot).
 pub(super) async fn load_room(
     conn: &mut RedisConn,
     code: &str,
 ) -> Result<Option<StoredRoom>, StoreError> {
     let [room, moves, _, _] = keys(code);
-    let record: Option<String> = redis::cmd("GET")
-        .arg(&room)
-        .query_async(conn)
-        .await
-        .map_err(StoreError::from)?;
-    let Some(record) = record else {
-        return Ok(None);
-    };
-    let entries: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+    let (record, log): (Value, Value) = redis::pipe()
+        .get(&room)
+        .cmd("XRANGE")
         .arg(&moves)
         .arg("-")
         .arg("+")
         .query_async(conn)
         .await
         .map_err(StoreError::from)?;
-    let moves = entries
-        .ids
-        .iter()
-        .map(parse_entry)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(StoredRoom {
-        code: code.to_owned(),
-        record,
-        moves,
-    }))
+    stored_room(code, record, log)
 }
 
-/// A room read right after its claim (`None`: gone meanwhile).
+/// A room from the replies to `GET` of its record and `XRANGE` of its log
+/// (`None`: no record, the room is gone).
 fn stored_room(code: &str, record: Value, log: Value) -> Result<Option<StoredRoom>, StoreError> {
     let Some(record): Option<String> = parse(record)? else {
         return Ok(None);

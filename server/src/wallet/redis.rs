@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 
 use super::{
-    ArchivedPeriod, Escrow, Settled, Settlement, Totals, WalletRules, WalletView, Wallets, now_ms,
+    ArchiveTotals, ArchivedPeriod, Escrow, Settled, Settlement, Totals, WalletRules, WalletView,
+    Wallets, now_ms,
 };
 use crate::idempotency::{SEEN_LUA, seen_keys};
 use crate::store::{StoreError, StoreFuture};
@@ -236,8 +237,7 @@ fn archive_key(account: &str) -> String {
 /// The archive hash's fields (`YYYY-MM:KIND:count` / `:amount`) as periods,
 /// oldest month first.
 fn archived_periods(fields: HashMap<String, i64>) -> Vec<ArchivedPeriod> {
-    let mut periods: std::collections::BTreeMap<(String, String), (u64, i64)> =
-        std::collections::BTreeMap::new();
+    let mut periods = ArchiveTotals::new();
     for (field, value) in fields {
         let mut parts = field.rsplitn(3, ':');
         let (Some(what), Some(kind), Some(period)) = (parts.next(), parts.next(), parts.next())
@@ -253,15 +253,7 @@ fn archived_periods(fields: HashMap<String, i64>) -> Vec<ArchivedPeriod> {
             _ => {}
         }
     }
-    periods
-        .into_iter()
-        .map(|((period, kind), (count, amount))| ArchivedPeriod {
-            period,
-            kind,
-            count,
-            amount,
-        })
-        .collect()
+    ArchivedPeriod::list(periods)
 }
 
 impl Wallets for RedisWallets {
