@@ -162,6 +162,18 @@ pub struct Round {
 }
 
 impl Round {
+    /// What a move by `color` does to the draw offer: the opponent's offer
+    /// is declined by moving; one's own offer stands through the
+    /// opponent's turn, and one's declined offer is forgotten.
+    fn moved(&mut self, color: Color) {
+        if self.draw_offer == Some(color.opposite()) {
+            self.draw_offer = None;
+            self.draw_declined = Some(color.opposite());
+        } else if self.draw_declined == Some(color) {
+            self.draw_declined = None;
+        }
+    }
+
     /// The color a seat plays this round.
     pub fn color_of(&self, seat: usize) -> Color {
         if seat == self.dark_seat {
@@ -293,6 +305,9 @@ pub struct Lobby {
     /// Moves and finished games not yet known to be stored.
     pub pending_moves: Vec<StoredMove>,
     pub pending_games: Vec<(u64, String)>,
+    /// Moves stored since the record was last written (appended with
+    /// their effects; the room rewrites the record every so many).
+    pub moves_since_record: u32,
     pub timing: Timing,
     /// Since when nothing has happened for the expiry window to count from:
     /// the lobby's creation, its last move, or the start of its last round.
@@ -347,6 +362,7 @@ impl Lobby {
             pending_record: None,
             pending_moves: Vec::new(),
             pending_games: Vec::new(),
+            moves_since_record: 0,
             timing,
             active_at: now,
             last_move_at: None,
@@ -680,14 +696,7 @@ impl Lobby {
         let round = self.round.as_mut().expect("checked by round_in_play");
         let m = play_submitted(&mut round.game, text.as_deref(), path.as_deref())?;
         round.notations.push(m.notation.clone());
-        // An offer by the opponent is declined by moving; one's own offer
-        // stands through the opponent's turn.
-        if round.draw_offer == Some(color.opposite()) {
-            round.draw_offer = None;
-            round.draw_declined = Some(color.opposite());
-        } else if round.draw_declined == Some(color) {
-            round.draw_declined = None;
-        }
+        round.moved(color);
         round.deadline = now + window;
         self.pending_moves.push(StoredMove {
             game_no: round.game_no,
@@ -696,6 +705,7 @@ impl Lobby {
             text: m.notation.clone(),
             seat: seat as u8,
             seq,
+            effects: None,
         });
         round.last_move = Some(m);
         if let Some(outcome) = self.round.as_ref().and_then(|r| r.game.outcome()) {
@@ -914,5 +924,7 @@ pub fn play_submitted(
 
 #[cfg(test)]
 mod draw_rules_tests;
+#[cfg(test)]
+mod record_tests;
 #[cfg(test)]
 mod tests;

@@ -323,6 +323,7 @@ async fn room_writes_survive_a_script_flush_and_keep_the_index() {
         text: text.into(),
         seat: 0,
         seq: ply,
+        effects: None,
     };
     let owner = OwnerEpoch::first(&Arc::from("writer"));
     let write = |version: u64, moves: Vec<StoredMove>, open: bool| RoomWrite {
@@ -393,6 +394,7 @@ async fn room_writes_are_conditional_on_the_stored_version() {
         text: path.into(),
         seat: (ply % 2) as u8,
         seq: ply,
+        effects: None,
     };
     let owner = OwnerEpoch::first(&Arc::from("writer"));
     let write = |expected: u64, version: u64, moves: Vec<StoredMove>| RoomWrite {

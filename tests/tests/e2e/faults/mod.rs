@@ -6,6 +6,7 @@
 //! everything granted; nobody is paid without staking; no series is settled
 //! twice; no escrow is left behind.
 
+mod append;
 mod chaos;
 mod retention;
 
