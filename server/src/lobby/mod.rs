@@ -541,16 +541,18 @@ impl Lobby {
         let Some(seat) = self.seat_of(id) else {
             return Err(LobbyError::SpectatorsCannotAct);
         };
-        let this = Some((seq, action.clone()));
-        if self.seats[seat]
+        let again = self.seats[seat]
             .as_ref()
-            .is_some_and(|s| s.last_action == this)
-        {
+            .and_then(|s| s.last_action.as_ref())
+            .is_some_and(|(last, done)| *last == seq && *done == action);
+        if again {
             return Ok(Applied::Unchanged);
         }
-        self.apply(seat, id, seq, action, now)?;
+        // Applied by reference and then kept as the seat's last action:
+        // no copy of it is made, even for a refused one.
+        self.apply(seat, id, seq, &action, now)?;
         if let Some(s) = self.seats[seat].as_mut() {
-            s.last_action = this;
+            s.last_action = Some((seq, action));
         }
         Ok(Applied::Changed)
     }
@@ -560,11 +562,13 @@ impl Lobby {
         seat: usize,
         id: &str,
         seq: u32,
-        action: Action,
+        action: &Action,
         now: Instant,
     ) -> Result<(), LobbyError> {
         match action {
-            Action::Move { notation, path } => self.play_move(seat, seq, notation, path, now),
+            Action::Move { notation, path } => {
+                self.play_move(seat, seq, notation.as_deref(), path.as_deref(), now)
+            }
             Action::OfferDraw => {
                 let round = self.round_in_play()?;
                 let color = round.color_of(seat);
@@ -585,7 +589,7 @@ impl Lobby {
                 if round.draw_offer != Some(color.opposite()) {
                     return Err(LobbyError::NoDrawOffer);
                 }
-                if action == Action::AcceptDraw {
+                if *action == Action::AcceptDraw {
                     self.end_round(None, GameEnd::DrawAgreed, now);
                 } else {
                     let round = self.round_mut();
@@ -681,8 +685,8 @@ impl Lobby {
         &mut self,
         seat: usize,
         seq: u32,
-        text: Option<String>,
-        path: Option<Vec<String>>,
+        text: Option<&str>,
+        path: Option<&[String]>,
         now: Instant,
     ) -> Result<(), LobbyError> {
         let round = self.round_in_play()?;
@@ -691,10 +695,11 @@ impl Lobby {
             return Err(LobbyError::NotYourTurn);
         }
         let window = self.turn_window();
+        let round = self.round.as_mut().expect("checked by round_in_play");
+        // An illegal move leaves the game as it was, and so the lobby.
+        let m = play_submitted(&mut round.game, text, path)?;
         self.active_at = now;
         self.last_move_at = Some(now);
-        let round = self.round.as_mut().expect("checked by round_in_play");
-        let m = play_submitted(&mut round.game, text.as_deref(), path.as_deref())?;
         round.notations.push(m.notation.clone());
         round.moved(color);
         round.deadline = now + window;

@@ -301,7 +301,7 @@ impl Lobby {
                 effects.version, self.version
             )));
         }
-        if self.phase != Phase::Playing {
+        if !self.game_in_play() {
             return Err(ResumeError::Tail(format!("{at} follows no game in play")));
         }
         let seat = usize::from(m.seat);

@@ -231,3 +231,55 @@ fn a_move_after_the_record_without_effects_does_not_rebuild() {
     let rebuilt = Lobby::from_record(&record, &log, timing, wall, Duration::ZERO, 7);
     assert!(matches!(rebuilt, Err(ResumeError::Tail(_))), "{rebuilt:?}");
 }
+
+/// A move refused as illegal leaves the lobby exactly as it was: its
+/// record (the last move's time and the expiry window's start included)
+/// does not change.
+#[test]
+fn an_illegal_move_changes_nothing_in_the_record() {
+    let start = Instant::now();
+    let options = LobbyOptions {
+        rule_set: Variant::Draughts(RuleSet::American),
+        series_length: 1,
+        invite_only: false,
+        stake: 0,
+        pace: Pace::Correspondence,
+        draw_rules: DrawRules::Standard,
+    };
+    let timing = Timing {
+        move_clock: CLOCK,
+        break_time: BREAK,
+        claim_after: Duration::from_secs(86_400),
+        expire_after: Duration::from_secs(7 * 86_400),
+    };
+    let mut lobby = Lobby::new(
+        RoomCode::generate(),
+        options,
+        None,
+        "a_ann",
+        timing,
+        7,
+        start,
+    );
+    for id in ["a_ann", "a_bob"] {
+        let who = crate::identity::Identity {
+            id: id.into(),
+            name: id.into(),
+            guest: false,
+        };
+        lobby.enter(&who, None, false, &|_| true, start).unwrap();
+    }
+    let later = start + Duration::from_secs(3_600);
+    let wall = clock(start, later);
+    let before = lobby.to_record(wall);
+    let illegal = Action::Move {
+        notation: Some("9-5".into()),
+        path: None,
+    };
+    let refused = lobby.act("a_ann", 1, illegal, later);
+    assert!(
+        matches!(refused, Err(LobbyError::IllegalMove(_))),
+        "{refused:?}"
+    );
+    assert_eq!(lobby.to_record(wall), before);
+}

@@ -53,18 +53,20 @@ impl Room {
             .collect();
         let finished = matches!(self.lobby.phase, Phase::Finished | Phase::Ended);
         let version = self.lobby.version;
-        let record = match &self.last_attempt {
-            Some((v, record)) if *v == version => record.clone(),
+        // The record of a failed attempt at this version is sent again as
+        // it was (its deadlines would differ if rebuilt); the write takes
+        // it and the pending moves, and gives them back if it fails.
+        let record = match self.last_attempt.take() {
+            Some((v, record)) if v == version => record,
             _ => self.lobby.to_record(wall_clock()),
         };
-        self.last_attempt = Some((version, record.clone()));
         let write = RoomWrite {
             code: self.lobby.code.to_string(),
             owner: self.owner.clone(),
             expected_version: self.stored_version,
             version,
             record,
-            moves: self.lobby.pending_moves.clone(),
+            moves: std::mem::take(&mut self.lobby.pending_moves),
             // A finished game's PDN is dated when it is stored: the day
             // (UTC) it ended, give or take a retry.
             finished_games: dated(&self.lobby.pending_games),
@@ -73,16 +75,20 @@ impl Room {
             seated,
             unseated,
         };
-        match self.store.write(write).await {
+        let result = self.store.write(&write).await;
+        match result {
             Ok(()) => {
                 self.indexed = seats;
-                self.lobby.pending_moves.clear();
                 self.lobby.pending_games.clear();
                 self.lobby.moves_since_record = 0;
                 self.caught_up(version);
                 Ok(())
             }
-            Err(e) => Err(self.not_stored(e)),
+            Err(e) => {
+                self.last_attempt = Some((version, write.record));
+                self.lobby.pending_moves = write.moves;
+                Err(self.not_stored(e))
+            }
         }
     }
 

@@ -86,19 +86,18 @@ impl MemoryTables {
     }
 
     /// The same checks as the Redis script.
-    fn apply(&mut self, write: RoomWrite, now: Instant) -> Result<(), WriteError> {
+    fn apply(&mut self, write: &RoomWrite, now: Instant) -> Result<(), WriteError> {
         // A refused write leaves nothing behind, a room of its own making
         // included (Redis creates no key for a script that refuses).
-        let code = write.code.clone();
-        let existed = self.rooms.contains_key(&code);
+        let existed = self.rooms.contains_key(&write.code);
         let result = self.apply_checked(write, now);
         if result.is_err() && !existed {
-            self.rooms.remove(&code);
+            self.rooms.remove(&write.code);
         }
         result
     }
 
-    fn apply_checked(&mut self, write: RoomWrite, now: Instant) -> Result<(), WriteError> {
+    fn apply_checked(&mut self, write: &RoomWrite, now: Instant) -> Result<(), WriteError> {
         let room = self.rooms.entry(write.code.clone()).or_default();
         let claims = room.epoch == 0 && room.version == 0 && write.owner.epoch == 1;
         room.admits(&write.owner, claims)?;
@@ -117,10 +116,10 @@ impl MemoryTables {
         room.owner = Some(write.owner.instance.to_string());
         room.epoch = write.owner.epoch;
         room.version = write.version;
-        room.record = write.record;
+        room.record.clone_from(&write.record);
         room.log(fresh);
-        for (n, pdn) in write.finished_games {
-            room.games.insert(n, pdn);
+        for (n, pdn) in &write.finished_games {
+            room.games.insert(*n, pdn.clone());
         }
         for id in &write.unseated {
             if let Some(listed) = self.mine.get_mut(id) {
@@ -143,7 +142,7 @@ impl MemoryTables {
             room.expires_at = at;
         }
         if write.open {
-            self.open.insert(write.code);
+            self.open.insert(write.code.clone());
         } else {
             self.open.remove(&write.code);
         }
@@ -278,12 +277,12 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
-    fn write(&self, write: RoomWrite) -> WriteFuture<'_> {
+    fn write<'a>(&'a self, write: &'a RoomWrite) -> WriteFuture<'a> {
         let result = self.tables().apply(write, Instant::now());
         Box::pin(async move { result })
     }
 
-    fn write_solo<'a>(&'a self, write: RoomWrite, owner: &'a str) -> WriteFuture<'a> {
+    fn write_solo<'a>(&'a self, write: &'a RoomWrite, owner: &'a str) -> WriteFuture<'a> {
         let now = Instant::now();
         let mut tables = self.tables();
         let (code, open, ttl) = (write.code.clone(), write.open, write.expire_after);

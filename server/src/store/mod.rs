@@ -313,7 +313,7 @@ pub type PerRoom<T> = Vec<Result<T, StoreError>>;
 pub trait Store: Send + Sync + std::fmt::Debug {
     /// Applies a write atomically, all of it or none of it, if it follows
     /// from the stored version (see [`RoomWrite::expected_version`]).
-    fn write(&self, write: RoomWrite) -> WriteFuture<'_>;
+    fn write<'a>(&'a self, write: &'a RoomWrite) -> WriteFuture<'a>;
     /// Appends moves without rewriting the record, atomically, fenced and
     /// conditional like [`write`](Self::write) (see [`MoveAppend`]).
     fn append<'a>(&'a self, append: &'a MoveAppend) -> WriteFuture<'a>;
@@ -397,7 +397,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// still names this game, so the note expires with it. Like the set
     /// of open rooms, the note is updated only once the write applied,
     /// and a failure to update it makes the write's outcome unknown.
-    fn write_solo<'a>(&'a self, write: RoomWrite, owner: &'a str) -> WriteFuture<'a>;
+    fn write_solo<'a>(&'a self, write: &'a RoomWrite, owner: &'a str) -> WriteFuture<'a>;
     /// Unloads a room `owner` still holds: its owner is cleared (the epoch
     /// stays) and it is marked parked, and it is listed as dormant until
     /// `wake_ms` (Unix milliseconds; `u64::MAX` for never), when a sweep

@@ -2,9 +2,9 @@
 //! loads, and ownership (claims, releases, heartbeats, orphans, handover
 //! requests).
 //!
-//! About 900 lines: one `impl Store` holds the room writes and appends, the ownership
-//! commands, unloading and the "my games" lists, which share the
-//! connection, the script loading and the key layout documented on
+//! About 900 lines: one `impl Store` holds the room writes and appends,
+//! the ownership commands, unloading and the "my games" lists, which share
+//! the connection, the script loading and the key layout documented on
 //! [`RedisStore`]; splitting the impl would scatter that layout. The Lua
 //! scripts themselves are in `scripts`, the reads of rooms (one, or many
 //! at once) in `redis_reads`.
@@ -137,11 +137,11 @@ impl RedisStore {
 }
 
 impl Store for RedisStore {
-    fn write(&self, write: RoomWrite) -> WriteFuture<'_> {
+    fn write<'a>(&'a self, write: &'a RoomWrite) -> WriteFuture<'a> {
         self.write_noting(write, None)
     }
 
-    fn write_solo<'a>(&'a self, write: RoomWrite, owner: &'a str) -> WriteFuture<'a> {
+    fn write_solo<'a>(&'a self, write: &'a RoomWrite, owner: &'a str) -> WriteFuture<'a> {
         self.write_noting(write, Some(owner))
     }
 
@@ -682,11 +682,11 @@ impl RedisStore {
     /// (see [`Store::write_solo`]).
     fn write_noting<'a>(
         &'a self,
-        write: RoomWrite,
+        write: &'a RoomWrite,
         solo_owner: Option<&'a str>,
     ) -> WriteFuture<'a> {
         Box::pin(async move {
-            let reply = observed("write", self.send_write(&write, solo_owner)).await?;
+            let reply = observed("write", self.send_write(write, solo_owner)).await?;
             written(&reply)
         })
     }

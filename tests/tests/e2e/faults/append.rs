@@ -91,7 +91,10 @@ async fn an_append_is_conditional_fenced_and_leaves_the_record() {
         assert!(matches!(early, Err(WriteError::Conflict(_))), "{early:?}");
         assert!(store.load(CODE).await.unwrap().is_none(), "nothing made");
 
-        store.write(record(&owner, 0, 1, Vec::new())).await.unwrap();
+        store
+            .write(&record(&owner, 0, 1, Vec::new()))
+            .await
+            .unwrap();
         let a = append(&owner, 1, 2, vec![logged(1, "a", Some(2))]);
         store.append(&a).await.unwrap();
         // The same append again (its answer was lost): it landed.
@@ -138,7 +141,7 @@ async fn an_append_is_conditional_fenced_and_leaves_the_record() {
         // A record write (the compaction) after them: their moves are
         // stored already, the record is replaced.
         store
-            .write(record(
+            .write(&record(
                 &owner,
                 3,
                 4,
