@@ -205,7 +205,8 @@ pub struct Orphan {
     pub dead_owner: Option<String>,
 }
 
-/// Everything one change of a room persists.
+/// Everything one change of a room persists (any change but a plain move,
+/// which is a [`MoveAppend`]).
 #[derive(Clone, Debug)]
 pub struct RoomWrite {
     pub code: String,
