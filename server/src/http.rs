@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use jumpgate_protocol::Encoding;
+use jumpgate_protocol::Subprotocol;
 use tokio::sync::oneshot;
 
 use crate::AppState;
@@ -191,14 +191,15 @@ async fn ready(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
-/// Picks the first subprotocol the client offers that we speak.
-fn choose_encoding(headers: &HeaderMap) -> Option<Encoding> {
+/// Picks the first subprotocol the client offers that we speak: the client
+/// lists them in its order of preference, version and encoding together.
+fn choose_subprotocol(headers: &HeaderMap) -> Option<Subprotocol> {
     headers
         .get_all(header::SEC_WEBSOCKET_PROTOCOL)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .find_map(|p| Encoding::from_subprotocol(p.trim()))
+        .find_map(|p| Subprotocol::from_name(p.trim()))
 }
 
 async fn upgrade(
@@ -240,21 +241,22 @@ async fn upgrade(
             "too many connections from your address; close one first",
         );
     };
-    let Some(encoding) = choose_encoding(&headers) else {
+    let Some(subprotocol) = choose_subprotocol(&headers) else {
         return (
             StatusCode::BAD_REQUEST,
-            "offer the WebSocket subprotocol jumpgate.v1.msgpack or jumpgate.v1.json\n",
+            "offer a WebSocket subprotocol: jumpgate.v2.msgpack, jumpgate.v2.json, \
+             jumpgate.v1.msgpack or jumpgate.v1.json\n",
         )
             .into_response();
     };
     let admission = crate::net::Admission {
-        encoding,
+        subprotocol,
         named_room: named,
         client,
         slot,
         address_slot,
     };
-    ws.protocols([encoding.subprotocol()])
+    ws.protocols([subprotocol.name()])
         .max_message_size(MAX_FRAME_BYTES)
         .max_frame_size(MAX_FRAME_BYTES)
         // Small buffers keep an idle connection cheap; permessage-deflate
