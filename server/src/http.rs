@@ -401,3 +401,40 @@ fn not_found() -> Response {
     )
         .into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{HeaderMap, HeaderValue, header};
+    use jumpgate_protocol::{Encoding, Subprotocol};
+
+    use super::choose_subprotocol;
+
+    fn offered(lines: &[&str]) -> Option<Subprotocol> {
+        let mut headers = HeaderMap::new();
+        for line in lines {
+            headers.append(
+                header::SEC_WEBSOCKET_PROTOCOL,
+                HeaderValue::from_str(line).unwrap(),
+            );
+        }
+        choose_subprotocol(&headers)
+    }
+
+    #[test]
+    fn the_clients_first_choice_we_speak_wins() {
+        assert_eq!(
+            offered(&["jumpgate.v2.msgpack, jumpgate.v1.msgpack"]),
+            Some(Subprotocol::v2(Encoding::MsgPack))
+        );
+        assert_eq!(
+            offered(&["jumpgate.v1.json, jumpgate.v2.json"]),
+            Some(Subprotocol::v1(Encoding::Json))
+        );
+        assert_eq!(
+            offered(&["jumpgate.v3.msgpack", "jumpgate.v2.json"]),
+            Some(Subprotocol::v2(Encoding::Json))
+        );
+        assert_eq!(offered(&["chat, jumpgate.v9.json"]), None);
+        assert_eq!(offered(&[]), None);
+    }
+}
