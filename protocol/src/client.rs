@@ -19,7 +19,7 @@ use tokio_tungstenite::tungstenite::{
 };
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::codec::{self, DecodeError, Encoding, Frame, FrameKind};
+use crate::codec::{self, DecodeError, Encoding, Frame, FrameKind, Subprotocol};
 use crate::error_code::ErrorCode;
 use crate::message::{ClientMessage, Identity, ServerMessage};
 
@@ -110,17 +110,21 @@ const READ_BUFFER_BYTES: usize = 8 * 1024;
 #[derive(Debug)]
 pub struct Client {
     socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
-    encoding: Encoding,
+    subprotocol: Subprotocol,
     last_seq: u32,
 }
 
 impl Client {
-    /// Opens a WebSocket to `url` (e.g. `ws://127.0.0.1:8080/ws`), asking for the
-    /// subprotocol of `encoding`, and checks the server chose it.
+    /// Opens a WebSocket to `url` (e.g. `ws://127.0.0.1:8080/ws`), asking for
+    /// `subprotocol` (an [`Encoding`] alone means protocol 1 in it), and checks the
+    /// server chose it.
     ///
     /// Nothing is sent yet: the first message should be `hello`.
-    pub async fn connect(url: &str, encoding: Encoding) -> Result<Client, ClientError> {
-        Client::open(url, encoding, None).await
+    pub async fn connect(
+        url: &str,
+        subprotocol: impl Into<Subprotocol>,
+    ) -> Result<Client, ClientError> {
+        Client::open(url, subprotocol.into(), None).await
     }
 
     /// Like [`connect`](Self::connect), over a TCP connection the caller opened
@@ -129,17 +133,17 @@ impl Client {
     pub async fn connect_on(
         stream: TcpStream,
         url: &str,
-        encoding: Encoding,
+        subprotocol: impl Into<Subprotocol>,
     ) -> Result<Client, ClientError> {
-        Client::open(url, encoding, Some(stream)).await
+        Client::open(url, subprotocol.into(), Some(stream)).await
     }
 
     async fn open(
         url: &str,
-        encoding: Encoding,
+        subprotocol: Subprotocol,
         stream: Option<TcpStream>,
     ) -> Result<Client, ClientError> {
-        let expected = encoding.subprotocol();
+        let expected = subprotocol.name();
         let mut request = url.into_client_request()?;
         request
             .headers_mut()
@@ -182,14 +186,19 @@ impl Client {
         }
         Ok(Client {
             socket,
-            encoding,
+            subprotocol,
             last_seq: 0,
         })
     }
 
     /// The encoding this connection uses.
     pub fn encoding(&self) -> Encoding {
-        self.encoding
+        self.subprotocol.encoding
+    }
+
+    /// The protocol version and encoding this connection uses.
+    pub fn subprotocol(&self) -> Subprotocol {
+        self.subprotocol
     }
 
     /// A fresh sequence number: 1 on a new client, then one more each call.
@@ -211,7 +220,7 @@ impl Client {
 
     /// Sends a message in the connection's encoding.
     pub async fn send(&mut self, message: &ClientMessage) -> Result<(), ClientError> {
-        let message = match codec::encode_client(self.encoding, message) {
+        let message = match codec::encode_client(self.subprotocol.encoding, message) {
             Frame::Text(text) => Message::text(text),
             Frame::Binary(bytes) => Message::binary(bytes),
         };
@@ -249,7 +258,11 @@ impl Client {
                 Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
                 Message::Close(frame) => return Err(closed(frame)),
             };
-            return Ok(codec::decode_server_frame(self.encoding, kind, &payload)?);
+            return Ok(codec::decode_server_frame(
+                self.subprotocol.encoding,
+                kind,
+                &payload,
+            )?);
         }
     }
 
@@ -264,7 +277,7 @@ impl Client {
         let seq = self.next_seq();
         self.send(&ClientMessage::Hello {
             seq,
-            protocol: crate::PROTOCOL_VERSION,
+            protocol: self.subprotocol.version.number(),
             token,
             client: client.to_owned(),
             name: None,

@@ -17,10 +17,120 @@ use crate::error_code::ErrorCode;
 use crate::message::{ClientMessage, ServerMessage};
 use crate::outline::{self, Outline, TypeEntry};
 
-/// Subprotocol name for MessagePack in binary frames.
+/// Subprotocol name for protocol 1, MessagePack in binary frames.
 pub const SUBPROTOCOL_MSGPACK: &str = "jumpgate.v1.msgpack";
-/// Subprotocol name for JSON in text frames.
+/// Subprotocol name for protocol 1, JSON in text frames.
 pub const SUBPROTOCOL_JSON: &str = "jumpgate.v1.json";
+/// Subprotocol name for protocol 2, MessagePack in binary frames.
+pub const SUBPROTOCOL_V2_MSGPACK: &str = "jumpgate.v2.msgpack";
+/// Subprotocol name for protocol 2, JSON in text frames.
+pub const SUBPROTOCOL_V2_JSON: &str = "jumpgate.v2.json";
+
+/// Which protocol a connection speaks, fixed by its WebSocket subprotocol.
+///
+/// Both versions share the codec and every message type; they differ in how a room
+/// reaches its members. Protocol 1 sends a full `state` after every change; protocol 2
+/// sends a `snapshot` once and then one small versioned event per change (`moved`,
+/// `changed`), see [`crate::v2`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ProtocolVersion {
+    /// Full `state` messages.
+    V1,
+    /// `snapshot`, then `moved` and `changed` events.
+    V2,
+}
+
+impl ProtocolVersion {
+    /// Both versions, oldest first.
+    pub const ALL: [ProtocolVersion; 2] = [ProtocolVersion::V1, ProtocolVersion::V2];
+
+    /// The number a client sends in `hello.protocol` (and `welcome.protocols` lists).
+    pub const fn number(self) -> u32 {
+        match self {
+            ProtocolVersion::V1 => 1,
+            ProtocolVersion::V2 => 2,
+        }
+    }
+
+    /// The version with this number, if the crate speaks it.
+    pub fn from_number(number: u32) -> Option<ProtocolVersion> {
+        ProtocolVersion::ALL
+            .into_iter()
+            .find(|version| version.number() == number)
+    }
+}
+
+impl fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.number())
+    }
+}
+
+/// What a WebSocket subprotocol fixes for a connection: the protocol version and the
+/// encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Subprotocol {
+    /// Which protocol the connection speaks.
+    pub version: ProtocolVersion,
+    /// How its messages are written.
+    pub encoding: Encoding,
+}
+
+impl Subprotocol {
+    /// Every subprotocol this crate speaks, newest version first, MessagePack before
+    /// JSON: the order a client offers them in when it has no preference.
+    pub const ALL: [Subprotocol; 4] = [
+        Subprotocol::new(ProtocolVersion::V2, Encoding::MsgPack),
+        Subprotocol::new(ProtocolVersion::V2, Encoding::Json),
+        Subprotocol::new(ProtocolVersion::V1, Encoding::MsgPack),
+        Subprotocol::new(ProtocolVersion::V1, Encoding::Json),
+    ];
+
+    /// The subprotocol of `version` in `encoding`.
+    pub const fn new(version: ProtocolVersion, encoding: Encoding) -> Subprotocol {
+        Subprotocol { version, encoding }
+    }
+
+    /// Protocol 1 in `encoding`.
+    pub const fn v1(encoding: Encoding) -> Subprotocol {
+        Subprotocol::new(ProtocolVersion::V1, encoding)
+    }
+
+    /// Protocol 2 in `encoding`.
+    pub const fn v2(encoding: Encoding) -> Subprotocol {
+        Subprotocol::new(ProtocolVersion::V2, encoding)
+    }
+
+    /// The `Sec-WebSocket-Protocol` value, e.g. "jumpgate.v2.msgpack".
+    pub const fn name(self) -> &'static str {
+        match (self.version, self.encoding) {
+            (ProtocolVersion::V1, Encoding::MsgPack) => SUBPROTOCOL_MSGPACK,
+            (ProtocolVersion::V1, Encoding::Json) => SUBPROTOCOL_JSON,
+            (ProtocolVersion::V2, Encoding::MsgPack) => SUBPROTOCOL_V2_MSGPACK,
+            (ProtocolVersion::V2, Encoding::Json) => SUBPROTOCOL_V2_JSON,
+        }
+    }
+
+    /// The subprotocol a name selects, if it is one of ours (exact match).
+    pub fn from_name(name: &str) -> Option<Subprotocol> {
+        Subprotocol::ALL
+            .into_iter()
+            .find(|subprotocol| subprotocol.name() == name)
+    }
+}
+
+impl From<Encoding> for Subprotocol {
+    /// Protocol 1, as before protocol 2 existed.
+    fn from(encoding: Encoding) -> Subprotocol {
+        Subprotocol::v1(encoding)
+    }
+}
+
+impl fmt::Display for Subprotocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// How messages are written on one connection, chosen by its WebSocket subprotocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,7 +145,8 @@ impl Encoding {
     /// Both encodings.
     pub const ALL: [Encoding; 2] = [Encoding::MsgPack, Encoding::Json];
 
-    /// The `Sec-WebSocket-Protocol` value that selects this encoding.
+    /// The `Sec-WebSocket-Protocol` value that selects this encoding in protocol 1
+    /// (see [`Subprotocol`] for protocol 2).
     pub const fn subprotocol(self) -> &'static str {
         match self {
             Encoding::MsgPack => SUBPROTOCOL_MSGPACK,
@@ -43,7 +154,8 @@ impl Encoding {
         }
     }
 
-    /// The encoding a subprotocol name selects, if it is one of ours (exact match).
+    /// The encoding a protocol 1 subprotocol name selects, if it is one of ours (exact
+    /// match); [`Subprotocol::from_name`] reads both versions.
     pub fn from_subprotocol(name: &str) -> Option<Encoding> {
         Encoding::ALL
             .into_iter()
@@ -264,6 +376,8 @@ pub fn decode_server(encoding: Encoding, payload: &[u8]) -> Result<ServerMessage
         // the `type` field like any field it does not know.
         match kind {
             "state" => parse_msgpack(payload).map(ServerMessage::State),
+            "snapshot" => parse_msgpack(payload).map(ServerMessage::Snapshot),
+            "moved" => parse_msgpack(payload).map(ServerMessage::Moved),
             "solo_state" => parse_msgpack(payload).map(ServerMessage::SoloState),
             _ => parse_msgpack(payload),
         }
@@ -395,6 +509,27 @@ mod tests {
         }
         assert_eq!(Encoding::from_subprotocol("jumpgate.v2.json"), None);
         assert_eq!(Encoding::from_subprotocol(" jumpgate.v1.json"), None);
+        for subprotocol in Subprotocol::ALL {
+            assert_eq!(
+                Subprotocol::from_name(subprotocol.name()),
+                Some(subprotocol)
+            );
+        }
+        assert_eq!(
+            Subprotocol::from_name("jumpgate.v2.json"),
+            Some(Subprotocol::v2(Encoding::Json))
+        );
+        assert_eq!(Subprotocol::from_name("jumpgate.v3.json"), None);
+        for encoding in Encoding::ALL {
+            assert_eq!(Subprotocol::from(encoding).name(), encoding.subprotocol());
+        }
+        for version in ProtocolVersion::ALL {
+            assert_eq!(
+                ProtocolVersion::from_number(version.number()),
+                Some(version)
+            );
+        }
+        assert_eq!(ProtocolVersion::from_number(3), None);
     }
 
     #[test]

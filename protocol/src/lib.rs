@@ -1,10 +1,16 @@
-//! Jumpgate protocol v1: the wire messages, their two encodings and an optional client.
+//! Jumpgate protocols 1 and 2: the wire messages, their two encodings and an optional
+//! client.
 //!
 //! This crate is the only place that knows how Jumpgate talks on the wire. The server,
 //! the load tester and the end-to-end tests all build [`ClientMessage`] and
 //! [`ServerMessage`] values and hand them to [`codec`]; none of them touches JSON or
 //! MessagePack directly. `PROTOCOL.md` at the repository root describes the same
 //! protocol for people writing clients in other languages.
+//!
+//! A connection's WebSocket subprotocol ([`Subprotocol`]) fixes its encoding and its
+//! protocol version. Protocol 2 shares every message with protocol 1 but replaces the
+//! room's `state` with a `snapshot` followed by small versioned events; [`v2`] holds
+//! those types and [`v2::RoomView`], which applies the events.
 //!
 //! The `client` cargo feature adds [`client::Client`], a small async WebSocket client
 //! for one connection, and [`reconnect::ReconnectingClient`], which wraps it and
@@ -83,8 +89,11 @@ pub mod reconnect;
 mod room;
 #[cfg(feature = "schema")]
 pub mod schema;
+pub mod v2;
 
-pub use codec::{DecodeError, EncodeError, Encoding, Frame, FrameKind};
+pub use codec::{
+    DecodeError, EncodeError, Encoding, Frame, FrameKind, ProtocolVersion, Subprotocol,
+};
 pub use error_code::ErrorCode;
 pub use game::{
     BoardGeometry, Boosts, Color, GameEndReason, GameResult, GameView, MoveView, PieceView, Points,
@@ -96,8 +105,11 @@ pub use room::{
     RoomState, SeriesEndReason, SeriesResult, SeriesView,
 };
 
-/// The protocol version this crate speaks, sent in `hello` and listed in `welcome`.
+/// Protocol 1's number, sent in `hello` on a `jumpgate.v1.*` connection.
 pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Every protocol version this crate speaks, as `welcome.protocols` lists them.
+pub const PROTOCOL_VERSIONS: [u32; 2] = [1, 2];
 
 /// The largest message, in bytes of frame payload, either side may send.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;

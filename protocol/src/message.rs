@@ -24,7 +24,8 @@ pub enum ClientMessage {
     /// identity, its token.
     Hello {
         seq: u32,
-        /// The protocol version the client speaks; 1 for this crate.
+        /// The protocol version the client speaks: the one its subprotocol names (1 on
+        /// `jumpgate.v1.*`, 2 on `jumpgate.v2.*`).
         protocol: u32,
         /// The token from an earlier `welcome`; absent to start as a new guest.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -99,7 +100,9 @@ pub enum ClientMessage {
     Rematch { seq: u32 },
     /// End the match for everyone (host only).
     EndMatch { seq: u32 },
-    /// Ask for a full `state`; `since` is the last room version the client saw.
+    /// Protocol 1: ask for a full `state`. Protocol 2: ask for the events after
+    /// `since`, the last room version the client holds (or a `snapshot` if the server no
+    /// longer has them, or `since` is 0).
     Resync { seq: u32, since: u64 },
     /// Keep-alive and round-trip probe; answered by `ack`.
     Ping { seq: u32 },
@@ -285,6 +288,13 @@ pub enum ServerMessage {
     LobbyInfo { seq: u32, lobby: LobbySummary },
     /// The answer to `my_games`: your unfinished lobbies and solo game.
     MyGames { seq: u32, games: Vec<MyGame> },
+    /// Protocol 2 only, in place of `state`: the whole room; its fields sit beside
+    /// `type`.
+    Snapshot(crate::v2::RoomSnapshot),
+    /// Protocol 2 only: a move was played (the room's next version).
+    Moved(crate::v2::Moved),
+    /// Protocol 2 only: something other than a move changed (the room's next version).
+    Changed(crate::v2::Changed),
 }
 
 impl ServerMessage {
@@ -299,6 +309,9 @@ impl ServerMessage {
         "solo_state",
         "lobby_info",
         "my_games",
+        "snapshot",
+        "moved",
+        "changed",
     ];
 
     /// The message's `type` on the wire, e.g. "state"; handy as a metrics label.
@@ -313,6 +326,9 @@ impl ServerMessage {
             ServerMessage::SoloState(_) => "solo_state",
             ServerMessage::LobbyInfo { .. } => "lobby_info",
             ServerMessage::MyGames { .. } => "my_games",
+            ServerMessage::Snapshot(_) => "snapshot",
+            ServerMessage::Moved(_) => "moved",
+            ServerMessage::Changed(_) => "changed",
         }
     }
 

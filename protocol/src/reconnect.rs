@@ -488,6 +488,30 @@ impl ReconnectingClient {
                     seated,
                 });
             }
+            // Protocol 2's whole room, and the one event that can move seats.
+            ServerMessage::Snapshot(snapshot) => {
+                let seated = snapshot
+                    .players
+                    .iter()
+                    .flatten()
+                    .any(|player| player.id == self.identity.id);
+                self.room = Some(Room::Lobby {
+                    code: snapshot.code.clone(),
+                    invite: snapshot.invite.clone(),
+                    seated,
+                });
+            }
+            ServerMessage::Changed(changed) => {
+                if let (Some(players), Some(Room::Lobby { seated, .. })) =
+                    (&changed.room.players, self.room.as_mut())
+                {
+                    *seated = players
+                        .iter()
+                        .flatten()
+                        .any(|player| player.id == self.identity.id);
+                }
+            }
+            ServerMessage::Moved(_) => {}
             ServerMessage::SoloState(solo) => {
                 self.room = Some(Room::Solo {
                     id: solo.id.clone(),

@@ -172,7 +172,7 @@ fn client_examples() -> Vec<(&'static str, ClientMessage)> {
     ]
 }
 
-fn player(id: &str, name: &str, connected: bool) -> Option<PlayerView> {
+pub(crate) fn player(id: &str, name: &str, connected: bool) -> Option<PlayerView> {
     Some(PlayerView {
         id: id.into(),
         name: name.into(),
@@ -181,11 +181,11 @@ fn player(id: &str, name: &str, connected: bool) -> Option<PlayerView> {
     })
 }
 
-fn squares(names: &[&str]) -> Vec<String> {
+pub(crate) fn squares(names: &[&str]) -> Vec<String> {
     names.iter().map(|name| (*name).to_owned()).collect()
 }
 
-fn quiet(notation: &str, from: &str, to: &str) -> MoveView {
+pub(crate) fn quiet(notation: &str, from: &str, to: &str) -> MoveView {
     MoveView {
         notation: notation.into(),
         path: squares(&[from, to]),
@@ -207,7 +207,7 @@ fn pieces(color: Color, on: &[&str]) -> Vec<PieceView> {
 
 /// Round 2 of a best-of-3 in American checkers after 11-15 23-19. Seat 1 opens this
 /// round, so it plays Dark; Light offered a draw with its move and the offer stands.
-fn state_playing() -> RoomState {
+pub(crate) fn state_playing() -> RoomState {
     let mut board = pieces(
         Color::Dark,
         &[
@@ -307,7 +307,7 @@ fn state_draw_declined() -> RoomState {
 
 /// An invite-only Russian lobby just created by its host, waiting for an opponent.
 /// `client_create_lobby` makes one like it and `client_join_lobby` joins it.
-fn state_waiting() -> RoomState {
+pub(crate) fn state_waiting() -> RoomState {
     RoomState {
         version: 1,
         code: "M3XW9A".into(),
@@ -343,7 +343,7 @@ fn state_waiting() -> RoomState {
 
 /// A single-round American series that seat 1 won on time: seat 0 lost its connection
 /// four plies in and its clock ran out. Seat 1 has called a rematch.
-fn state_finished() -> RoomState {
+pub(crate) fn state_finished() -> RoomState {
     let mut board = pieces(
         Color::Dark,
         &[
@@ -419,7 +419,7 @@ fn state_finished() -> RoomState {
 
 /// The break after the first round of a best-of-5 in Brazilian draughts, drawn by
 /// agreement after four plies; seat 1 has asked to go on.
-fn state_break() -> RoomState {
+pub(crate) fn state_break() -> RoomState {
     let mut board = pieces(
         Color::Dark,
         &[
@@ -683,7 +683,7 @@ fn moving(notation: &str, path: &[&str]) -> MoveView {
 
 /// Round 1 of a Space Mode best-of-1 after Dark's opening boost 8-15 (b2 over c3 to d4).
 /// The wormholes link h4 and a5; Light's step to a5 comes out on h4.
-fn state_space() -> RoomState {
+pub(crate) fn state_space() -> RoomState {
     let mut board = pieces(
         Color::Dark,
         &[
@@ -754,7 +754,7 @@ fn state_space() -> RoomState {
 /// A finished best-of-1 on the orbit board: Dark (seat 1) scored 3 points to Light's 2.
 /// An orbit lobby waiting for its second player: no game yet, so the board's
 /// geometry comes with the room.
-fn state_orbit_waiting() -> RoomState {
+pub(crate) fn state_orbit_waiting() -> RoomState {
     let mut state = state_waiting();
     state.code = "RB7T5QXA".into();
     state.rule_set = RuleSet::Orbit;
@@ -768,7 +768,7 @@ fn state_orbit_waiting() -> RoomState {
     state
 }
 
-fn state_orbit() -> RoomState {
+pub(crate) fn state_orbit() -> RoomState {
     let mut board = vec![
         PieceView {
             square: "C".into(),
@@ -1013,6 +1013,20 @@ fn server_examples() -> Vec<(&'static str, ServerMessage)> {
     ]
 }
 
+/// Every client example, protocol 2's included.
+pub fn all_client_examples() -> Vec<(&'static str, ClientMessage)> {
+    let mut examples = client_examples();
+    examples.extend(crate::golden_v2::client_examples());
+    examples
+}
+
+/// Every server example, protocol 2's included.
+pub fn all_server_examples() -> Vec<(&'static str, ServerMessage)> {
+    let mut examples = server_examples();
+    examples.extend(crate::golden_v2::server_examples());
+    examples
+}
+
 pub fn vectors_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
 }
@@ -1103,7 +1117,7 @@ fn vectors_match_the_codec() {
         fs::create_dir_all(&dir).unwrap();
     }
     let mut expected_files = BTreeSet::new();
-    for (name, message) in client_examples() {
+    for (name, message) in all_client_examples() {
         expected_files.extend(check_example(
             name,
             &message,
@@ -1111,7 +1125,7 @@ fn vectors_match_the_codec() {
             codec::decode_client,
         ));
     }
-    for (name, message) in server_examples() {
+    for (name, message) in all_server_examples() {
         expected_files.extend(check_example(
             name,
             &message,
@@ -1141,11 +1155,11 @@ fn vectors_match_the_codec() {
 
 #[test]
 fn every_message_type_has_an_example() {
-    let client: BTreeSet<_> = client_examples()
+    let client: BTreeSet<_> = all_client_examples()
         .iter()
         .map(|(_, message)| message.kind())
         .collect();
-    let server: BTreeSet<_> = server_examples()
+    let server: BTreeSet<_> = all_server_examples()
         .iter()
         .map(|(_, message)| message.kind())
         .collect();
@@ -1155,13 +1169,13 @@ fn every_message_type_has_an_example() {
 
 #[test]
 fn kind_is_the_wire_type() {
-    let client = client_examples().into_iter().map(|(_, message)| {
+    let client = all_client_examples().into_iter().map(|(_, message)| {
         (
             message.kind(),
             codec::encode_client(Encoding::Json, &message),
         )
     });
-    let server = server_examples().into_iter().map(|(_, message)| {
+    let server = all_server_examples().into_iter().map(|(_, message)| {
         (
             message.kind(),
             codec::encode_server(Encoding::Json, &message),
@@ -1183,7 +1197,7 @@ fn the_playing_example_has_a_game_with_legal_moves() {
 #[test]
 fn every_example_fits_the_size_limit() {
     for encoding in Encoding::ALL {
-        for (name, message) in server_examples() {
+        for (name, message) in all_server_examples() {
             let frame = codec::encode_server(encoding, &message);
             assert!(
                 frame.len() <= jumpgate_protocol::MAX_MESSAGE_BYTES,
@@ -1198,7 +1212,7 @@ fn every_example_fits_the_size_limit() {
 /// general path, and both must give the same message.
 #[test]
 fn states_decode_the_same_whatever_the_key_order() {
-    for (name, message) in server_examples() {
+    for (name, message) in all_server_examples() {
         let codec::Frame::Binary(bytes) = codec::encode_server(Encoding::MsgPack, &message) else {
             panic!("{name}: MessagePack is binary");
         };

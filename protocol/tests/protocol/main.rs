@@ -10,7 +10,9 @@
 mod client;
 mod fuzz;
 mod golden;
+mod golden_v2;
 mod reconnect;
 mod refusals;
+mod room_view;
 mod schema;
 mod wire_value;
