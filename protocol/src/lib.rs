@@ -89,6 +89,8 @@ pub mod reconnect;
 mod room;
 #[cfg(feature = "schema")]
 pub mod schema;
+#[cfg(feature = "client")]
+pub mod session;
 pub mod v2;
 
 pub use codec::{

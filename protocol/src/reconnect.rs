@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use crate::CLOSE_ROOM_MOVED;
 use crate::client::{Client, ClientError, Refusal};
-use crate::codec::{DecodeError, Encoding};
+use crate::codec::{DecodeError, Subprotocol};
 use crate::error_code::ErrorCode;
 use crate::message::{ClientMessage, Identity, ServerMessage};
 
@@ -279,7 +279,7 @@ pub enum ReconnectError {
 #[derive(Debug)]
 pub struct ReconnectingClient {
     base_url: String,
-    encoding: Encoding,
+    subprotocol: Subprotocol,
     client_name: String,
     policy: ReconnectPolicy,
     identity: Identity,
@@ -300,16 +300,18 @@ pub struct ReconnectingClient {
 
 impl ReconnectingClient {
     /// Opens a WebSocket to `url` (e.g. `ws://host/ws`; later connections replace or add
-    /// its `room` parameter), sends `hello` with `token` (none for a new guest) and
-    /// waits for `welcome`. This first connection is tried once.
+    /// its `room` parameter) speaking `subprotocol` (an [`Encoding`](crate::Encoding) alone means
+    /// protocol 1 in it), sends `hello` with `token` (none for a new guest) and waits
+    /// for `welcome`. This first connection is tried once.
     pub async fn connect(
         url: &str,
-        encoding: Encoding,
+        subprotocol: impl Into<Subprotocol>,
         token: Option<String>,
         client_name: &str,
         policy: ReconnectPolicy,
     ) -> Result<ReconnectingClient, ReconnectError> {
-        let mut connection = Client::connect(url, encoding)
+        let subprotocol = subprotocol.into();
+        let mut connection = Client::connect(url, subprotocol)
             .await
             .map_err(ReconnectError::Connect)?;
         let mut pacer = SendPacer::new(policy.messages_per_second);
@@ -320,7 +322,7 @@ impl ReconnectingClient {
             .map_err(ReconnectError::Connect)?;
         Ok(ReconnectingClient {
             base_url: url.to_owned(),
-            encoding,
+            subprotocol,
             client_name: client_name.to_owned(),
             policy,
             identity: greeting.identity,
@@ -346,6 +348,11 @@ impl ReconnectingClient {
     /// The latest token from `welcome`, to come back as this identity later.
     pub fn token(&self) -> &str {
         &self.token
+    }
+
+    /// The protocol version and encoding of every connection this client opens.
+    pub fn subprotocol(&self) -> Subprotocol {
+        self.subprotocol
     }
 
     /// The room the client is in, as far as it knows.
@@ -641,7 +648,7 @@ impl ReconnectingClient {
     async fn attempt(&mut self) -> Result<(), Failure> {
         let step = self.policy.step_timeout;
         let url = room_url(&self.base_url, self.route().as_deref());
-        let mut connection = within(step, Client::connect(&url, self.encoding)).await?;
+        let mut connection = within(step, Client::connect(&url, self.subprotocol)).await?;
         self.pacer.reset();
         self.pacer.next_slot(Instant::now());
         connection.set_last_seq(self.last_seq);
