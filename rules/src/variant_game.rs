@@ -131,6 +131,11 @@ pub struct MoveInfo {
     pub boost: bool,
     /// Space Mode wormhole jumps, as (entrance, exit), in order.
     pub teleports: Vec<(String, String)>,
+    /// The square the piece ends on: the path's last square, or (Space Mode) the
+    /// exit of the wormhole it landed in.
+    pub to: String,
+    /// Whether the move crowned a man.
+    pub crowned: bool,
     /// How the move is stored so that it replays exactly
     /// ([`VariantGame::play_stored`]); not meant for people.
     pub stored: String,
@@ -250,6 +255,8 @@ fn draughts_info(rs: RuleSet, m: &Move, legal: &[Move]) -> MoveInfo {
             .collect(),
         boost: false,
         teleports: Vec::new(),
+        to: notation::board_name(rs, m.to()),
+        crowned: m.crowns(),
         stored: stored_draughts(m),
     }
 }
@@ -284,6 +291,8 @@ fn space_info(m: &SpaceMove, legal: &[SpaceMove]) -> MoveInfo {
             .iter()
             .map(|&(a, b)| (space_name(a), space_name(b)))
             .collect(),
+        to: space_name(m.to()),
+        crowned: m.crowns,
         stored: stored_space(m),
     }
 }
@@ -309,6 +318,8 @@ fn orbit_info(m: &OrbitMove, legal: &[OrbitMove]) -> MoveInfo {
         captures: m.captures.iter().map(|sq| sq.name()).collect(),
         boost: false,
         teleports: Vec::new(),
+        to: m.to.name(),
+        crowned: false,
         stored: stored_orbit(m),
     }
 }

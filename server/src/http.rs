@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use jumpgate_protocol::Encoding;
+use jumpgate_protocol::Subprotocol;
 use tokio::sync::oneshot;
 
 use crate::AppState;
@@ -191,14 +191,15 @@ async fn ready(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
-/// Picks the first subprotocol the client offers that we speak.
-fn choose_encoding(headers: &HeaderMap) -> Option<Encoding> {
+/// Picks the first subprotocol the client offers that we speak: the client
+/// lists them in its order of preference, version and encoding together.
+fn choose_subprotocol(headers: &HeaderMap) -> Option<Subprotocol> {
     headers
         .get_all(header::SEC_WEBSOCKET_PROTOCOL)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .find_map(|p| Encoding::from_subprotocol(p.trim()))
+        .find_map(|p| Subprotocol::from_name(p.trim()))
 }
 
 async fn upgrade(
@@ -240,21 +241,22 @@ async fn upgrade(
             "too many connections from your address; close one first",
         );
     };
-    let Some(encoding) = choose_encoding(&headers) else {
+    let Some(subprotocol) = choose_subprotocol(&headers) else {
         return (
             StatusCode::BAD_REQUEST,
-            "offer the WebSocket subprotocol jumpgate.v1.msgpack or jumpgate.v1.json\n",
+            "offer a WebSocket subprotocol: jumpgate.v2.msgpack, jumpgate.v2.json, \
+             jumpgate.v1.msgpack or jumpgate.v1.json\n",
         )
             .into_response();
     };
     let admission = crate::net::Admission {
-        encoding,
+        subprotocol,
         named_room: named,
         client,
         slot,
         address_slot,
     };
-    ws.protocols([encoding.subprotocol()])
+    ws.protocols([subprotocol.name()])
         .max_message_size(MAX_FRAME_BYTES)
         .max_frame_size(MAX_FRAME_BYTES)
         // Small buffers keep an idle connection cheap; permessage-deflate
@@ -398,4 +400,41 @@ fn not_found() -> Response {
         })),
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::{HeaderMap, HeaderValue, header};
+    use jumpgate_protocol::{Encoding, Subprotocol};
+
+    use super::choose_subprotocol;
+
+    fn offered(lines: &[&str]) -> Option<Subprotocol> {
+        let mut headers = HeaderMap::new();
+        for line in lines {
+            headers.append(
+                header::SEC_WEBSOCKET_PROTOCOL,
+                HeaderValue::from_str(line).unwrap(),
+            );
+        }
+        choose_subprotocol(&headers)
+    }
+
+    #[test]
+    fn the_clients_first_choice_we_speak_wins() {
+        assert_eq!(
+            offered(&["jumpgate.v2.msgpack, jumpgate.v1.msgpack"]),
+            Some(Subprotocol::v2(Encoding::MsgPack))
+        );
+        assert_eq!(
+            offered(&["jumpgate.v1.json, jumpgate.v2.json"]),
+            Some(Subprotocol::v1(Encoding::Json))
+        );
+        assert_eq!(
+            offered(&["jumpgate.v3.msgpack", "jumpgate.v2.json"]),
+            Some(Subprotocol::v2(Encoding::Json))
+        );
+        assert_eq!(offered(&["chat, jumpgate.v9.json"]), None);
+        assert_eq!(offered(&[]), None);
+    }
 }

@@ -32,6 +32,11 @@ impl SharedFrame {
         }
     }
 
+    /// The message itself.
+    pub fn message(&self) -> &ServerMessage {
+        &self.message
+    }
+
     /// The message as a WebSocket frame in one encoding, encoded by the first
     /// connection that needs it and shared by the rest (a room whose members all
     /// speak MessagePack never pays for JSON). Cloning the frame shares its bytes.
@@ -67,6 +72,8 @@ pub enum Outbound {
 #[derive(Debug, Clone)]
 pub struct Member {
     pub conn: ConnId,
+    /// The protocol it speaks: v1 members get `state`, v2 members events.
+    pub version: wire::ProtocolVersion,
     pub identity: Identity,
     pub out: mpsc::Sender<Outbound>,
     /// Woken when the room drops this connection for falling behind.

@@ -212,6 +212,10 @@ pub struct Moved {
     /// Space Mode: thruster charges left, when changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boosts: Option<Boosts>,
+    /// Space Mode: the wormholes' squares, when they moved (they relocate after
+    /// every Light move once both sides have moved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wormholes: Option<[String; 2]>,
     /// Orbit: the points each side would score now, when changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub points: Option<Points>,

@@ -186,8 +186,8 @@ fn apply_moved(room: &mut RoomSnapshot, moved: &Moved) -> Result<(), &'static st
     {
         return Err("a capture of an empty square");
     }
-    if moved.boosts.is_some() && game.space.is_none() {
-        return Err("thruster charges outside Space Mode");
+    if (moved.boosts.is_some() || moved.wormholes.is_some()) && game.space.is_none() {
+        return Err("Space Mode fields outside Space Mode");
     }
     let piece = &mut game.pieces[mover];
     piece.square = to.to_owned();
@@ -207,8 +207,13 @@ fn apply_moved(room: &mut RoomSnapshot, moved: &Moved) -> Result<(), &'static st
     game.must_capture.clone_from(&moved.must_capture);
     game.draw_offer = moved.draw_offer;
     game.draw_declined = moved.draw_declined;
-    if let (Some(boosts), Some(space)) = (moved.boosts, game.space.as_mut()) {
-        space.boosts = boosts;
+    if let Some(space) = game.space.as_mut() {
+        if let Some(boosts) = moved.boosts {
+            space.boosts = boosts;
+        }
+        if let Some(wormholes) = &moved.wormholes {
+            space.wormholes.clone_from(wormholes);
+        }
     }
     if moved.points.is_some() {
         game.points = moved.points;

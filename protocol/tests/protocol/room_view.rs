@@ -70,7 +70,9 @@ fn a_boost_spends_a_charge_and_captures_go() {
     view.apply(&ServerMessage::Moved(moved_space_boost()))
         .unwrap();
     let game = after(&view).game.unwrap();
-    assert_eq!(game.space.unwrap().boosts.light, 2);
+    let space = game.space.clone().unwrap();
+    assert_eq!(space.boosts.light, 2);
+    assert_eq!(space.wormholes, ["f4".to_owned(), "g5".to_owned()]);
     assert!(game.pieces.iter().any(|p| p.square == "c5"));
     assert!(!game.pieces.iter().any(|p| p.square == "a7"));
     assert_eq!(game.must_capture, vec!["d4".to_owned()]);

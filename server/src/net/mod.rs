@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures_util::SinkExt;
 use jumpgate_protocol as wire;
-use jumpgate_protocol::{Encoding, ErrorCode, ServerMessage};
+use jumpgate_protocol::{Encoding, ErrorCode, ProtocolVersion, ServerMessage, Subprotocol};
 use tokio::sync::{Notify, mpsc};
 use tokio::time::{Duration, Instant};
 
@@ -42,6 +42,8 @@ static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
 struct Connection {
     id: ConnId,
     encoding: Encoding,
+    /// The protocol version its subprotocol names.
+    version: ProtocolVersion,
     state: Arc<AppState>,
     session: Session,
     out_tx: mpsc::Sender<Outbound>,
@@ -67,7 +69,8 @@ enum Flow {
 /// upgrade.
 #[derive(Debug)]
 pub struct Admission {
-    pub encoding: Encoding,
+    /// The protocol version and encoding the client asked for.
+    pub subprotocol: Subprotocol,
     /// The room named in the address (`/ws?room=…`), upper case.
     pub named_room: Option<String>,
     pub client: ClientAddr,
@@ -81,15 +84,15 @@ pub struct Admission {
 pub async fn serve(socket: WebSocket, state: Arc<AppState>, admission: Admission) {
     use tracing::Instrument;
     let id = NEXT_CONN.fetch_add(1, Ordering::Relaxed);
-    let span = tracing::debug_span!("conn", id, encoding = ?admission.encoding, client = %admission.client);
+    let span = tracing::debug_span!("conn", id, subprotocol = %admission.subprotocol, client = %admission.client);
     let Admission {
-        encoding,
+        subprotocol,
         named_room,
         client,
         slot,
         address_slot,
     } = admission;
-    serve_inner(socket, encoding, state.clone(), id, named_room, client)
+    serve_inner(socket, subprotocol, state.clone(), id, named_room, client)
         .instrument(span)
         .await;
     drop((slot, address_slot));
@@ -129,7 +132,7 @@ impl Drop for ConnectionSlot {
 
 async fn serve_inner(
     mut socket: WebSocket,
-    encoding: Encoding,
+    subprotocol: Subprotocol,
     state: Arc<AppState>,
     id: ConnId,
     named_room: Option<String>,
@@ -139,9 +142,11 @@ async fn serve_inner(
     metrics.connections_open.inc();
     tracing::debug!("connection opened");
     let (out_tx, mut out_rx) = mpsc::channel(state.settings.outbound_queue);
+    let encoding = subprotocol.encoding;
     let mut conn = Connection {
         id,
         encoding,
+        version: subprotocol.version,
         state: state.clone(),
         session: Session::Greeting,
         out_tx,

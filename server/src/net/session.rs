@@ -208,10 +208,14 @@ impl Connection {
                 }
                 _ => self.act(seq, Action::Resign).await,
             },
-            ClientMessage::Resync { seq, .. } => match self.session {
+            ClientMessage::Resync { seq, since } => match self.session {
                 Session::Solo { .. } => {
                     self.tell_solo(SoloCommand::Resync { conn: self.id, seq })
                         .await
+                }
+                // Protocol 2 resyncs from a version: the room's history.
+                _ if self.version == wire::ProtocolVersion::V2 => {
+                    self.act_since(seq, Action::Resync, Some(since)).await;
                 }
                 _ => self.act(seq, Action::Resync).await,
             },
@@ -245,10 +249,12 @@ impl Connection {
             );
             return Flow::Continue;
         }
-        if protocol != wire::PROTOCOL_VERSION {
+        // The subprotocol fixed the version; `hello` must name the same one.
+        if protocol != self.version.number() {
             let text = format!(
-                "protocol {protocol} is not supported; this server speaks {}",
-                wire::PROTOCOL_VERSION
+                "protocol {protocol} is not supported on this connection; its subprotocol \
+                 speaks {} (this server speaks 1 and 2, each on its own subprotocols)",
+                self.version
             );
             self.refuse(Some(seq), ErrorCode::UnsupportedVersion, &text);
             return Flow::Close(CLOSE_PROTOCOL_ERROR, "unsupported protocol version");
@@ -289,7 +295,7 @@ impl Connection {
         tracing::debug!(identity = %identity.id, guest = identity.guest, "greeted");
         self.reply(ServerMessage::Welcome {
             server_version: env!("CARGO_PKG_VERSION").to_owned(),
-            protocols: vec![wire::PROTOCOL_VERSION],
+            protocols: wire::PROTOCOL_VERSIONS.to_vec(),
             identity: wire::Identity {
                 id: identity.id.clone(),
                 name: identity.name.clone(),
@@ -324,6 +330,11 @@ impl Connection {
 
     /// A lobby action, for the room this connection is in.
     async fn act(&mut self, seq: u32, action: Action) {
+        self.act_since(seq, action, None).await;
+    }
+
+    /// [`act`](Self::act), with protocol 2's `resync.since`.
+    async fn act_since(&mut self, seq: u32, action: Action, since: Option<u64>) {
         let Session::Lobby { room, identity, .. } = &self.session else {
             self.refuse(Some(seq), ErrorCode::NotInLobby, NOT_IN_LOBBY);
             return;
@@ -332,6 +343,7 @@ impl Connection {
             conn: self.id,
             seq,
             action,
+            since,
         };
         if room.commands.send(command).await.is_err() {
             self.session = Session::Idle {
@@ -577,6 +589,7 @@ impl Connection {
         let command = RoomCommand::Enter {
             member: Member {
                 conn: self.id,
+                version: self.version,
                 identity: identity.clone(),
                 out: self.out_tx.clone(),
                 kick: self.kick.clone(),

@@ -10,6 +10,7 @@
 //! the room's private state together; storage, stakes and the view are
 //! split out.
 
+mod feed;
 mod stakes;
 mod storage;
 pub mod view;
@@ -48,6 +49,10 @@ pub enum RoomCommand {
         conn: ConnId,
         seq: u32,
         action: Action,
+        /// With [`Action::Resync`] from a protocol 2 member: the version it
+        /// holds (`resync.since`); it gets the events after it, or a
+        /// `snapshot`. `None`: a full v1 `state`.
+        since: Option<u64>,
     },
     /// Leave the lobby (giving up the seat). `out` answers even a leave
     /// re-sent after the first one's outcome was unknown.
@@ -180,6 +185,8 @@ pub struct Room {
     /// Unloaded from memory (a correspondence lobby nobody is connected
     /// to): stored, released for whoever next asks for it.
     unloaded: bool,
+    /// What the protocol 2 members have been shown, and its recent events.
+    feed: feed::Feed,
 }
 
 /// Both clocks now.
@@ -258,6 +265,7 @@ impl Room {
             expired: false,
             indexed: Vec::new(),
             unloaded: false,
+            feed: feed::Feed::default(),
         }
     }
 
@@ -524,6 +532,9 @@ impl Room {
                 }
                 let out = member.out.clone();
                 let conn = member.conn;
+                if member.version == wire::ProtocolVersion::V2 {
+                    self.feed.note_entry(conn);
+                }
                 self.members.push(member);
                 let result = self.save_requested().await;
                 if result.is_ok() && seat_ids(&self.lobby) != seated_before {
@@ -549,7 +560,12 @@ impl Room {
                 let _ = reply.send(done);
             }
             RoomCommand::CheckOwner => self.check_owner().await,
-            RoomCommand::Act { conn, seq, action } => {
+            RoomCommand::Act {
+                conn,
+                seq,
+                action,
+                since,
+            } => {
                 let is_move = matches!(action, Action::Move { .. });
                 let started = std::time::Instant::now();
                 let finished_before = self.lobby.series.result;
@@ -564,9 +580,22 @@ impl Room {
                             "you are not in this lobby",
                         )),
                         Some(id) => match self.lobby.act(&id, seq, action, now()) {
-                            Ok(Applied::Changed) => self.save_requested().await.map(|()| true),
+                            Ok(Applied::Changed) => {
+                                let saved = self.save_requested().await;
+                                if is_move {
+                                    // Applied whether or not the store has
+                                    // confirmed it yet: shown as a `moved`
+                                    // once it has, if nothing else came between.
+                                    self.feed.note_move(self.lobby.version);
+                                }
+                                saved.map(|()| true)
+                            }
                             Ok(Applied::Unchanged) => Ok(false),
                             Ok(Applied::Resync) => {
+                                if let Some(since) = since {
+                                    self.resync(conn, seq, since);
+                                    return;
+                                }
                                 let state = ServerMessage::State(self.state());
                                 self.send_to(conn, ServerMessage::Ack { seq });
                                 self.send_to(conn, state);
@@ -676,6 +705,7 @@ impl Room {
                 self.broadcast();
             }
             RoomCommand::Disconnect { conn } => {
+                self.feed.take_unshown(conn);
                 self.members.retain(|m| m.conn != conn);
                 self.commit_or_retry().await;
                 self.broadcast();
@@ -715,17 +745,44 @@ impl Room {
         }
     }
 
-    /// Sends the current state to every member, encoded once per encoding.
-    /// Nothing is shown that the store has not confirmed: while a write is
-    /// unconfirmed this does nothing, and the state goes out once it is.
+    /// Shows every member the room as it is now, each frame encoded once
+    /// per encoding: v1 members a full `state`, v2 members the event for
+    /// the new version (or a `snapshot`, see [`feed`]). Nothing is shown
+    /// that the store has not confirmed: while a write is unconfirmed this
+    /// does nothing, and the change goes out once it is.
     fn broadcast(&mut self) {
         if self.unsaved() || self.stale {
             return;
         }
-        let state = self.state();
-        let frame = Arc::new(SharedFrame::new(ServerMessage::State(state)));
-        self.members
-            .retain(|m| match m.out.try_send(Outbound::Shared(frame.clone())) {
+        let speaks = |version| self.members.iter().any(|m| m.version == version);
+        let (any_v1, any_v2) = (
+            speaks(wire::ProtocolVersion::V1),
+            speaks(wire::ProtocolVersion::V2),
+        );
+        // The full state is built only for v1 members (and, for v2, when
+        // a change other than a move needs comparing).
+        let state = any_v1.then(|| self.state());
+        let v2 = if any_v2 {
+            self.v2_frames(state.as_ref())
+        } else {
+            self.feed.forget();
+            feed::V2Frames {
+                shown: None,
+                first: None,
+            }
+        };
+        let v1 = state.map(|state| Arc::new(SharedFrame::new(ServerMessage::State(state))));
+        let feed = &mut self.feed;
+        self.members.retain(|m| {
+            let frame = match m.version {
+                wire::ProtocolVersion::V1 => &v1,
+                wire::ProtocolVersion::V2 if feed.take_unshown(m.conn) => &v2.first,
+                wire::ProtocolVersion::V2 => &v2.shown,
+            };
+            let Some(frame) = frame else {
+                return true;
+            };
+            match m.out.try_send(Outbound::Shared(frame.clone())) {
                 Ok(()) => true,
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     tracing::info!(conn = m.conn, "dropping a slow consumer");
@@ -734,7 +791,8 @@ impl Room {
                     false
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => false,
-            });
+            }
+        });
     }
 }
 
@@ -791,5 +849,7 @@ async fn sleep_or_forever(deadline: Option<Instant>) {
     }
 }
 
+#[cfg(test)]
+mod feed_tests;
 #[cfg(test)]
 mod tests;

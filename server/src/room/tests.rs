@@ -63,6 +63,7 @@ async fn start(move_clock: Duration, break_time: Duration) -> Harness {
         tx.send(RoomCommand::Enter {
             member: Member {
                 conn: u64::from(n),
+                version: wire::ProtocolVersion::V1,
                 identity: identity(n),
                 out,
                 kick: Arc::new(Notify::new()),
@@ -215,6 +216,7 @@ async fn a_move_before_the_deadline_resets_the_clock() {
                 notation: Some(notation),
                 path: None,
             },
+            since: None,
         })
         .await
         .unwrap();
@@ -275,6 +277,7 @@ async fn a_room_another_instance_took_over_acknowledges_nothing_and_sends_everyo
                 notation: Some(notation),
                 path: None,
             },
+            since: None,
         })
         .await
         .unwrap();

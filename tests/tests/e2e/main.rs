@@ -14,6 +14,7 @@ mod limits;
 mod lobby;
 mod operations;
 mod persistence;
+mod protocol_v2;
 mod reconnecting;
 mod retention;
 mod solo;
