@@ -43,7 +43,9 @@ pub fn close_means_reconnect(code: u16) -> bool {
 /// `max`, each scaled by a random factor between `1 - jitter` and `1 + jitter`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {
+    /// The wait before the first retry, before jitter.
     pub first: Duration,
+    /// The longest wait, before jitter.
     pub max: Duration,
     /// 0.5 for ±50 %; kept within 0 to 1.
     pub jitter: f64,
@@ -111,6 +113,7 @@ impl Default for ReconnectPolicy {
 pub enum Room {
     /// A lobby, entered as a player (`seated`) or a spectator.
     Lobby {
+        /// The lobby's code.
         code: String,
         /// The invite of an invite-only lobby, from its `state`.
         invite: Option<String>,
@@ -118,7 +121,10 @@ pub enum Room {
         seated: bool,
     },
     /// A solo game, by its id (`S` and a code).
-    Solo { id: String },
+    Solo {
+        /// The game's id, as `solo_state.id` gives it.
+        id: String,
+    },
 }
 
 impl Room {
@@ -164,7 +170,12 @@ pub enum Reentry {
     Rejoined(Room),
     /// The server refused to let the client back in (say, `unknown_lobby` from a
     /// server that lost its lobbies): the client is now in no room.
-    Lost { room: Room, refusal: Refusal },
+    Lost {
+        /// The room the client was in.
+        room: Room,
+        /// The server's answer to re-entering it.
+        refusal: Refusal,
+    },
 }
 
 /// Why a connection was replaced.
@@ -173,7 +184,12 @@ pub enum Disconnect {
     /// The connection closed with this code: 1001 for a server restart,
     /// [`CLOSE_ROOM_MOVED`] for a room that moved to another instance, 1006 for a
     /// connection that dropped.
-    Closed { code: u16, reason: String },
+    Closed {
+        /// The close code (1006 when the connection dropped without one).
+        code: u16,
+        /// The close frame's reason text.
+        reason: String,
+    },
     /// The server answered `room_unavailable`: the room was between instances.
     RoomUnavailable,
     /// Some other failure of the socket, described.
@@ -243,7 +259,12 @@ pub enum ReconnectError {
     /// Reconnecting failed `attempts` times in a row, or took longer than the policy
     /// allows.
     #[error("gave up reconnecting after {attempts} attempts; the last failure: {last_failure}")]
-    GaveUp { attempts: u32, last_failure: String },
+    GaveUp {
+        /// Connections tried in the outage (or refusals of one request).
+        attempts: u32,
+        /// What went wrong the last time.
+        last_failure: String,
+    },
     /// The server will not take this client back: a close with 1002 (say, after
     /// `unsupported_version`), 1007 or 1009 (the client sent what it must not), `hello`
     /// refused (`invalid_token`), an HTTP 4xx answer to the upgrade, or the wrong
@@ -252,7 +273,12 @@ pub enum ReconnectError {
     Rejected(ClientError),
     /// A new connection was welcomed as someone else.
     #[error("reconnected as {found} instead of {expected}")]
-    IdentityChanged { expected: String, found: String },
+    IdentityChanged {
+        /// The identity id the client had.
+        expected: String,
+        /// The identity id the new connection was welcomed as.
+        found: String,
+    },
     /// The server sent a message that could not be decoded. The connection is still
     /// up, and `recv` may be called again.
     #[error("undecodable message from the server: {0}")]
