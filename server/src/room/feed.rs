@@ -9,8 +9,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use jumpgate_protocol as wire;
+use jumpgate_protocol::ServerMessage;
 use jumpgate_protocol::v2::{Changed, Moved, RoomSnapshot, RoomView};
-use jumpgate_protocol::{ErrorCode, ServerMessage};
 use tokio::time::Instant;
 
 use super::{Room, view};
@@ -259,6 +259,14 @@ impl Room {
                 .apply(&ServerMessage::Moved(moved.clone()))
                 .ok()?;
             let changed = Changed::between(after_move.room()?, &self.snapshot())?;
+            // The game after the move is the event's; only the clock's
+            // readings may differ (taken a moment apart).
+            let mut game = changed.game;
+            (game.deadline, game.remaining_ms) = (None, None);
+            if !game.is_empty() {
+                tracing::error!(room = %self.lobby.code, ?game, "a move's event missed a change to the game; sending a snapshot");
+                return None;
+            }
             moved.room = changed.room;
         }
         Some(moved)
@@ -301,28 +309,16 @@ impl Room {
         }
     }
 
-    /// The room in full for a `resync`: as it is, when everything in memory
-    /// has been shown; else as last shown (nothing unconfirmed goes out).
+    /// The room in full for a `resync`. A resync is answered only once
+    /// the store holds everything the room did (the room settles first),
+    /// so the room as it is now is confirmed, and shown already.
     fn resync_snapshot(&mut self) -> Arc<SharedFrame> {
-        let caught_up = !self.unsaved() && !self.stale;
-        match self.feed.shown.as_ref().and_then(RoomView::room) {
-            Some(shown) if !caught_up || shown.version != self.lobby.version => {
-                Arc::new(SharedFrame::new(ServerMessage::Snapshot(shown.clone())))
-            }
-            _ if caught_up => {
-                let snapshot = self.snapshot();
-                if self.feed.shown.is_none() {
-                    self.feed.shown = Some(RoomView::from_snapshot(snapshot.clone()));
-                    self.feed.history.clear();
-                }
-                Arc::new(SharedFrame::new(ServerMessage::Snapshot(snapshot)))
-            }
-            _ => Arc::new(SharedFrame::new(ServerMessage::error(
-                None,
-                ErrorCode::StorageUnavailable,
-                "the lobby is being saved; resync again shortly",
-            ))),
+        let snapshot = self.snapshot();
+        if self.feed.shown.is_none() {
+            self.feed.shown = Some(RoomView::from_snapshot(snapshot.clone()));
+            self.feed.history.clear();
         }
+        Arc::new(SharedFrame::new(ServerMessage::Snapshot(snapshot)))
     }
 }
 

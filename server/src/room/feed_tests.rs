@@ -85,6 +85,10 @@ fn received(outbound: Outbound, encoding: Encoding) -> Option<ServerMessage> {
 
 impl Game {
     async fn new(rule_set: Variant, seed: u64) -> Game {
+        Game::with_pace(rule_set, crate::lobby::Pace::Live, seed).await
+    }
+
+    async fn with_pace(rule_set: Variant, pace: crate::lobby::Pace, seed: u64) -> Game {
         let mut settings = Settings::for_address("127.0.0.1:0".parse().unwrap());
         settings.move_clock = Duration::from_secs(3_600);
         settings.break_time = Duration::from_secs(3_600);
@@ -95,7 +99,7 @@ impl Game {
                 series_length: 3,
                 invite_only: false,
                 stake: 0,
-                pace: crate::lobby::Pace::Live,
+                pace,
                 draw_rules: crate::rules::DrawRules::Standard,
             },
             &identity(1),
@@ -511,6 +515,30 @@ async fn events_build_the_rooms_the_server_shows() {
     }
     // The figures PROTOCOL.md quotes: run with --nocapture to see them.
     println!("{}", report.join("\n"));
+}
+
+/// A correspondence lobby: every move also pushes its expiry back, which
+/// `moved` carries in `room`.
+#[tokio::test]
+async fn correspondence_moves_carry_the_new_expiry() {
+    for seed in 0..2 {
+        let mut game = Game::with_pace(
+            Variant::Draughts(RuleSet::American),
+            crate::lobby::Pace::Correspondence,
+            500 + seed,
+        )
+        .await;
+        let mut expiries = 0;
+        for _ in 0..150 {
+            let before = game.room().expires_at;
+            if !game.step().await {
+                break;
+            }
+            expiries += usize::from(game.room().expires_at != before);
+        }
+        assert!(game.sizes.moved > 20, "{} moves", game.sizes.moved);
+        assert!(expiries > 0, "the expiry moved with the moves");
+    }
 }
 
 /// v1's full state per move in the same random games, for comparison.
