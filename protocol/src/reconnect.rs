@@ -35,6 +35,15 @@ const CLOSE_PROTOCOL_ERROR: u16 = 1002;
 /// dropped without a close frame) except 1002, 1007 and 1009: the client sent
 /// something it must not send, and re-sending its unanswered requests would end the
 /// same way, so it stops (PROTOCOL.md section 1, "Close codes").
+///
+/// ```
+/// use jumpgate_protocol::reconnect::close_means_reconnect;
+/// use jumpgate_protocol::CLOSE_ROOM_MOVED;
+///
+/// assert!(close_means_reconnect(1001)); // the server restarts
+/// assert!(close_means_reconnect(CLOSE_ROOM_MOVED));
+/// assert!(!close_means_reconnect(1002)); // e.g. after unsupported_version
+/// ```
 pub fn close_means_reconnect(code: u16) -> bool {
     !matches!(code, CLOSE_PROTOCOL_ERROR | 1007 | 1009)
 }
@@ -65,6 +74,17 @@ impl Default for Backoff {
 impl Backoff {
     /// The wait before retry number `retry` (0 for the first), where `unit` is a random
     /// draw from 0 (the shortest wait) to 1 (the longest).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use jumpgate_protocol::reconnect::Backoff;
+    ///
+    /// let backoff = Backoff::default(); // 0.5 s doubling to 15 s, ±50 %
+    /// assert_eq!(backoff.delay(0, 0.5), Duration::from_millis(500));
+    /// assert_eq!(backoff.delay(2, 0.5), Duration::from_secs(2));
+    /// assert_eq!(backoff.delay(2, 0.0), Duration::from_secs(1), "the shortest draw");
+    /// assert_eq!(backoff.delay(30, 0.5), Duration::from_secs(15), "capped");
+    /// ```
     pub fn delay(&self, retry: u32, unit: f64) -> Duration {
         let factor = 1u32.checked_shl(retry).unwrap_or(u32::MAX);
         let base = self.first.saturating_mul(factor).min(self.max);

@@ -1,7 +1,8 @@
 //! The SDK's `Session` against the real server, in both protocol versions and both
 //! encodings: answers matched to concurrent requests, typed refusals, the room kept
 //! equal to a fresh full state after every event, and, across a kill -9 of a `jumpgate`
-//! process on Redis, the seat resumed and an in-flight move applied once. The examples
+//! process on Redis, the seat resumed and an in-flight move applied once; solo games.
+//! The examples
 //! `random_bot` and `spectator`, built by cargo and run as processes, play and follow a
 //! whole game.
 
@@ -13,10 +14,13 @@ use jumpgate_protocol::client::Client;
 use jumpgate_protocol::codec::{Encoding, ProtocolVersion, Subprotocol};
 use jumpgate_protocol::reconnect::{Backoff, ReconnectPolicy};
 use jumpgate_protocol::session::{
-    LobbyAddress, NewLobby, Reply, Session, SessionError, SessionEvent, SessionOptions,
+    LobbyAddress, NewLobby, NewSoloGame, Reply, Session, SessionError, SessionEvent,
+    SessionOptions, SessionState,
 };
 use jumpgate_protocol::v2::RoomSnapshot;
-use jumpgate_protocol::{ClientMessage, ErrorCode, Phase, ServerMessage};
+use jumpgate_protocol::{
+    BotLevel, ClientMessage, Color, ErrorCode, Phase, ServerMessage, SoloMode,
+};
 
 /// How long anything that may span a server restart may take.
 const OUTAGE_PATIENCE: Duration = Duration::from_secs(60);
@@ -540,4 +544,62 @@ async fn the_random_bot_and_spectator_examples_finish_a_game() {
         }
     }
     host.close().await;
+}
+
+/// Solo games through the session: one on one device (both sides, undo, leave), and
+/// one against the computer, whose replies arrive as new solo states by themselves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn solo_games_keep_their_state_and_tell_each_move() {
+    let server = TestServer::start(|_| {}).await;
+    let session = connect(&server.ws_url(), Subprotocol::v2(Encoding::Json)).await;
+    let mut events = session.events();
+    let game = NewSoloGame {
+        mode: SoloMode::SameDevice,
+        ..NewSoloGame::default()
+    };
+    let started = soon(session.start_solo(game)).await.unwrap();
+    assert!(started.game.moves.is_empty());
+    let ply = |s: &SessionState| s.solo.as_ref().map_or(0, |solo| solo.game.ply);
+    for n in 1..=2 {
+        let state = soon(session.wait_for(|s| s.my_turn() && ply(s) == n - 1))
+            .await
+            .unwrap();
+        let path = state.legal_paths().remove(0);
+        soon(session.play(path)).await.unwrap();
+        soon(session.wait_for(|s| ply(s) == n)).await.unwrap();
+    }
+    soon(session.undo()).await.unwrap();
+    let undone = soon(session.wait_for(|s| ply(s) == 1)).await.unwrap();
+    let moves = undone.solo.unwrap().game.moves;
+    let mut told = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let SessionEvent::MovePlayed { notation } = event {
+            told.push(notation);
+        }
+    }
+    assert_eq!(
+        told.len(),
+        2,
+        "each move told once, none for the undo: {told:?}"
+    );
+    assert_eq!(told[0], moves[0]);
+    soon(session.leave()).await.unwrap();
+    assert!(session.solo().is_none(), "leaving ends the solo game here");
+
+    // Against the computer: our move, then its reply comes by itself.
+    let game = NewSoloGame {
+        level: Some(BotLevel::Tamer),
+        ..NewSoloGame::default()
+    };
+    let started = soon(session.start_solo(game)).await.unwrap();
+    assert_eq!(started.you, Some(Color::Dark));
+    let state = soon(session.wait_for(|s| s.my_turn())).await.unwrap();
+    soon(session.play(state.legal_paths().remove(0)))
+        .await
+        .unwrap();
+    let replied = soon(session.wait_for(|s| ply(s) == 2 && s.my_turn()))
+        .await
+        .unwrap();
+    assert_eq!(replied.solo.unwrap().game.moves.len(), 2);
+    session.close().await;
 }
