@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo run -p jumpgate-protocol --features client --example random_bot -- \
-//!     ws://127.0.0.1:8080/ws K7QP2DXM [--protocol 2] [--json]
+//!     ws://127.0.0.1:8080/ws K7QP2DXM [--protocol 1] [--json]
 //! ```
 //!
 //! It prints each move it plays, `game over: …` after each game and `series over: …`

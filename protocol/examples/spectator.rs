@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo run -p jumpgate-protocol --features client --example spectator -- \
-//!     ws://127.0.0.1:8080/ws K7QP2DXM [--follow] [--protocol 2] [--json]
+//!     ws://127.0.0.1:8080/ws K7QP2DXM [--follow] [--protocol 1] [--json]
 //! ```
 //!
 //! Moves print as `move NOTATION`, results as `game over: …`. It stops when

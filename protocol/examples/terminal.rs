@@ -12,7 +12,8 @@
 //!
 //! Type a move in the rule set's notation (`11-15`) or as squares (`c3 d4`, `c3 e5 g7`
 //! for a capture), or one of `draw`, `accept`, `decline`, `resign`, `next`, `rematch`,
-//! `board`, `leave`, `quit`. Add `--protocol 2` and `--json` to pick the subprotocol.
+//! `board`, `leave`, `quit`. Add `--protocol 1` and `--json` to pick the subprotocol
+//! (default: protocol 2, MessagePack).
 
 mod common;
 
@@ -93,7 +94,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 match act(&session, line.trim()).await {
                     Ok(Continue::Yes) => {}
                     Ok(Continue::No) => break,
-                    Err(err) => println!("refused: {err}"),
+                    Err(err) => println!("{err}"),
                 }
             }
         }

@@ -8,7 +8,7 @@ use jumpgate_protocol::{Color, PieceView};
 /// The command line after the program's name, with `--protocol N` and `--json` taken
 /// out and turned into session options; the other arguments are returned in order.
 pub fn session_options(client_name: &str) -> Result<(SessionOptions, Vec<String>), String> {
-    let mut version = 1;
+    let mut version = 2;
     let mut encoding = Encoding::MsgPack;
     let mut rest = Vec::new();
     let mut args = std::env::args().skip(1);
@@ -25,10 +25,10 @@ pub fn session_options(client_name: &str) -> Result<(SessionOptions, Vec<String>
             _ => rest.push(arg),
         }
     }
-    let subprotocol = if version == 2 {
-        Subprotocol::v2(encoding)
-    } else {
+    let subprotocol = if version == 1 {
         Subprotocol::v1(encoding)
+    } else {
+        Subprotocol::v2(encoding)
     };
     let options = SessionOptions {
         subprotocol,

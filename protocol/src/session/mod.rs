@@ -55,7 +55,8 @@ use crate::v2::{Path, RoomSnapshot};
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionOptions {
     /// The protocol version and encoding; [`Encoding`] converts into protocol 1.
-    /// Default: protocol 1 in MessagePack, which every Jumpgate server speaks.
+    /// Default: protocol 2 in MessagePack, the smallest on the wire. Servers from
+    /// before protocol 2 speak only protocol 1.
     pub subprotocol: Subprotocol,
     /// The token from an earlier session's [`SessionState::token`], to come back as the
     /// same identity (and find its seats); `None` for a new guest. An account token
@@ -73,7 +74,7 @@ pub struct SessionOptions {
 impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions {
-            subprotocol: Subprotocol::v1(Encoding::MsgPack),
+            subprotocol: Subprotocol::v2(Encoding::MsgPack),
             token: None,
             client_name: concat!("jumpgate-protocol/", env!("CARGO_PKG_VERSION")).to_owned(),
             policy: ReconnectPolicy::default(),

@@ -489,7 +489,7 @@ async fn the_random_bot_and_spectator_examples_finish_a_game() {
     soon(host.wait_for(|s| s.room.as_ref().is_some_and(|room| room.spectators == 1)))
         .await
         .unwrap();
-    let playing = spawn_example(bot, &[&url, &code]);
+    let playing = spawn_example(bot, &[&url, &code, "--protocol", "1"]);
 
     // The host plays random moves too, until the game is over.
     let finished = tokio::time::timeout(OUTAGE_PATIENCE, async {
