@@ -71,6 +71,7 @@ pub enum ClientError {
 /// Who the server says this connection is, from its `welcome`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Greeting {
+    /// Who the connection is: id, display name, and whether a guest.
     pub identity: Identity,
     /// Send it in a later `hello` to be the same identity again.
     pub token: String,
@@ -80,7 +81,9 @@ pub struct Greeting {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct Refusal {
+    /// The stable code to branch on.
     pub code: ErrorCode,
+    /// The server's sentence for people; its wording may change.
     pub message: String,
 }
 

@@ -1,5 +1,4 @@
-//! Jumpgate protocols 1 and 2: the wire messages, their two encodings and an optional
-//! client.
+//! Jumpgate protocols 1 and 2: the wire messages, their two encodings, and a client SDK.
 //!
 //! This crate is the only place that knows how Jumpgate talks on the wire. The server,
 //! the load tester and the end-to-end tests all build [`ClientMessage`] and
@@ -7,15 +6,65 @@
 //! MessagePack directly. `PROTOCOL.md` at the repository root describes the same
 //! protocol for people writing clients in other languages.
 //!
+//! ```
+//! use jumpgate_protocol::codec::{self, Encoding, Frame};
+//! use jumpgate_protocol::{ClientMessage, ServerMessage};
+//!
+//! // What a client sends first, in JSON…
+//! let hello = ClientMessage::Hello {
+//!     seq: 1,
+//!     protocol: 1,
+//!     token: None,
+//!     client: "my-bot/0.1".into(),
+//!     name: None,
+//! };
+//! let Frame::Text(json) = codec::encode_client(Encoding::Json, &hello) else {
+//!     unreachable!("JSON goes in text frames")
+//! };
+//! assert_eq!(json, r#"{"type":"hello","seq":1,"protocol":1,"client":"my-bot/0.1"}"#);
+//!
+//! // …and how an answer is read, in MessagePack.
+//! let ack = ServerMessage::Ack { seq: 1 };
+//! let frame = codec::encode_server(Encoding::MsgPack, &ack);
+//! assert_eq!(codec::decode_server(Encoding::MsgPack, frame.as_bytes()).unwrap(), ack);
+//! ```
+//!
 //! A connection's WebSocket subprotocol ([`Subprotocol`]) fixes its encoding and its
 //! protocol version. Protocol 2 shares every message with protocol 1 but replaces the
 //! room's `state` with a `snapshot` followed by small versioned events; [`v2`] holds
-//! those types and [`v2::RoomView`], which applies the events.
+//! those types and [`v2::RoomView`], which applies the events:
 //!
-//! The `client` cargo feature adds [`client::Client`], a small async WebSocket client
-//! for one connection, and [`reconnect::ReconnectingClient`], which wraps it and
-//! reconnects by itself: it re-enters its room and re-sends unanswered requests after a
-//! dropped connection, a server restart or the room moving to another server instance.
+//! ```
+//! use jumpgate_protocol::codec::{self, Encoding};
+//! use jumpgate_protocol::v2::{Gap, RoomView, Update};
+//! use jumpgate_protocol::ServerMessage;
+//!
+//! let read = |json: &str| codec::decode_server(Encoding::Json, json.as_bytes()).unwrap();
+//! let snapshot = read(include_str!("../tests/vectors/server_v2_snapshot_playing.json"));
+//! let mut view = RoomView::new();
+//! assert_eq!(view.apply(&snapshot), Ok(Update::Replaced));
+//! assert_eq!(view.version(), Some(42));
+//!
+//! // Version 43 changes who is connected…
+//! let changed = read(r#"{"type":"changed","version":43,"room":{"connected":[true,false]}}"#);
+//! assert_eq!(view.apply(&changed), Ok(Update::Applied));
+//! let guest = view.room().unwrap().players[1].as_ref().unwrap();
+//! assert!(!guest.connected);
+//!
+//! // …and an event for version 45 means 44 was missed: ask `resync { since: 43 }`.
+//! let late = read(r#"{"type":"changed","version":45,"room":{"spectators":4}}"#);
+//! let gap = view.apply(&late).unwrap_err();
+//! assert_eq!(gap, Gap::Missed { have: 43, got: 45 });
+//! assert_eq!(gap.since(), 43);
+//! ```
+//!
+//! The `client` cargo feature adds the SDK: [`session::Session`], which greets, matches
+//! answers to requests, keeps the room (or solo game) current and reconnects by itself;
+//! [`reconnect::ReconnectingClient`], the reconnecting connection it is built on (it
+//! re-enters its room and re-sends unanswered requests after a dropped connection, a
+//! server restart or the room moving to another server instance); and
+//! [`client::Client`], one plain WebSocket connection. The crate's README shows a whole
+//! client, and `protocol/examples/` holds runnable ones.
 //!
 //! The `schema` cargo feature adds [`schema`], the JSON Schemas of both message sets,
 //! generated from these types; `protocol/schema/` holds them for other languages.
@@ -77,7 +126,10 @@ macro_rules! wire_names {
     };
 }
 
+// Every public item of the client side is documented; the lint is per module until
+// the message types' fields all are.
 #[cfg(feature = "client")]
+#[warn(missing_docs)]
 pub mod client;
 pub mod codec;
 mod error_code;
@@ -85,10 +137,14 @@ mod game;
 mod message;
 mod outline;
 #[cfg(feature = "client")]
+#[warn(missing_docs)]
 pub mod reconnect;
 mod room;
 #[cfg(feature = "schema")]
 pub mod schema;
+#[cfg(feature = "client")]
+#[warn(missing_docs)]
+pub mod session;
 pub mod v2;
 
 pub use codec::{
@@ -104,6 +160,11 @@ pub use room::{
     DrawRules, GameKind, HeadToHead, LobbySummary, MyGame, Pace, Phase, PlayerView, RecordView,
     RoomState, SeriesEndReason, SeriesResult, SeriesView,
 };
+
+// The README's examples are compiled (and the runnable ones run) as doctests.
+#[cfg(all(doctest, feature = "client"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 
 /// Protocol 1's number, sent in `hello` on a `jumpgate.v1.*` connection.
 pub const PROTOCOL_VERSION: u32 = 1;

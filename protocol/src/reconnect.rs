@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use crate::CLOSE_ROOM_MOVED;
 use crate::client::{Client, ClientError, Refusal};
-use crate::codec::{DecodeError, Encoding};
+use crate::codec::{DecodeError, Subprotocol};
 use crate::error_code::ErrorCode;
 use crate::message::{ClientMessage, Identity, ServerMessage};
 
@@ -35,6 +35,15 @@ const CLOSE_PROTOCOL_ERROR: u16 = 1002;
 /// dropped without a close frame) except 1002, 1007 and 1009: the client sent
 /// something it must not send, and re-sending its unanswered requests would end the
 /// same way, so it stops (PROTOCOL.md section 1, "Close codes").
+///
+/// ```
+/// use jumpgate_protocol::reconnect::close_means_reconnect;
+/// use jumpgate_protocol::CLOSE_ROOM_MOVED;
+///
+/// assert!(close_means_reconnect(1001)); // the server restarts
+/// assert!(close_means_reconnect(CLOSE_ROOM_MOVED));
+/// assert!(!close_means_reconnect(1002)); // e.g. after unsupported_version
+/// ```
 pub fn close_means_reconnect(code: u16) -> bool {
     !matches!(code, CLOSE_PROTOCOL_ERROR | 1007 | 1009)
 }
@@ -43,7 +52,9 @@ pub fn close_means_reconnect(code: u16) -> bool {
 /// `max`, each scaled by a random factor between `1 - jitter` and `1 + jitter`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {
+    /// The wait before the first retry, before jitter.
     pub first: Duration,
+    /// The longest wait, before jitter.
     pub max: Duration,
     /// 0.5 for ±50 %; kept within 0 to 1.
     pub jitter: f64,
@@ -63,6 +74,17 @@ impl Default for Backoff {
 impl Backoff {
     /// The wait before retry number `retry` (0 for the first), where `unit` is a random
     /// draw from 0 (the shortest wait) to 1 (the longest).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use jumpgate_protocol::reconnect::Backoff;
+    ///
+    /// let backoff = Backoff::default(); // 0.5 s doubling to 15 s, ±50 %
+    /// assert_eq!(backoff.delay(0, 0.5), Duration::from_millis(500));
+    /// assert_eq!(backoff.delay(2, 0.5), Duration::from_secs(2));
+    /// assert_eq!(backoff.delay(2, 0.0), Duration::from_secs(1), "the shortest draw");
+    /// assert_eq!(backoff.delay(30, 0.5), Duration::from_secs(15), "capped");
+    /// ```
     pub fn delay(&self, retry: u32, unit: f64) -> Duration {
         let factor = 1u32.checked_shl(retry).unwrap_or(u32::MAX);
         let base = self.first.saturating_mul(factor).min(self.max);
@@ -111,6 +133,7 @@ impl Default for ReconnectPolicy {
 pub enum Room {
     /// A lobby, entered as a player (`seated`) or a spectator.
     Lobby {
+        /// The lobby's code.
         code: String,
         /// The invite of an invite-only lobby, from its `state`.
         invite: Option<String>,
@@ -118,7 +141,10 @@ pub enum Room {
         seated: bool,
     },
     /// A solo game, by its id (`S` and a code).
-    Solo { id: String },
+    Solo {
+        /// The game's id, as `solo_state.id` gives it.
+        id: String,
+    },
 }
 
 impl Room {
@@ -164,7 +190,12 @@ pub enum Reentry {
     Rejoined(Room),
     /// The server refused to let the client back in (say, `unknown_lobby` from a
     /// server that lost its lobbies): the client is now in no room.
-    Lost { room: Room, refusal: Refusal },
+    Lost {
+        /// The room the client was in.
+        room: Room,
+        /// The server's answer to re-entering it.
+        refusal: Refusal,
+    },
 }
 
 /// Why a connection was replaced.
@@ -173,7 +204,12 @@ pub enum Disconnect {
     /// The connection closed with this code: 1001 for a server restart,
     /// [`CLOSE_ROOM_MOVED`] for a room that moved to another instance, 1006 for a
     /// connection that dropped.
-    Closed { code: u16, reason: String },
+    Closed {
+        /// The close code (1006 when the connection dropped without one).
+        code: u16,
+        /// The close frame's reason text.
+        reason: String,
+    },
     /// The server answered `room_unavailable`: the room was between instances.
     RoomUnavailable,
     /// Some other failure of the socket, described.
@@ -243,7 +279,12 @@ pub enum ReconnectError {
     /// Reconnecting failed `attempts` times in a row, or took longer than the policy
     /// allows.
     #[error("gave up reconnecting after {attempts} attempts; the last failure: {last_failure}")]
-    GaveUp { attempts: u32, last_failure: String },
+    GaveUp {
+        /// Connections tried in the outage (or refusals of one request).
+        attempts: u32,
+        /// What went wrong the last time.
+        last_failure: String,
+    },
     /// The server will not take this client back: a close with 1002 (say, after
     /// `unsupported_version`), 1007 or 1009 (the client sent what it must not), `hello`
     /// refused (`invalid_token`), an HTTP 4xx answer to the upgrade, or the wrong
@@ -252,7 +293,12 @@ pub enum ReconnectError {
     Rejected(ClientError),
     /// A new connection was welcomed as someone else.
     #[error("reconnected as {found} instead of {expected}")]
-    IdentityChanged { expected: String, found: String },
+    IdentityChanged {
+        /// The identity id the client had.
+        expected: String,
+        /// The identity id the new connection was welcomed as.
+        found: String,
+    },
     /// The server sent a message that could not be decoded. The connection is still
     /// up, and `recv` may be called again.
     #[error("undecodable message from the server: {0}")]
@@ -279,7 +325,7 @@ pub enum ReconnectError {
 #[derive(Debug)]
 pub struct ReconnectingClient {
     base_url: String,
-    encoding: Encoding,
+    subprotocol: Subprotocol,
     client_name: String,
     policy: ReconnectPolicy,
     identity: Identity,
@@ -300,16 +346,18 @@ pub struct ReconnectingClient {
 
 impl ReconnectingClient {
     /// Opens a WebSocket to `url` (e.g. `ws://host/ws`; later connections replace or add
-    /// its `room` parameter), sends `hello` with `token` (none for a new guest) and
-    /// waits for `welcome`. This first connection is tried once.
+    /// its `room` parameter) speaking `subprotocol` (an [`Encoding`](crate::Encoding) alone means
+    /// protocol 1 in it), sends `hello` with `token` (none for a new guest) and waits
+    /// for `welcome`. This first connection is tried once.
     pub async fn connect(
         url: &str,
-        encoding: Encoding,
+        subprotocol: impl Into<Subprotocol>,
         token: Option<String>,
         client_name: &str,
         policy: ReconnectPolicy,
     ) -> Result<ReconnectingClient, ReconnectError> {
-        let mut connection = Client::connect(url, encoding)
+        let subprotocol = subprotocol.into();
+        let mut connection = Client::connect(url, subprotocol)
             .await
             .map_err(ReconnectError::Connect)?;
         let mut pacer = SendPacer::new(policy.messages_per_second);
@@ -320,7 +368,7 @@ impl ReconnectingClient {
             .map_err(ReconnectError::Connect)?;
         Ok(ReconnectingClient {
             base_url: url.to_owned(),
-            encoding,
+            subprotocol,
             client_name: client_name.to_owned(),
             policy,
             identity: greeting.identity,
@@ -346,6 +394,11 @@ impl ReconnectingClient {
     /// The latest token from `welcome`, to come back as this identity later.
     pub fn token(&self) -> &str {
         &self.token
+    }
+
+    /// The protocol version and encoding of every connection this client opens.
+    pub fn subprotocol(&self) -> Subprotocol {
+        self.subprotocol
     }
 
     /// The room the client is in, as far as it knows.
@@ -641,7 +694,7 @@ impl ReconnectingClient {
     async fn attempt(&mut self) -> Result<(), Failure> {
         let step = self.policy.step_timeout;
         let url = room_url(&self.base_url, self.route().as_deref());
-        let mut connection = within(step, Client::connect(&url, self.encoding)).await?;
+        let mut connection = within(step, Client::connect(&url, self.subprotocol)).await?;
         self.pacer.reset();
         self.pacer.next_slot(Instant::now());
         connection.set_last_seq(self.last_seq);

@@ -15,4 +15,5 @@ mod reconnect;
 mod refusals;
 mod room_view;
 mod schema;
+mod session;
 mod wire_value;

@@ -17,6 +17,7 @@ mod persistence;
 mod protocol_v2;
 mod reconnecting;
 mod retention;
+mod sdk;
 mod solo;
 mod space_rule_sets;
 mod stakes;
