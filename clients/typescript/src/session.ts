@@ -482,9 +482,20 @@ export class Session {
     switch (message.type) {
       case "ack": {
         const pending = this.#settle(message.seq);
-        // A solo game's `leave` is answered by `ack` alone, without `left`.
-        if (pending?.message.type === "leave") {
+        const request = pending?.message;
+        if (request?.type === "leave") {
+          // A solo game's `leave` is answered by `ack` alone, without `left`.
           this.#room = undefined;
+        } else if (request?.type === "join_lobby" || request?.type === "watch") {
+          // In the room from now on, even if the connection drops before the
+          // `state` that follows (which then corrects `seated` for a `watch`
+          // that gave a seat back).
+          this.#room = {
+            kind: "lobby",
+            code: request.code.trim().toUpperCase(),
+            seated: request.type === "join_lobby",
+            ...(request.invite == null ? {} : { invite: request.invite }),
+          };
         }
         pending?.resolve(message);
         break;

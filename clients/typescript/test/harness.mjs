@@ -143,6 +143,11 @@ export class JumpgateServer {
     }
   }
 
+  /** Sends a signal without waiting: SIGSTOP freezes the process as a stalled machine would. */
+  signal(name) {
+    this.child?.kill(name);
+  }
+
   /** Starts the process again on the same port and store. */
   async restart() {
     await this.kill();
@@ -195,6 +200,26 @@ function redisPing(port) {
   });
 }
 
+/**
+ * A WebSocket class whose sockets lose every message from the server while
+ * `network.dropIncoming` is set, as a connection whose last packets never
+ * arrive: the server has answered, the client never hears it (or, with
+ * `network.dropWhen`, only the frames it picks are lost).
+ */
+export function lossyWebSocket(Base = WebSocketClass) {
+  /** `dropWhen(data)` drops only the frames it is true for. */
+  const network = { dropIncoming: false, dropWhen: undefined };
+  class LossyWebSocket extends Base {
+    get onmessage() {
+      return super.onmessage;
+    }
+    set onmessage(handler) {
+      super.onmessage = handler && ((event) => (network.dropIncoming || network.dropWhen?.(event.data) ? undefined : handler(event)));
+    }
+  }
+  return { network, LossyWebSocket };
+}
+
 /** Resolves with the first `event` value of `session` for which `accept` holds. */
 export function nextEvent(session, event, accept = () => true, limitMs = 20_000) {
   return new Promise((resolve, reject) => {
@@ -218,5 +243,17 @@ export function lobbyState(session, accept) {
   if (view?.kind === "lobby" && accept(view.state)) {
     return Promise.resolve(view.state);
   }
-  return nextEvent(session, "view", (v) => v?.kind === "lobby" && accept(v.state)).then((v) => v.state);
+  return nextEvent(session, "view", (v) => v?.kind === "lobby" && accept(v.state)).then(
+    (v) => v.state,
+    (err) => {
+      const state = session.view?.state;
+      const summary = state && {
+        version: state.version,
+        phase: state.phase,
+        ply: state.game?.ply,
+        connected: state.players?.map((p) => p?.connected),
+      };
+      throw new Error(`${err.message}; the last view: ${JSON.stringify(summary)}, connected: ${session.connected}`);
+    },
+  );
 }
