@@ -177,6 +177,30 @@ export class RedisServer {
     return `redis://127.0.0.1:${this.port}/0`;
   }
 
+  /** Sends one command on a fresh connection; resolves with the raw reply. */
+  command(...args) {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(this.port, "127.0.0.1");
+      socket.once("error", reject);
+      socket.once("data", (data) => {
+        socket.destroy();
+        resolve(data.toString());
+      });
+      socket.once("connect", () => socket.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("")}`));
+    });
+  }
+
+  /**
+   * Stalls every client of this Redis for `ms` (`CLIENT PAUSE ms ALL`):
+   * commands queue and run when the pause ends, as after a slow fsync.
+   */
+  async pause(ms) {
+    const reply = await this.command("CLIENT", "PAUSE", String(ms), "ALL");
+    if (!reply.startsWith("+OK")) {
+      throw new Error(`CLIENT PAUSE answered ${reply}`);
+    }
+  }
+
   async stop() {
     if (this.child) {
       const child = this.child;
@@ -239,15 +263,25 @@ export function nextEvent(session, event, accept = () => true, limitMs = 20_000)
 
 /** Resolves with the session's lobby state once `accept(state)` holds (at once if it already does). */
 export function lobbyState(session, accept) {
+  return viewState(session, "lobby", accept);
+}
+
+/** Resolves with the session's solo game state once `accept(state)` holds (at once if it already does). */
+export function soloState(session, accept) {
+  return viewState(session, "solo", accept);
+}
+
+function viewState(session, kind, accept) {
   const view = session.view;
-  if (view?.kind === "lobby" && accept(view.state)) {
+  if (view?.kind === kind && accept(view.state)) {
     return Promise.resolve(view.state);
   }
-  return nextEvent(session, "view", (v) => v?.kind === "lobby" && accept(v.state)).then(
+  return nextEvent(session, "view", (v) => v?.kind === kind && accept(v.state)).then(
     (v) => v.state,
     (err) => {
       const state = session.view?.state;
       const summary = state && {
+        kind: session.view.kind,
         version: state.version,
         phase: state.phase,
         ply: state.game?.ply,

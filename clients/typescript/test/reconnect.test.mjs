@@ -4,8 +4,8 @@
 // had no answer for, with its original seq; the server applies it once.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { decodeMessage, Session } from "../dist/index.js";
-import { JumpgateServer, lobbyState, lossyWebSocket, nextEvent, RedisServer, WebSocketClass } from "./harness.mjs";
+import { decodeMessage, RequestNotResentError, Session } from "../dist/index.js";
+import { JumpgateServer, lobbyState, lossyWebSocket, nextEvent, RedisServer, soloState, WebSocketClass } from "./harness.mjs";
 
 let redis;
 /** Each test normally takes well under a second; this only stops a hang. */
@@ -101,7 +101,10 @@ for (const encoding of ["json", "msgpack"]) {
     const answer = game.mover.move(game.choice.path);
     const moveSeq = game.mover.lastSeq;
     assert.ok(game.sent.some((message) => message.seq === moveSeq), "written to the frozen server's socket");
-    // SIGKILL ends the stopped process with the move unread in its socket.
+    // SIGKILL ends the stopped process with the move unread in its socket
+    // (or, if SIGSTOP landed a moment late, applied with its ack unsent:
+    // either way the copy after the restart must be acknowledged and the
+    // move applied once).
     await server.kill();
     await server.restart();
     await checkAppliedOnce(game, answer, moveSeq, await back);
@@ -132,6 +135,50 @@ test("a seat taken whose state never arrived is taken back after a restart", { t
   assert.ok(state.players.some((player) => player?.id === guest.identity.id), "in its seat");
   host.close();
   guest.close();
+});
+
+test("a solo game is resumed after a restart, and its unanswered move is not sent again", { timeout: LIMIT }, async () => {
+  const session = await Session.connect({ url: server.wsUrl, encoding: "msgpack", WebSocket: WebSocketClass, policy });
+  await session.startSolo({ mode: "same_device" });
+  const { id, game } = await soloState(session, () => true);
+  assert.deepStrictEqual(session.room, { kind: "solo", id });
+  const sent = [];
+  session.on("sent", (message) => sent.push(message));
+  const back = nextEvent(session, "reconnected", () => true, 60_000);
+  // The solo_state that answers resume_solo on the new connection.
+  const resumed = nextEvent(session, "view", (view) => view?.kind === "solo" && session.reconnections === 1, 60_000);
+
+  // Solo moves are not de-duplicated by the server, so a move whose answer
+  // was lost must not go again: the fresh solo_state tells what happened.
+  server.signal("SIGSTOP");
+  const outcome = session.move(game.legal_moves[0].path).then(
+    () => "acknowledged",
+    (err) => err,
+  );
+  const moveSeq = session.lastSeq;
+  await server.kill();
+  await server.restart();
+  const reconnection = await back;
+  const err = await outcome;
+  assert.ok(err instanceof RequestNotResentError, String(err));
+  assert.equal(err.request.seq, moveSeq);
+  assert.deepStrictEqual(reconnection.room, { kind: "rejoined", room: { kind: "solo", id } });
+  assert.deepStrictEqual(reconnection.notResent.map((message) => message.seq), [moveSeq]);
+  assert.equal(sent.filter((message) => message.type === "move").length, 1, "sent once, to the frozen server");
+  assert.ok(sent.some((message) => message.type === "resume_solo"), "resumed the game");
+  assert.equal(sent.find((message) => message.type === "hello").seq, moveSeq + 1);
+
+  // The resumed game shows whether the move took effect: almost always the
+  // frozen server never read it, but SIGSTOP lands a moment after kill(2)
+  // returns, so the server may have applied it just before.
+  const fresh = (await resumed).state;
+  assert.equal(fresh.id, id);
+  assert.ok(fresh.game.ply <= 1, `ply ${fresh.game.ply}`);
+  assert.deepStrictEqual(fresh.game.moves, fresh.game.ply === 1 ? [game.legal_moves[0].notation] : []);
+  await session.move(fresh.game.legal_moves[0].path);
+  const after = await soloState(session, (state) => state.game.ply === fresh.game.ply + 1);
+  assert.equal(after.id, id);
+  session.close();
 });
 
 test("a request made during the outage waits for the new connection", { timeout: LIMIT }, async () => {
