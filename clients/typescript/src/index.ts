@@ -22,7 +22,7 @@ export {
 export {
   PROTOCOL_VERSION,
   Session,
-  type AnswerTo,
+  type Answer,
   type Disconnect,
   type Reconnection,
   type Reentry,

@@ -17,7 +17,9 @@ import { Connection, ConnectionClosed, StepTimeout, SubprotocolError, type WebSo
 import { JumpgateError, RequestNotResentError, SessionEndedError } from "./errors.js";
 import type {
   ClientCreateLobby,
+  ClientLobbyInfo,
   ClientMessage,
+  ClientMyGames,
   ClientStartSolo,
   Identity,
   ServerAck,
@@ -114,13 +116,7 @@ type Listener<T> = (value: T) => void;
 export type Request = ClientMessage extends infer M ? (M extends { type: "hello" } ? never : M extends unknown ? Omit<M, "seq"> : never) : never;
 
 /** What a request's promise resolves with: the message that answers it. */
-export type AnswerTo<R extends { type: string }> = R extends { type: "lobby_info" }
-  ? ServerLobbyInfo
-  : R extends { type: "my_games" }
-    ? ServerMyGames
-    : ServerAck;
-
-type Answer = ServerAck | ServerLobbyInfo | ServerMyGames;
+export type Answer = ServerAck | ServerLobbyInfo | ServerMyGames;
 
 interface Pending {
   message: ClientMessage;
@@ -283,22 +279,18 @@ export class Session {
    * `room_unavailable`, `rate_limited`) up to the policy's attempts. During an
    * outage the request waits for the next connection.
    */
-  request<R extends Request>(request: R): Promise<AnswerTo<R>> {
+  request(request: Omit<ClientLobbyInfo, "seq">): Promise<ServerLobbyInfo>;
+  request(request: Omit<ClientMyGames, "seq">): Promise<ServerMyGames>;
+  request(request: Request): Promise<ServerAck>;
+  request(request: Request): Promise<Answer> {
     if (this.#ended !== undefined) {
       return Promise.reject(this.#ended);
     }
     const seq = this.#nextSeq();
     const message = { ...request, seq } as ClientMessage;
     const repeatable = !(this.#room?.kind === "solo" && (message.type === "move" || message.type === "undo"));
-    return new Promise<AnswerTo<R>>((resolve, reject) => {
-      this.#pending.set(seq, {
-        message,
-        repeatable,
-        refusals: 0,
-        retryTimer: undefined,
-        resolve: resolve as (answer: Answer) => void,
-        reject,
-      });
+    return new Promise<Answer>((resolve, reject) => {
+      this.#pending.set(seq, { message, repeatable, refusals: 0, retryTimer: undefined, resolve, reject });
       this.#enqueue(seq);
     });
   }
