@@ -21,3 +21,4 @@ mod solo;
 mod space_rule_sets;
 mod stakes;
 mod startup;
+mod typescript;
