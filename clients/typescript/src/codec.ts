@@ -1,6 +1,7 @@
 /**
- * The two wire encodings of protocol 1: JSON in text frames and MessagePack
- * (maps keyed by field name) in binary frames (PROTOCOL.md section 2).
+ * The two wire encodings, the same in protocols 1 and 2: JSON in text frames
+ * and MessagePack (maps keyed by field name) in binary frames (PROTOCOL.md
+ * section 2).
  * @module
  */
 import { decode as decodeMsgPack, encode as encodeMsgPack } from "@msgpack/msgpack";
@@ -9,11 +10,25 @@ import type { ClientMessage, ServerMessage } from "./generated/messages.js";
 /** How a connection's messages are written; chosen by its subprotocol. */
 export type Encoding = "json" | "msgpack";
 
-/** The WebSocket subprotocol that selects each encoding. */
+/** A protocol version this package speaks (PROTOCOL.md section 21.1). */
+export type ProtocolVersion = 1 | 2;
+
+/** The WebSocket subprotocol that selects protocol 1 with each encoding. */
 export const SUBPROTOCOLS: Readonly<Record<Encoding, string>> = {
   json: "jumpgate.v1.json",
   msgpack: "jumpgate.v1.msgpack",
 };
+
+/** The WebSocket subprotocol that selects protocol 2 with each encoding. */
+export const SUBPROTOCOLS_V2: Readonly<Record<Encoding, string>> = {
+  json: "jumpgate.v2.json",
+  msgpack: "jumpgate.v2.msgpack",
+};
+
+/** The subprotocol that selects `protocol` with `encoding`. */
+export function subprotocol(protocol: ProtocolVersion, encoding: Encoding): string {
+  return (protocol === 2 ? SUBPROTOCOLS_V2 : SUBPROTOCOLS)[encoding];
+}
 
 /** A message's frame: text for JSON, bytes for MessagePack. */
 export type Frame = string | Uint8Array;

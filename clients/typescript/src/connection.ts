@@ -4,7 +4,7 @@
  * it closed. It knows nothing of requests, rooms or reconnecting.
  * @module
  */
-import { DecodeError, decodeMessage, encodeMessage, SUBPROTOCOLS, type Encoding } from "./codec.js";
+import { DecodeError, decodeMessage, encodeMessage, subprotocol, type Encoding, type ProtocolVersion } from "./codec.js";
 import type { ClientMessage, ServerMessage } from "./generated/messages.js";
 
 /**
@@ -26,7 +26,11 @@ export interface WebSocketLike {
 /** A WebSocket constructor such as the platform's `WebSocket`. */
 export type WebSocketConstructor = new (url: string, protocols: string[]) => WebSocketLike;
 
-/** The server message types of protocol 1; clients ignore any other (PROTOCOL.md section 2). */
+/**
+ * The server message types of protocols 1 and 2; clients ignore any other
+ * (PROTOCOL.md section 2). The server sends `state` only to v1 connections and
+ * `snapshot`, `moved` and `changed` only to v2 ones.
+ */
 const KNOWN_TYPES: Readonly<Record<ServerMessage["type"], true>> = {
   welcome: true,
   ack: true,
@@ -37,6 +41,9 @@ const KNOWN_TYPES: Readonly<Record<ServerMessage["type"], true>> = {
   solo_state: true,
   lobby_info: true,
   my_games: true,
+  snapshot: true,
+  moved: true,
+  changed: true,
 };
 
 /** How a connection ended. 1006 stands for a connection that dropped without a close frame. */
@@ -94,9 +101,15 @@ export class Connection {
     socket.onerror = () => {};
   }
 
-  /** Opens a WebSocket to `url` offering `encoding`'s subprotocol, within `timeoutMs`. */
-  static open(url: string, encoding: Encoding, WebSocketClass: WebSocketConstructor, timeoutMs: number): Promise<Connection> {
-    const expected = SUBPROTOCOLS[encoding];
+  /** Opens a WebSocket to `url` offering the subprotocol of `protocol` and `encoding`, within `timeoutMs`. */
+  static open(
+    url: string,
+    protocol: ProtocolVersion,
+    encoding: Encoding,
+    WebSocketClass: WebSocketConstructor,
+    timeoutMs: number,
+  ): Promise<Connection> {
+    const expected = subprotocol(protocol, encoding);
     return new Promise((resolve, reject) => {
       let socket: WebSocketLike;
       try {

@@ -5,7 +5,17 @@
  * @module
  */
 export * from "./generated/messages.js";
-export { DecodeError, decodeMessage, encodeMessage, SUBPROTOCOLS, type Encoding, type Frame } from "./codec.js";
+export {
+  DecodeError,
+  decodeMessage,
+  encodeMessage,
+  subprotocol,
+  SUBPROTOCOLS,
+  SUBPROTOCOLS_V2,
+  type Encoding,
+  type Frame,
+  type ProtocolVersion,
+} from "./codec.js";
 export { ConnectionClosed, SubprotocolError, type WebSocketConstructor, type WebSocketLike } from "./connection.js";
 export { JumpgateError, RequestNotResentError, SessionEndedError } from "./errors.js";
 export {
@@ -32,3 +42,4 @@ export {
   type SessionOptions,
 } from "./session.js";
 export { SnapshotStateHolder, type Applied, type RoomView, type StateHolder } from "./state.js";
+export { compactGame, gapSince, snapshotFromState, V2RoomView, type Gap, type Update, type UpdateResult } from "./v2.js";

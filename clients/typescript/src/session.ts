@@ -11,7 +11,7 @@
  * best in one place.
  * @module
  */
-import { type Encoding } from "./codec.js";
+import { type Encoding, type ProtocolVersion } from "./codec.js";
 import { DecodeError } from "./codec.js";
 import { Connection, ConnectionClosed, StepTimeout, SubprotocolError, type WebSocketConstructor } from "./connection.js";
 import { JumpgateError, RequestNotResentError, SessionEndedError } from "./errors.js";
@@ -38,9 +38,10 @@ import {
   type ReconnectPolicy,
 } from "./policy.js";
 import { SnapshotStateHolder, type RoomView, type StateHolder } from "./state.js";
+import { V2RoomView } from "./v2.js";
 
-/** The protocol version this package speaks. */
-export const PROTOCOL_VERSION = 1;
+/** The protocol version a session speaks unless told otherwise (PROTOCOL.md section 21). */
+export const PROTOCOL_VERSION: ProtocolVersion = 2;
 
 /** What a session needs to connect. */
 export interface SessionOptions {
@@ -48,6 +49,12 @@ export interface SessionOptions {
   url: string;
   /** `json` (text frames) or `msgpack` (binary frames); default `json`. */
   encoding?: Encoding;
+  /**
+   * 2 (the default: a lobby arrives as `snapshot`, then `moved`/`changed`
+   * events) or 1 (a whole `state` after every change). It picks the
+   * subprotocol offered, `hello.protocol` and the default state holder.
+   */
+  protocol?: ProtocolVersion;
   /** A token from an earlier session's {@link Session.token}; absent for a new guest. */
   token?: string;
   /** The client's name and version, for the server's logs. */
@@ -58,7 +65,7 @@ export interface SessionOptions {
   WebSocket?: WebSocketConstructor;
   /** How to reconnect; fields left out take {@link DEFAULT_POLICY}'s. */
   policy?: Partial<ReconnectPolicy>;
-  /** Keeps the room view; default a {@link SnapshotStateHolder} (protocol 1). */
+  /** Keeps the room view; default a {@link V2RoomView} (protocol 2) or a {@link SnapshotStateHolder} (protocol 1). */
   stateHolder?: StateHolder;
 }
 
@@ -148,6 +155,7 @@ class AttemptFailed extends Error {
 export class Session {
   readonly #url: string;
   readonly #encoding: Encoding;
+  readonly #protocol: ProtocolVersion;
   readonly #client: string;
   readonly #name: string | undefined;
   readonly #WebSocket: WebSocketConstructor;
@@ -175,11 +183,12 @@ export class Session {
   private constructor(options: SessionOptions, WebSocketClass: WebSocketConstructor, welcome: ServerWelcome, lastSeq: number) {
     this.#url = options.url;
     this.#encoding = options.encoding ?? "json";
+    this.#protocol = options.protocol ?? PROTOCOL_VERSION;
     this.#client = options.client ?? "jumpgate-ts/0.1";
     this.#name = options.name;
     this.#WebSocket = WebSocketClass;
     this.#policy = { ...DEFAULT_POLICY, ...options.policy };
-    this.#holder = options.stateHolder ?? new SnapshotStateHolder();
+    this.#holder = options.stateHolder ?? (this.#protocol === 2 ? new V2RoomView() : new SnapshotStateHolder());
     this.#identity = welcome.identity;
     this.#token = welcome.token;
     this.#accounts = welcome.accounts ?? false;
@@ -198,13 +207,14 @@ export class Session {
     }
     const policy = { ...DEFAULT_POLICY, ...options.policy };
     const encoding = options.encoding ?? "json";
+    const protocol = options.protocol ?? PROTOCOL_VERSION;
     let connection: Connection;
     try {
-      connection = await Connection.open(options.url, encoding, WebSocketClass, policy.stepTimeoutMs);
+      connection = await Connection.open(options.url, protocol, encoding, WebSocketClass, policy.stepTimeoutMs);
     } catch (err) {
       throw new SessionEndedError(`could not connect: ${(err as Error).message}`, undefined, (err as ConnectionClosed).code);
     }
-    const hello = helloMessage(1, options.token, options.client ?? "jumpgate-ts/0.1", options.name);
+    const hello = helloMessage(1, protocol, options.token, options.client ?? "jumpgate-ts/0.1", options.name);
     let welcome: ServerWelcome;
     try {
       welcome = await greet(connection, hello, policy.stepTimeoutMs, () => {});
@@ -243,6 +253,11 @@ export class Session {
   /** The latest lobby or solo game state. */
   get view(): RoomView | undefined {
     return this.#holder.view;
+  }
+
+  /** The protocol version the session speaks. */
+  get protocol(): ProtocolVersion {
+    return this.#protocol;
   }
 
   /** The last `seq` used, on any connection. */
@@ -513,7 +528,8 @@ export class Session {
       case "my_games":
         this.#settle(message.seq)?.resolve(message);
         break;
-      case "state": {
+      case "state":
+      case "snapshot": {
         const seated = message.players.some((player) => player?.id === this.#identity.id);
         this.#room = {
           kind: "lobby",
@@ -538,10 +554,19 @@ export class Session {
         break;
     }
     const applied = this.#holder.apply(message);
-    if (applied === "changed") {
+    if (applied === "changed" || applied === "dropped") {
       this.#emit("view", this.#holder.view);
-    } else if (applied === "gap") {
-      this.resync().catch(() => {});
+    }
+    if (applied === "gap" || applied === "dropped") {
+      // `since` is the version the holder keeps (0 once it dropped the room).
+      // Events that arrive before the answer would ask the same: one will do.
+      const since = this.#holder.version;
+      const asked = [...this.#pending.values()].some(
+        (pending) => pending.message.type === "resync" && pending.message.since === since,
+      );
+      if (!asked) {
+        this.resync().catch(() => {});
+      }
     }
     this.#emit("message", message);
   }
@@ -647,7 +672,7 @@ export class Session {
     const url = roomUrl(this.#url, this.#route());
     let connection: Connection;
     try {
-      connection = await Connection.open(url, this.#encoding, this.#WebSocket, step);
+      connection = await Connection.open(url, this.#protocol, this.#encoding, this.#WebSocket, step);
     } catch (err) {
       throw classify(err);
     }
@@ -662,7 +687,7 @@ export class Session {
     this.#sentAt = [];
     this.#nextSlot(Date.now());
     const early: ServerMessage[] = [];
-    const hello = helloMessage(this.#nextSeq(), this.#token, this.#client, this.#name);
+    const hello = helloMessage(this.#nextSeq(), this.#protocol, this.#token, this.#client, this.#name);
     this.#emit("sent", hello);
     const welcome = await greet(connection, hello, step, (m) => early.push(m)).catch(abandon);
     if (welcome.identity.id !== this.#identity.id) {
@@ -763,11 +788,17 @@ export class Session {
   }
 }
 
-function helloMessage(seq: number, token: string | undefined, client: string, name: string | undefined): ClientMessage & { type: "hello" } {
+function helloMessage(
+  seq: number,
+  protocol: ProtocolVersion,
+  token: string | undefined,
+  client: string,
+  name: string | undefined,
+): ClientMessage & { type: "hello" } {
   return {
     type: "hello",
     seq,
-    protocol: PROTOCOL_VERSION,
+    protocol,
     client,
     ...(token === undefined ? {} : { token }),
     ...(name === undefined ? {} : { name }),

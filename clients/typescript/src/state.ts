@@ -3,16 +3,20 @@
  * game state, kept by a {@link StateHolder}.
  *
  * Protocol 1 sends the whole room after every change, so its holder simply
- * keeps the newest snapshot. A later protocol that sends events instead
- * plugs in its own holder, which applies them to the snapshot it keeps and
- * asks for a `resync` when it sees a gap; the session does not change.
+ * keeps the newest snapshot. Protocol 2 sends events instead; its holder
+ * (`V2RoomView` in v2.ts) applies them to the snapshot it keeps and asks for
+ * a `resync` when it sees a gap; the session does not change.
  * @module
  */
-import type { RoomState, ServerMessage, SoloState } from "./generated/messages.js";
+import type { RoomSnapshot, RoomState, ServerMessage, SoloState } from "./generated/messages.js";
 
 /** The latest view of the room, as the session's events carry it. */
 export type RoomView =
+  /** A lobby on a protocol 1 connection: the latest `state`. */
   | { kind: "lobby"; state: RoomState }
+  /** A lobby on a protocol 2 connection: the room built from `snapshot` and events. */
+  | { kind: "lobby_v2"; state: RoomSnapshot }
+  /** A solo game (the same `solo_state` in both protocols). */
   | { kind: "solo"; state: SoloState };
 
 /** What applying one server message did to the view. */
@@ -25,7 +29,13 @@ export type Applied =
    * The message could not be applied because earlier ones are missing: the
    * session sends `resync` with `since` set to {@link StateHolder.version}.
    */
-  | "gap";
+  | "gap"
+  /**
+   * The message did not fit the view, which was dropped (the session emits
+   * the empty view) and needs a whole snapshot: the session sends `resync`
+   * with `since` 0 ({@link StateHolder.version} is 0 by then).
+   */
+  | "dropped";
 
 /** Keeps the view of the room from the server's messages. */
 export interface StateHolder {

@@ -25,22 +25,22 @@ export async function readmeSnippets(url: string, host: Session, guest: Session)
     await session.move("15-19");
   } catch (err) {
     if (err instanceof JumpgateError && err.code === "illegal_move") {
-      // pick one of state.game.legal_moves instead
+      // pick one of room.game.legal (paths) instead
     }
   }
 
   await host.createLobby({ rule_set: "american", series_length: 3 });
-  const code = host.view?.kind === "lobby" ? host.view.state.code : "";
+  const code = host.view?.kind === "lobby_v2" ? host.view.state.code : "";
   await guest.lobbyInfo(code);
   await guest.joinLobby(code);
   guest.on("view", (view) => {
-    if (view?.kind !== "lobby" || !view.state.game) return;
+    if (view?.kind !== "lobby_v2" || !view.state.game) return;
     const { game, players } = view.state;
     const mySeat = players.findIndex((p) => p?.id === guest.identity.id);
     const myColour = game.dark_seat === mySeat ? "dark" : "light";
-    const [first] = game.legal_moves;
+    const [first] = game.legal; // each legal move as its path
     if (game.turn === myColour && first !== undefined) {
-      guest.move(first.path).catch(console.error);
+      guest.move(first).catch(console.error);
     }
   });
   await session.startSolo({ level: "warden" });

@@ -266,6 +266,11 @@ export function lobbyState(session, accept) {
   return viewState(session, "lobby", accept);
 }
 
+/** Resolves with a protocol 2 session's room once `accept(room)` holds (at once if it already does). */
+export function roomV2(session, accept) {
+  return viewState(session, "lobby_v2", accept);
+}
+
 /** Resolves with the session's solo game state once `accept(state)` holds (at once if it already does). */
 export function soloState(session, accept) {
   return viewState(session, "solo", accept);

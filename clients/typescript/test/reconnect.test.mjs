@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { decodeMessage, RequestNotResentError, Session } from "../dist/index.js";
-import { JumpgateServer, lobbyState, lossyWebSocket, nextEvent, RedisServer, soloState, WebSocketClass } from "./harness.mjs";
+import { JumpgateServer, lobbyState, lossyWebSocket, nextEvent, RedisServer, roomV2, soloState, WebSocketClass } from "./harness.mjs";
 
 let redis;
 /** Each test normally takes well under a second; this only stops a hang. */
@@ -26,7 +26,7 @@ const policy = { backoff: { firstMs: 100, maxMs: 1000, jitter: 0.5 }, maxAttempt
 
 /** Two sessions in a lobby with a game in play; `moverSocket` is the WebSocket class of the side to move. */
 async function gameInPlay(encoding, moverSocket) {
-  const connect = (WebSocket) => Session.connect({ url: server.wsUrl, encoding, client: "jumpgate-ts-test", WebSocket, policy });
+  const connect = (WebSocket) => Session.connect({ url: server.wsUrl, protocol: 1, encoding, client: "jumpgate-ts-test", WebSocket, policy });
   // The host moves first in a new lobby's first game (seat 0 is dark).
   const mover = await connect(moverSocket);
   const other = await connect(WebSocketClass);
@@ -111,9 +111,51 @@ for (const encoding of ["json", "msgpack"]) {
   });
 }
 
+test("protocol 2: a mover that lost its ack and the move's event takes its seat back after a kill and restart, and the snapshot it gets shows the move once", { timeout: LIMIT }, async () => {
+  const { network, LossyWebSocket } = lossyWebSocket();
+  const connect = (WebSocket) => Session.connect({ url: server.wsUrl, encoding: "msgpack", WebSocket, policy });
+  const mover = await connect(LossyWebSocket);
+  const other = await connect(WebSocketClass);
+  await mover.createLobby();
+  const { code } = await roomV2(mover, () => true);
+  await other.joinLobby(code);
+  const playing = await roomV2(mover, (room) => room.phase === "playing");
+  await roomV2(other, (room) => room.phase === "playing");
+  const [path] = playing.game.legal;
+  const received = [];
+  mover.on("message", (message) => received.push(message.type));
+
+  network.dropIncoming = true;
+  const answer = mover.move(path);
+  const moved = await roomV2(other, (room) => room.game?.ply === 1);
+  assert.equal(mover.view.state.version, playing.version, "the mover heard nothing of its move");
+  const back = nextEvent(mover, "reconnected", () => true, 60_000);
+  await server.kill();
+  network.dropIncoming = false;
+  await server.restart();
+  const reconnection = await back;
+  assert.equal(reconnection.room.kind, "rejoined");
+  assert.equal((await answer).type, "ack");
+
+  // The re-entry's snapshot replaced the room: the move is in it, once.
+  const after = await roomV2(mover, (room) => room.game?.ply === 1 && room.players.every((p) => p?.connected));
+  assert.ok(received.includes("snapshot"), "a snapshot after re-entering");
+  assert.deepStrictEqual(after.game.moves, moved.game.moves);
+  assert.deepStrictEqual(after.game.last_move.path, path);
+
+  // Events go on from the snapshot's version.
+  const reply = (await roomV2(other, (room) => room.game?.ply === 1 && room.game.turn === "light")).game.legal[0];
+  await other.move(reply);
+  const two = await roomV2(mover, (room) => room.game?.ply === 2);
+  assert.deepStrictEqual(two.game.last_move.path, reply);
+  assert.ok(received.lastIndexOf("moved") > received.lastIndexOf("snapshot"), "the reply came as an event");
+  mover.close();
+  other.close();
+});
+
 test("a seat taken whose state never arrived is taken back after a restart", { timeout: LIMIT }, async () => {
   const { network, LossyWebSocket } = lossyWebSocket();
-  const connect = (WebSocket) => Session.connect({ url: server.wsUrl, encoding: "json", WebSocket, policy });
+  const connect = (WebSocket) => Session.connect({ url: server.wsUrl, protocol: 1, encoding: "json", WebSocket, policy });
   const host = await connect(WebSocketClass);
   const guest = await connect(LossyWebSocket);
   await host.createLobby();
@@ -138,7 +180,7 @@ test("a seat taken whose state never arrived is taken back after a restart", { t
 });
 
 test("a solo game is resumed after a restart, and its unanswered move is not sent again", { timeout: LIMIT }, async () => {
-  const session = await Session.connect({ url: server.wsUrl, encoding: "msgpack", WebSocket: WebSocketClass, policy });
+  const session = await Session.connect({ url: server.wsUrl, protocol: 1, encoding: "msgpack", WebSocket: WebSocketClass, policy });
   await session.startSolo({ mode: "same_device" });
   const { id, game } = await soloState(session, () => true);
   assert.deepStrictEqual(session.room, { kind: "solo", id });
@@ -182,7 +224,7 @@ test("a solo game is resumed after a restart, and its unanswered move is not sen
 });
 
 test("a request made during the outage waits for the new connection", { timeout: LIMIT }, async () => {
-  const session = await Session.connect({ url: server.wsUrl, encoding: "json", WebSocket: WebSocketClass, policy });
+  const session = await Session.connect({ url: server.wsUrl, protocol: 1, encoding: "json", WebSocket: WebSocketClass, policy });
   await session.createLobby();
   const { code } = await lobbyState(session, () => true);
   const disconnected = nextEvent(session, "disconnected");

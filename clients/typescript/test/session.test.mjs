@@ -18,7 +18,7 @@ after(async () => {
 });
 
 const connect = (encoding, extra = {}) =>
-  Session.connect({ url: server.wsUrl, encoding, client: "jumpgate-ts-test", WebSocket: WebSocketClass, ...extra });
+  Session.connect({ url: server.wsUrl, protocol: 1, encoding, client: "jumpgate-ts-test", WebSocket: WebSocketClass, ...extra });
 
 for (const encoding of ["json", "msgpack"]) {
   describe(`a ${encoding} session over ${webSocketName}`, () => {

@@ -28,7 +28,7 @@ const policy = { backoff: { firstMs: 100, maxMs: 500, jitter: 0.5 }, maxAttempts
 
 for (const encoding of ["json", "msgpack"]) {
   test(`${encoding}: a move answered storage_unavailable is sent again with its seq until acknowledged, and applied once`, { timeout: LIMIT }, async () => {
-    const connect = () => Session.connect({ url: server.wsUrl, encoding, WebSocket: WebSocketClass, policy });
+    const connect = () => Session.connect({ url: server.wsUrl, protocol: 1, encoding, WebSocket: WebSocketClass, policy });
     const mover = await connect();
     const other = await connect();
     await mover.createLobby();

@@ -72,7 +72,10 @@ export type ServerMessage =
   | ServerShutdown
   | ServerSoloState
   | ServerLobbyInfo
-  | ServerMyGames;
+  | ServerMyGames
+  | ServerSnapshot
+  | ServerMoved
+  | ServerChanged;
 /**
  * Why the server refused a message or could not serve it.
  *
@@ -157,6 +160,25 @@ export type ServerSoloState = SoloState & {
  * Whether a `MyGame` is a lobby or a solo game.
  */
 export type GameKind = "lobby" | "solo";
+/**
+ * Protocol 2 only, in place of `state`: the whole room; its fields sit beside
+ * `type`.
+ */
+export type ServerSnapshot = RoomSnapshot & {
+  type: "snapshot";
+};
+/**
+ * Protocol 2 only: a move was played (the room's next version).
+ */
+export type ServerMoved = Moved & {
+  type: "moved";
+};
+/**
+ * Protocol 2 only: something other than a move changed (the room's next version).
+ */
+export type ServerChanged = Changed & {
+  type: "changed";
+};
 
 /**
  * The first message on every connection: protocol version and, to resume an
@@ -173,7 +195,8 @@ export interface ClientHello {
    */
   name?: string | null;
   /**
-   * The protocol version the client speaks; 1 for this crate.
+   * The protocol version the client speaks: the one its subprotocol names (1 on
+   * `jumpgate.v1.*`, 2 on `jumpgate.v2.*`).
    */
   protocol: number;
   seq: number;
@@ -305,7 +328,9 @@ export interface ClientEndMatch {
   type: "end_match";
 }
 /**
- * Ask for a full `state`; `since` is the last room version the client saw.
+ * Protocol 1: ask for a full `state`. Protocol 2: ask for the events after
+ * `since`, the last room version the client holds (or a `snapshot` if the server no
+ * longer has them, or `since` is 0).
  */
 export interface ClientResync {
   seq: number;
@@ -994,4 +1019,414 @@ export interface MyGame {
    * Whether a game is in play and it is your move.
    */
   your_turn: boolean;
+}
+/**
+ * The whole of one lobby as a protocol 2 client holds it: what v1's `state` says, with
+ * a compact game (`GameSnapshot`).
+ *
+ * Sent as `snapshot` on joining or watching, when a `resync` asks from a version the
+ * server no longer has the events for, and when the server showed several versions at
+ * once. Seat-indexed lists (`players`, `next_round`, `rematch`, `series.wins`) always
+ * have two entries.
+ */
+export interface RoomSnapshot {
+  /**
+   * The board's geometry while there is no `game` yet (`orbit` only).
+   */
+  board?: BoardGeometry | null;
+  /**
+   * Unix milliseconds at which the break ends; only during a break.
+   */
+  break_ends_at?: number | null;
+  /**
+   * The lobby's code, as used in `join_lobby` and `watch`.
+   */
+  code: string;
+  /**
+   * Which draw rules the games are judged by; absent: `standard`.
+   */
+  draw_rules?: DrawRules;
+  /**
+   * Correspondence lobbies: Unix milliseconds at which the lobby expires with no
+   * winner unless a move is played before.
+   */
+  expires_at?: number | null;
+  /**
+   * The current round's game; during a break or after a series, the last one.
+   */
+  game?: GameSnapshot | null;
+  /**
+   * When both seats hold accounts: their head-to-head record.
+   */
+  head_to_head?: HeadToHead | null;
+  /**
+   * The identity id of the host, who may end the match.
+   */
+  host: string;
+  /**
+   * The invite of an invite-only lobby; absent otherwise.
+   */
+  invite?: string | null;
+  /**
+   * The link to share: `{public_url}/r/{CODE}`, with `?invite=…` when needed.
+   */
+  invite_link?: string | null;
+  /**
+   * Whether joining or watching needs the invite.
+   */
+  invite_only: boolean;
+  /**
+   * By seat: whether that player has asked to start the next round now.
+   */
+  next_round: boolean[];
+  /**
+   * How fast the lobby is played; absent: `live`.
+   */
+  pace?: Pace;
+  /**
+   * Where the room is in its life.
+   */
+  phase: Phase;
+  /**
+   * Who sits in each seat; `null` for an empty seat.
+   */
+  players: (PlayerView | null)[];
+  /**
+   * By seat: whether that player has called (or accepted) a rematch.
+   */
+  rematch: boolean[];
+  /**
+   * The rules every game of the lobby is played by.
+   */
+  rule_set: RuleSet;
+  /**
+   * The score of the current (or last) series.
+   */
+  series: SeriesView;
+  /**
+   * Rounds in a series as chosen at creation: 1, 3, 5 or 7.
+   */
+  series_length: number;
+  /**
+   * How many connections are watching.
+   */
+  spectators: number;
+  /**
+   * Bold Points each player stakes; absent: 0, a free lobby.
+   */
+  stake?: number;
+  /**
+   * The room version this snapshot shows; the next event carries this plus one.
+   */
+  version: number;
+}
+/**
+ * The game of the current round in a `RoomSnapshot`: v1's game view without the
+ * FEN, with legal moves as paths.
+ */
+export interface GameSnapshot {
+  /**
+   * The board's squares and lines for boards other than 8×8 (`orbit`).
+   */
+  board?: BoardGeometry | null;
+  /**
+   * Which seat (0 or 1) plays Dark this round.
+   */
+  dark_seat: number;
+  /**
+   * Unix milliseconds at which the side to move loses on time; 0 once over.
+   */
+  deadline: number;
+  /**
+   * The side whose draw offer the opponent has just declined, until that side moves
+   * or offers again.
+   */
+  draw_declined?: Color | null;
+  /**
+   * The side whose draw offer stands, if any.
+   */
+  draw_offer?: Color | null;
+  /**
+   * The move just played, if any.
+   */
+  last_move?: MoveView | null;
+  /**
+   * The paths of the side to move's legal moves (boosted ones excepted); empty once
+   * the game is over.
+   */
+  legal: string[][];
+  /**
+   * Space Mode: the paths of the legal moves that are thruster boosts (each spends a
+   * charge); absent when none.
+   */
+  legal_boosts?: string[][];
+  /**
+   * The notation of every move of this round, in order.
+   */
+  moves: string[];
+  /**
+   * Squares of the pieces that can capture, when a capture is compulsory; absent
+   * otherwise.
+   */
+  must_capture?: string[];
+  /**
+   * Every piece on the board.
+   */
+  pieces: PieceView[];
+  /**
+   * Half-moves played so far this round.
+   */
+  ply: number;
+  /**
+   * The points each side would score if the game ended now (`orbit` only).
+   */
+  points?: Points | null;
+  /**
+   * Milliseconds the side to move had left when this was sent; 0 once over.
+   */
+  remaining_ms: number;
+  /**
+   * Set once the game is over.
+   */
+  result?: GameResult | null;
+  /**
+   * Wormholes and thruster charges (`space` only).
+   */
+  space?: SpaceView | null;
+  /**
+   * The side to move (or that was to move when the game ended).
+   */
+  turn: Color;
+}
+/**
+ * One move, as every member of the room receives it: the room's next version.
+ *
+ * Applied to the game of the room at `version - 1`: the piece on `path[0]` goes to
+ * `to` (crowned if `crowned`), the pieces on `captures` leave the board,
+ * `notation` joins `moves`, the move (`played`) becomes `last_move`,
+ * and every other field here replaces the game's. Fields marked "when changed" keep the
+ * game's value when absent.
+ *
+ * The move's own fields (`notation`, `path`, `captures`, `boost`, `teleports`) are
+ * those of a `MoveView`, written beside the others to save a nesting level, with
+ * empty ones left out.
+ */
+export interface Moved {
+  /**
+   * A Space Mode thruster boost (spent one charge); absent when false.
+   */
+  boost?: boolean;
+  /**
+   * Space Mode: thruster charges left, when changed.
+   */
+  boosts?: Boosts | null;
+  /**
+   * Squares of the pieces taken, in jump order; absent for a quiet move.
+   */
+  captures?: string[];
+  /**
+   * Whether the move crowned the piece; absent when not.
+   */
+  crowned?: boolean;
+  /**
+   * Unix milliseconds at which the side to move loses on time; 0 if the move ended
+   * the game.
+   */
+  deadline: number;
+  /**
+   * The side whose offer was declined, after the move; absent: none.
+   */
+  draw_declined?: Color | null;
+  /**
+   * The side whose draw offer stands after the move; absent: none.
+   */
+  draw_offer?: Color | null;
+  /**
+   * The new legal moves' paths (boosted ones excepted); empty if the game is over.
+   */
+  legal: string[][];
+  /**
+   * Space Mode: the new legal boosted moves' paths; absent when none.
+   */
+  legal_boosts?: string[][];
+  /**
+   * Squares of the pieces that must capture; absent when no capture is compulsory.
+   */
+  must_capture?: string[];
+  /**
+   * The rule set's notation of the move, e.g. "11-15".
+   */
+  notation: string;
+  /**
+   * The start square and every square landed on.
+   */
+  path: string[];
+  /**
+   * Half-moves played this round, this move included (and any pass it forced).
+   */
+  ply: number;
+  /**
+   * Orbit: the points each side would score now, when changed.
+   */
+  points?: Points | null;
+  /**
+   * Milliseconds the side to move has; 0 if the move ended the game.
+   */
+  remaining_ms: number;
+  /**
+   * How the game ended, when this move ended it.
+   */
+  result?: GameResult | null;
+  /**
+   * What else the move changed in the room (the series score and phase when it ended
+   * a game, a correspondence lobby's expiry…); absent when nothing.
+   */
+  room?: RoomChanges;
+  /**
+   * Space Mode wormhole jumps, as [entrance, exit], in order; absent when none.
+   */
+  teleports?: [string, string][];
+  /**
+   * The square the piece ends on, when it is not the path's last square (a wormhole
+   * moved it); absent otherwise.
+   */
+  to?: string | null;
+  /**
+   * The side to move now (or that was to move when the game ended).
+   */
+  turn: Color;
+  /**
+   * The room version this move made.
+   */
+  version: number;
+  /**
+   * Space Mode: the wormholes' squares, when they moved (they relocate after
+   * every Light move once both sides have moved).
+   *
+   * @minItems 2
+   * @maxItems 2
+   */
+  wormholes?: [string, string] | null;
+}
+/**
+ * New values of a `RoomSnapshot`'s top-level fields; an absent field is unchanged.
+ * For a field that may be absent from the snapshot, `null` here removes it.
+ */
+export interface RoomChanges {
+  /**
+   * The board geometry shown while there is no game; `null`: none.
+   */
+  board?: BoardGeometry | null;
+  /**
+   * When the break ends; `null`: no break.
+   */
+  break_ends_at?: number | null;
+  /**
+   * By seat: `players[i].connected`, when only that changed (an empty seat's entry is
+   * `false` and ignored).
+   */
+  connected?: boolean[] | null;
+  /**
+   * A correspondence lobby's expiry; `null`: none.
+   */
+  expires_at?: number | null;
+  /**
+   * A whole new game (a round started); `null`: no game.
+   */
+  game?: GameSnapshot | null;
+  /**
+   * The seated accounts' head-to-head record; `null`: none.
+   */
+  head_to_head?: HeadToHead | null;
+  /**
+   * The host's identity id.
+   */
+  host?: string | null;
+  /**
+   * By seat: asked to start the next round now.
+   */
+  next_round?: boolean[] | null;
+  /**
+   * Where the room is in its life.
+   */
+  phase?: Phase | null;
+  /**
+   * Both seats in full, when someone sat down, left or was re-ranked.
+   */
+  players?: (PlayerView | null)[] | null;
+  /**
+   * By seat: called (or accepted) a rematch.
+   */
+  rematch?: boolean[] | null;
+  /**
+   * The series score, in full.
+   */
+  series?: SeriesView | null;
+  /**
+   * How many connections are watching.
+   */
+  spectators?: number | null;
+}
+/**
+ * A change that is not a move, as every member receives it: the room's next version.
+ *
+ * `room` replaces whole top-level fields of the snapshot, `game` small fields of its
+ * game in place. A field absent from either keeps its value.
+ */
+export interface Changed {
+  /**
+   * Fields of the game that changed in place; absent when none did.
+   */
+  game?: GameChanges;
+  /**
+   * Top-level fields that changed; absent when none did.
+   */
+  room?: RoomChanges;
+  /**
+   * The room version this change made.
+   */
+  version: number;
+}
+/**
+ * New values of small fields of the room's `GameSnapshot`, changed in place (an
+ * offer, a declined offer, a game ended by resignation, time or agreement); an absent
+ * field is unchanged, `null` removes an optional one.
+ */
+export interface GameChanges {
+  /**
+   * Unix milliseconds at which the side to move loses on time (0: game over).
+   */
+  deadline?: number | null;
+  /**
+   * The side whose offer was just declined; `null`: none.
+   */
+  draw_declined?: Color | null;
+  /**
+   * The side whose draw offer stands; `null`: none.
+   */
+  draw_offer?: Color | null;
+  /**
+   * The legal moves' paths (emptied when the game ends).
+   */
+  legal?: string[][] | null;
+  /**
+   * Space Mode: the legal boosted moves' paths.
+   */
+  legal_boosts?: string[][] | null;
+  /**
+   * Squares of the pieces that must capture.
+   */
+  must_capture?: string[] | null;
+  /**
+   * Orbit: the points each side would score now.
+   */
+  points?: Points | null;
+  /**
+   * Milliseconds the side to move has (0: game over).
+   */
+  remaining_ms?: number | null;
+  /**
+   * How the game ended; `null`: not over.
+   */
+  result?: GameResult | null;
 }
