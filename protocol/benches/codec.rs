@@ -1,6 +1,7 @@
-//! Decoding speed of the messages that dominate traffic: a client's `move` (what the
-//! server decodes most) and a `state` (what a client decodes most), in both encodings,
-//! read from the golden vectors.
+//! Speed of the messages that dominate traffic: decoding a client's `move` (what the
+//! server decodes most) and a v1 `state` or a v2 `moved` (what a client decodes most),
+//! and encoding that `state` or `moved` (what the server encodes for every move), in both
+//! encodings, read from the golden vectors.
 //! `cargo bench -p jumpgate-protocol --bench codec`
 
 use std::hint::black_box;
@@ -49,6 +50,10 @@ fn bench_decode(c: &mut Criterion) {
         group.bench_function(format!("server_state_{}", label(encoding)), |b| {
             b.iter(|| codec::decode_server(encoding, black_box(&bytes)).expect("a state"))
         });
+        let bytes = vector("server_v2_moved", encoding);
+        group.bench_function(format!("server_v2_moved_{}", label(encoding)), |b| {
+            b.iter(|| codec::decode_server(encoding, black_box(&bytes)).expect("a move"))
+        });
     }
     // A refusal: what a broken or hostile client costs the server per message.
     let refused = b"\x83\xa4type\x05\xa3seq\x03\xa8notation\xa511-15";
@@ -58,5 +63,19 @@ fn bench_decode(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_decode);
+fn bench_encode(c: &mut Criterion) {
+    let mut group = c.benchmark_group("encode");
+    for encoding in Encoding::ALL {
+        for name in ["server_state_playing", "server_v2_moved"] {
+            let message =
+                codec::decode_server(encoding, &vector(name, encoding)).expect("a message");
+            group.bench_function(format!("{name}_{}", label(encoding)), |b| {
+                b.iter(|| codec::encode_server(encoding, black_box(&message)))
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_decode, bench_encode);
 criterion_main!(benches);
