@@ -22,3 +22,4 @@ mod solo;
 mod space_rule_sets;
 mod stakes;
 mod startup;
+mod typescript;

@@ -1,0 +1,125 @@
+// Sessions against a real `jumpgate serve` (memory store), in both
+// encodings: greeting, a lobby created and joined, moves played between two
+// sessions, refusals with their codes.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { JumpgateError, Session, SessionEndedError } from "../dist/index.js";
+import { JumpgateServer, lobbyState, WebSocketClass, webSocketName } from "./harness.mjs";
+
+/** Each test normally takes well under a second; this only stops a hang. */
+const LIMIT = 30_000;
+
+let server;
+before(async () => {
+  server = await JumpgateServer.start();
+});
+after(async () => {
+  await server?.kill();
+});
+
+const connect = (encoding, extra = {}) =>
+  Session.connect({ url: server.wsUrl, protocol: 1, encoding, client: "jumpgate-ts-test", WebSocket: WebSocketClass, ...extra });
+
+for (const encoding of ["json", "msgpack"]) {
+  describe(`a ${encoding} session over ${webSocketName}`, () => {
+    test("is welcomed as a new guest, and again as the same one with its token", { timeout: LIMIT }, async () => {
+      const first = await connect(encoding);
+      assert.match(first.identity.id, /^g_/);
+      assert.equal(first.identity.guest, true);
+      assert.ok(first.token.length > 20);
+      assert.equal(first.lastSeq, 1, "hello took seq 1");
+      const again = await connect(encoding, { token: first.token });
+      assert.equal(again.identity.id, first.identity.id);
+      first.close();
+      again.close();
+    });
+
+    test("creates a lobby, a second session joins it, and they play moves in turn", { timeout: LIMIT }, async () => {
+      const host = await connect(encoding, { name: "Ada" });
+      const guest = await connect(encoding, { name: "Grace" });
+      const seen = [];
+      host.on("message", (message) => seen.push(message.type));
+
+      const created = await host.createLobby({ rule_set: "american", series_length: 3 });
+      assert.equal(created.type, "ack");
+      assert.equal(created.seq, 2);
+      const waiting = await lobbyState(host, (state) => state.phase === "waiting");
+      assert.equal(waiting.version, 1);
+      assert.deepStrictEqual(host.room, { kind: "lobby", code: waiting.code, seated: true });
+
+      const info = await guest.lobbyInfo(waiting.code);
+      assert.equal(info.type, "lobby_info");
+      assert.equal(info.lobby.host_name, "Ada");
+      assert.equal(info.lobby.series_length, 3);
+
+      await guest.joinLobby(waiting.code);
+      const playing = await lobbyState(guest, (state) => state.phase === "playing");
+      assert.equal(guest.room.seated, true);
+      const hostSeat = playing.players.findIndex((player) => player?.id === host.identity.id);
+      const darkIsHost = playing.game.dark_seat === hostSeat;
+
+      // Six plies, each side choosing from its own view's legal moves, by
+      // path on one side and by notation on the other.
+      for (let ply = 0; ply < 6; ply += 1) {
+        // Dark moves at even plies.
+        const hostToMove = darkIsHost === (ply % 2 === 0);
+        const mover = hostToMove ? host : guest;
+        const watcher = hostToMove ? guest : host;
+        const view = await lobbyState(mover, (state) => state.game?.ply === ply);
+        const [choice] = view.game.legal_moves;
+        assert.ok(choice, `a legal move at ply ${ply}`);
+        const ack = await mover.move(hostToMove ? choice.path : choice.notation);
+        assert.equal(ack.type, "ack");
+        const seenByOther = await lobbyState(watcher, (state) => state.game?.ply === ply + 1);
+        assert.equal(seenByOther.game.moves[ply], choice.notation);
+        assert.ok(seenByOther.version > view.version);
+      }
+      assert.ok(seen.includes("ack") && seen.includes("state"));
+      host.close();
+      guest.close();
+    });
+
+    test("a refusal rejects with a JumpgateError carrying its code and seq", { timeout: LIMIT }, async () => {
+      const host = await connect(encoding);
+      const guest = await connect(encoding);
+      await host.createLobby();
+      const { code } = await lobbyState(host, () => true);
+      await guest.joinLobby(code);
+      const playing = await lobbyState(guest, (state) => state.phase === "playing");
+      const hostSeat = playing.players.findIndex((player) => player?.id === host.identity.id);
+      const notToMove = playing.game.dark_seat === hostSeat ? guest : host;
+      const [someMove] = playing.game.legal_moves;
+
+      const refusal = await notToMove.move(someMove.path).then(
+        () => assert.fail("a move out of turn was acknowledged"),
+        (err) => err,
+      );
+      assert.ok(refusal instanceof JumpgateError, String(refusal));
+      assert.equal(refusal.code, "not_your_turn");
+      assert.equal(refusal.seq, notToMove.lastSeq);
+      assert.equal(refusal.request.type, "move");
+
+      const unknown = await guest.lobbyInfo("ZZZZZZZZ").catch((err) => err);
+      assert.equal(unknown.code, "unknown_lobby");
+      // The session goes on after a refusal.
+      assert.equal((await guest.ping()).type, "ack");
+      host.close();
+      guest.close();
+    });
+
+    test("a forged token ends the connect with invalid_token", { timeout: LIMIT }, async () => {
+      const err = await connect(encoding, { token: "eyJhbGciOiJIUzI1NiJ9.e30.c2lnbmF0dXJl" }).catch((e) => e);
+      assert.ok(err instanceof SessionEndedError, String(err));
+      assert.equal(err.refusal?.code, "invalid_token");
+    });
+
+    test("requests made after close reject, and nothing is sent", { timeout: LIMIT }, async () => {
+      const session = await connect(encoding);
+      const sent = [];
+      session.on("sent", (message) => sent.push(message));
+      session.close();
+      await assert.rejects(session.ping(), SessionEndedError);
+      assert.deepStrictEqual(sent, []);
+    });
+  });
+}
