@@ -15,7 +15,7 @@ use jumpgate_rules::{Move, Position, RuleSet, Rules, with_rules};
 
 use crate::hash::zobrist;
 use crate::rng::SplitMix64;
-use crate::search::{Evaluation, History, Limits, Searcher};
+use crate::search::{Evaluation, History, Limits, SearchFeatures, Searcher};
 use crate::tuned::TunedWeights;
 
 /// Moves this close to the best one (hundredths of a man) stay in.
@@ -197,6 +197,9 @@ fn score_moves<R: Rules>(rule_set: RuleSet, pos: &Position, nodes: u64) -> Vec<(
         deadline: None,
         soft_deadline: None,
         plan: None,
+        // The books in the crate were built with the unrefined search; it
+        // stays so that the commands rebuild them exactly.
+        features: SearchFeatures::NONE,
     };
     let eval = Evaluation::Tuned(TunedWeights::for_rule_set(rule_set));
     let history = History {

@@ -58,7 +58,7 @@ use search::{History, Limits, Searcher};
 pub use space::choose_space_move;
 use timing::{IterationPlan, Meter};
 
-pub use search::MATE;
+pub use search::{MATE, SearchFeatures};
 
 /// How a bot plays: its level, its time budget per move and its seed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,19 +79,50 @@ pub struct BotConfig {
     /// Weights for the current Executive instead of its own, to try a fit
     /// before it is written into the crate (`jumpgate versus --weights`).
     pub weights: Option<&'static tuned::TunedWeights>,
+    /// Search refinements for the current Executive instead of its own, to
+    /// try a combination (`jumpgate versus --search`).
+    pub search: Option<SearchFeatures>,
 }
 
 /// The Executive's versions in draughts: the current one, and the first
 /// one frozen so that matches can measure what changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ExecutiveVersion {
-    /// Time management that spends the budget, a hard stop, and the
-    /// Executive's own evaluation.
+    /// The second version with a search that spends its whole budget
+    /// ([`SearchFeatures::CURRENT`]).
     #[default]
     Current,
     /// The first Executive: no new iteration after half the budget, the
     /// lower levels' hand-set evaluation.
     V1,
+    /// The second: time management that spends the budget, a hard stop,
+    /// the Executive's own evaluation and opening book, over the first
+    /// version's search.
+    V2,
+}
+
+impl ExecutiveVersion {
+    pub fn name(self) -> &'static str {
+        match self {
+            ExecutiveVersion::Current => "current",
+            ExecutiveVersion::V1 => "v1",
+            ExecutiveVersion::V2 => "v2",
+        }
+    }
+}
+
+impl std::str::FromStr for ExecutiveVersion {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ExecutiveVersion, String> {
+        [
+            ExecutiveVersion::Current,
+            ExecutiveVersion::V1,
+            ExecutiveVersion::V2,
+        ]
+        .into_iter()
+        .find(|v| v.name() == s.trim().to_ascii_lowercase())
+        .ok_or_else(|| format!("unknown Executive version {s:?} (current, v1, v2)"))
+    }
 }
 
 impl BotConfig {
@@ -106,6 +137,14 @@ impl BotConfig {
             node_limit: None,
             executive: ExecutiveVersion::Current,
             weights: None,
+            search: None,
+        }
+    }
+
+    pub fn with_search(self, search: SearchFeatures) -> BotConfig {
+        BotConfig {
+            search: Some(search),
+            ..self
         }
     }
 
@@ -311,14 +350,24 @@ fn executive_table_bits(config: &BotConfig) -> u32 {
 fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Move, SearchInfo) {
     let profile = config.level.profile();
     let budget = Budget::new(&profile, config, started);
-    let current = config.level == Level::Executive && config.executive == ExecutiveVersion::Current;
-    let limits = if current {
+    let executive = (config.level == Level::Executive).then_some(config.executive);
+    // The second version and the current one share all but the search.
+    let since_v2 = matches!(
+        executive,
+        Some(ExecutiveVersion::Current | ExecutiveVersion::V2)
+    );
+    let features = match executive {
+        Some(ExecutiveVersion::Current) => config.search.unwrap_or(SearchFeatures::CURRENT),
+        _ => SearchFeatures::NONE,
+    };
+    let limits = if since_v2 {
         Limits {
             max_depth: profile.max_depth,
             max_nodes: budget.max_nodes,
             deadline: None,
             soft_deadline: None,
             plan: Some(executive_plan(config, started)),
+            features,
         }
     } else {
         Limits {
@@ -327,11 +376,12 @@ fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Mo
             deadline: Some(budget.deadline),
             soft_deadline: Some(budget.soft_deadline),
             plan: None,
+            features,
         }
     };
     let pos: Position = *game.position();
     let quiet_plies = game.plies_without_progress();
-    let weights = if current {
+    let weights = if since_v2 {
         search::Evaluation::Tuned(
             config
                 .weights
@@ -344,10 +394,10 @@ fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Mo
         hashes: reversible_history(game),
     };
     let legal = game.legal_moves();
-    if current && let Some(m) = book::choose(game.rule_set(), &pos, legal, config.seed) {
+    if since_v2 && let Some(m) = book::choose(game.rule_set(), &pos, legal, config.seed) {
         return (m, SearchInfo::default());
     }
-    let table_bits = if current {
+    let table_bits = if since_v2 {
         executive_table_bits(config)
     } else {
         profile.table_bits

@@ -38,6 +38,8 @@ const MAX_GROWTH: f64 = 4.0;
 const NOISE_FLOOR: u64 = 200;
 /// The share of an iteration that goes to its first root move.
 const FIRST_MOVE_SHARE: f64 = 0.5;
+/// What [`IterationPlan::may_start_unsure`] asks to fit instead.
+const UNSURE_SHARE: f64 = 0.25;
 
 /// Decides whether another iteration fits in the budget.
 #[derive(Clone, Debug)]
@@ -104,7 +106,19 @@ impl IterationPlan {
     /// Whether an iteration started with `spent` ticks used is likely to
     /// search its first root move within the budget.
     pub(crate) fn may_start(&self, spent: u64) -> bool {
-        let first_move = (self.next_cost() as f64 * FIRST_MOVE_SHARE) as u64;
+        self.may_start_sharing(spent, FIRST_MOVE_SHARE)
+    }
+
+    /// Like [`IterationPlan::may_start`] when the search is unsure of its
+    /// move (the best move or its score changed in the last iteration):
+    /// an iteration starts if a smaller share of it fits, since searching
+    /// the other moves matters more then than proving the first one.
+    pub(crate) fn may_start_unsure(&self, spent: u64) -> bool {
+        self.may_start_sharing(spent, UNSURE_SHARE)
+    }
+
+    fn may_start_sharing(&self, spent: u64, share: f64) -> bool {
+        let first_move = (self.next_cost() as f64 * share) as u64;
         spent.saturating_add(first_move) <= self.budget
     }
 

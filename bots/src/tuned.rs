@@ -192,7 +192,7 @@ fn side<R: Rules>(pos: &Position, us: Color) -> [i32; FEATURES] {
 /// The side to move's pieces that an adjacent enemy piece could jump next
 /// move if nothing changed (flying kings' long-range captures are left
 /// to the search).
-fn threatened<R: Rules>(pos: &Position) -> i32 {
+pub(crate) fn threatened<R: Rules>(pos: &Position) -> i32 {
     let us = pos.turn();
     let mine = pos.pieces(us);
     let theirs = pos.pieces(us.opposite());

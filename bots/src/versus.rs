@@ -11,7 +11,7 @@ use jumpgate_rules::{Color, Game, RuleSet};
 use crate::arena::GameEnd;
 use crate::rng::SplitMix64;
 use crate::tuned::TunedWeights;
-use crate::{BotConfig, ExecutiveVersion, Level, arena, think};
+use crate::{BotConfig, ExecutiveVersion, Level, SearchFeatures, arena, think};
 
 /// What to play.
 #[derive(Debug, Clone)]
@@ -32,8 +32,11 @@ pub struct VersusConfig {
     /// Weights for the current version instead of its own (one rule set).
     pub weights: Option<&'static TunedWeights>,
     /// Play both sides on this many nodes a move instead of the clock:
-    /// compares evaluations alone, whatever else runs on the machine.
+    /// compares evaluations and searches alone, whatever else runs on the
+    /// machine.
     pub nodes: Option<u64>,
+    /// Search refinements for the current version instead of its own.
+    pub search: Option<SearchFeatures>,
 }
 
 /// Random plies in an opening before the bots take over.
@@ -141,6 +144,10 @@ fn play(
     let current = bot(ExecutiveVersion::Current);
     let current = match config.weights {
         Some(w) => current.with_weights(w),
+        None => current,
+    };
+    let current = match config.search {
+        Some(s) => current.with_search(s),
         None => current,
     };
     let sides = [current, bot(config.baseline)];

@@ -342,22 +342,29 @@ struct VersusArgs {
     /// only with one rule set.
     #[arg(long)]
     weights: Option<std::path::PathBuf>,
+    /// The frozen version to play against: v1 or v2.
+    #[arg(long, default_value = "v1")]
+    baseline: jumpgate_server::bots::ExecutiveVersion,
+    /// Try these search refinements for the current Executive
+    /// (comma-separated: lmr, aspiration, history, table, threat, unsure, whole; or none).
+    #[arg(long, value_parser = jumpgate_server::bots::SearchFeatures::parse)]
+    search: Option<jumpgate_server::bots::SearchFeatures>,
 }
 
-/// Plays the current Executive against the frozen first one
+/// Plays the current Executive against a frozen one
 /// (`jumpgate_bots::versus`) and prints each game and the total.
 fn run_versus(args: &VersusArgs) -> Result<(), String> {
-    use jumpgate_server::bots::ExecutiveVersion;
     use jumpgate_server::bots::versus::{self, OPENING_PLIES, VersusConfig, VersusGame};
     let config = VersusConfig {
         rule_sets: args.rule_set.clone(),
         openings: args.openings,
         time_budget: std::time::Duration::from_millis(args.ms),
-        baseline: ExecutiveVersion::V1,
+        baseline: args.baseline,
         ply_cap: args.ply_cap,
         seed: args.seed,
         threads: args.threads.max(1),
         nodes: args.nodes,
+        search: args.search,
         weights: match &args.weights {
             Some(path) if args.rule_set.len() == 1 => {
                 Some(&*Box::leak(Box::new(read_weights(path, args.rule_set[0])?)))
@@ -370,15 +377,21 @@ fn run_versus(args: &VersusArgs) -> Result<(), String> {
         Some(n) => format!("{n} nodes a move"),
         None => format!("{} ms a move", args.ms),
     };
+    let base = args.baseline.name();
     println!(
-        "versus: Executive (current) v Executive V1, {} balanced openings of {} random plies \
-         per rule set, both colours, {pace}, ply cap {}, seed {}",
-        args.openings, OPENING_PLIES, args.ply_cap, args.seed
+        "versus: Executive (current) v Executive {base}, {} balanced openings of {} random plies \
+         per rule set, both colours, {pace}, ply cap {}, seed {}{}",
+        args.openings,
+        OPENING_PLIES,
+        args.ply_cap,
+        args.seed,
+        args.search
+            .map_or(String::new(), |s| format!(", current's search {s:?}"))
     );
     let started = Instant::now();
     let line = |g: &VersusGame| {
         println!(
-            "{:<10} opening {:>2} current as {:<5} {:>3} {:>4} plies  ms/move current {:>4} v1 {:>4}  depth {:.1}",
+            "{:<10} opening {:>2} current as {:<5} {:>3} {:>4} plies  ms/move current {:>4} {base} {:>4}  depth {:.1}",
             g.rule_set.name(),
             g.opening,
             g.current_color.name(),
@@ -396,10 +409,10 @@ fn run_versus(args: &VersusArgs) -> Result<(), String> {
     let games = versus::run(&config, line);
     for rs in &args.rule_set {
         let these: Vec<&VersusGame> = games.iter().filter(|g| g.rule_set == *rs).collect();
-        summarise(rs.name(), &these);
+        summarise(rs.name(), base, &these);
     }
     if args.rule_set.len() > 1 {
-        summarise("all", &games.iter().collect::<Vec<_>>());
+        summarise("all", base, &games.iter().collect::<Vec<_>>());
     }
     println!("{:.0} s", started.elapsed().as_secs_f64());
     Ok(())
@@ -434,7 +447,7 @@ fn read_weights(
 }
 
 /// Prints a group of versus games: score, Elo and time use.
-fn summarise(name: &str, games: &[&jumpgate_server::bots::versus::VersusGame]) {
+fn summarise(name: &str, base: &str, games: &[&jumpgate_server::bots::versus::VersusGame]) {
     use jumpgate_server::bots::versus::elo;
     let n = games.len();
     if n == 0 {
@@ -450,7 +463,7 @@ fn summarise(name: &str, games: &[&jumpgate_server::bots::versus::VersusGame]) {
     };
     println!(
         "{name}: current {points:.1}/{n} = {:.1}% (+{wins} ={} -{losses}), Elo {:+.0}; \
-         ms used a move: current {:.0}, v1 {:.0}",
+         ms used a move: current {:.0}, {base} {:.0}",
         100.0 * points / n as f64,
         n - wins - losses,
         elo(points / n as f64),
