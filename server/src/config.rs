@@ -40,6 +40,12 @@ pub struct ServeConfig {
     /// How long a finished or closed lobby is kept in Redis, in seconds.
     #[arg(long, env = "JUMPGATE_FINISHED_TTL_SECS", default_value_t = 86_400)]
     pub finished_ttl_secs: u64,
+    /// A move is appended to the lobby's move log without rewriting its
+    /// record; the record is rewritten at least every this many moves (and
+    /// with every change that is not a plain move). 1 rewrites it with
+    /// every move.
+    #[arg(long, env = "JUMPGATE_COMPACT_EVERY", default_value_t = 32)]
+    pub compact_every: u32,
     /// A lobby with nobody connected and no game in play closes after this
     /// many seconds (its seats are given up; it then expires like any
     /// closed lobby).
@@ -284,6 +290,9 @@ pub struct Settings {
     pub resume_batch: usize,
     /// How long a finished or closed lobby stays in the store.
     pub finished_ttl: Duration,
+    /// The record is rewritten at least every this many moves (1: with
+    /// every move; see [`crate::store::MoveAppend`]).
+    pub compact_every: u32,
     /// How long a lobby with nobody connected and no game in play lives on.
     pub idle_lobby: Duration,
     /// Correspondence: the claim window, the expiry window, and how long a
@@ -348,6 +357,7 @@ impl Settings {
             resume_grace: Duration::from_secs(15),
             resume_batch: 256,
             finished_ttl: Duration::from_secs(86_400),
+            compact_every: 32,
             idle_lobby: Duration::from_secs(1_800),
             correspondence_claim: Duration::from_secs(172_800),
             correspondence_expiry: Duration::from_secs(604_800),
@@ -390,6 +400,7 @@ impl Settings {
         settings.resume_grace = Duration::from_millis(config.resume_grace_ms);
         settings.resume_batch = config.resume_batch.clamp(1, 10_000);
         settings.finished_ttl = Duration::from_secs(config.finished_ttl_secs.max(1));
+        settings.compact_every = config.compact_every.max(1);
         settings.idle_lobby = Duration::from_secs(config.idle_lobby_secs.max(1));
         settings.correspondence_claim = Duration::from_secs(config.correspondence_claim_secs);
         settings.correspondence_expiry =

@@ -91,7 +91,15 @@ const BOT_BUCKETS: &[f64] = &[
 
 /// The Redis operations timed (`op` of `jumpgate_redis_op_seconds`);
 /// `resume` is one round trip of a batch at start (see [`crate::resume`]).
-pub const REDIS_OPS: &[&str] = &["games", "load", "ownership", "ping", "resume", "write"];
+pub const REDIS_OPS: &[&str] = &[
+    "append",
+    "games",
+    "load",
+    "ownership",
+    "ping",
+    "resume",
+    "write",
+];
 
 /// What became of a stored room the start looked at (`outcome` of
 /// `jumpgate_resume_rooms_total`): taken over and running here; owned by

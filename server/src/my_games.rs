@@ -77,7 +77,9 @@ pub async fn list(state: &AppState, identity: &Identity) -> Result<Vec<wire::MyG
     let mut games = Vec::new();
     let mut stale = Vec::new();
     for (code, record) in codes.iter().zip(records) {
-        let lobby = record.as_deref().and_then(glance);
+        let lobby = record
+            .as_ref()
+            .and_then(|r| glance(&r.record, r.last_move.as_ref()));
         let seat = lobby.as_ref().and_then(|l| {
             l.seats
                 .iter()

@@ -162,6 +162,18 @@ pub struct Round {
 }
 
 impl Round {
+    /// What a move by `color` does to the draw offer: the opponent's offer
+    /// is declined by moving; one's own offer stands through the
+    /// opponent's turn, and one's declined offer is forgotten.
+    fn moved(&mut self, color: Color) {
+        if self.draw_offer == Some(color.opposite()) {
+            self.draw_offer = None;
+            self.draw_declined = Some(color.opposite());
+        } else if self.draw_declined == Some(color) {
+            self.draw_declined = None;
+        }
+    }
+
     /// The color a seat plays this round.
     pub fn color_of(&self, seat: usize) -> Color {
         if seat == self.dark_seat {
@@ -293,6 +305,9 @@ pub struct Lobby {
     /// Moves and finished games not yet known to be stored.
     pub pending_moves: Vec<StoredMove>,
     pub pending_games: Vec<(u64, String)>,
+    /// Moves stored since the record was last written (appended with
+    /// their effects; the room rewrites the record every so many).
+    pub moves_since_record: u32,
     pub timing: Timing,
     /// Since when nothing has happened for the expiry window to count from:
     /// the lobby's creation, its last move, or the start of its last round.
@@ -347,6 +362,7 @@ impl Lobby {
             pending_record: None,
             pending_moves: Vec::new(),
             pending_games: Vec::new(),
+            moves_since_record: 0,
             timing,
             active_at: now,
             last_move_at: None,
@@ -525,16 +541,18 @@ impl Lobby {
         let Some(seat) = self.seat_of(id) else {
             return Err(LobbyError::SpectatorsCannotAct);
         };
-        let this = Some((seq, action.clone()));
-        if self.seats[seat]
+        let again = self.seats[seat]
             .as_ref()
-            .is_some_and(|s| s.last_action == this)
-        {
+            .and_then(|s| s.last_action.as_ref())
+            .is_some_and(|(last, done)| *last == seq && *done == action);
+        if again {
             return Ok(Applied::Unchanged);
         }
-        self.apply(seat, id, seq, action, now)?;
+        // Applied by reference and then kept as the seat's last action:
+        // no copy of it is made, even for a refused one.
+        self.apply(seat, id, seq, &action, now)?;
         if let Some(s) = self.seats[seat].as_mut() {
-            s.last_action = this;
+            s.last_action = Some((seq, action));
         }
         Ok(Applied::Changed)
     }
@@ -544,11 +562,13 @@ impl Lobby {
         seat: usize,
         id: &str,
         seq: u32,
-        action: Action,
+        action: &Action,
         now: Instant,
     ) -> Result<(), LobbyError> {
         match action {
-            Action::Move { notation, path } => self.play_move(seat, seq, notation, path, now),
+            Action::Move { notation, path } => {
+                self.play_move(seat, seq, notation.as_deref(), path.as_deref(), now)
+            }
             Action::OfferDraw => {
                 let round = self.round_in_play()?;
                 let color = round.color_of(seat);
@@ -569,7 +589,7 @@ impl Lobby {
                 if round.draw_offer != Some(color.opposite()) {
                     return Err(LobbyError::NoDrawOffer);
                 }
-                if action == Action::AcceptDraw {
+                if *action == Action::AcceptDraw {
                     self.end_round(None, GameEnd::DrawAgreed, now);
                 } else {
                     let round = self.round_mut();
@@ -665,8 +685,8 @@ impl Lobby {
         &mut self,
         seat: usize,
         seq: u32,
-        text: Option<String>,
-        path: Option<Vec<String>>,
+        text: Option<&str>,
+        path: Option<&[String]>,
         now: Instant,
     ) -> Result<(), LobbyError> {
         let round = self.round_in_play()?;
@@ -675,19 +695,13 @@ impl Lobby {
             return Err(LobbyError::NotYourTurn);
         }
         let window = self.turn_window();
+        let round = self.round.as_mut().expect("checked by round_in_play");
+        // An illegal move leaves the game as it was, and so the lobby.
+        let m = play_submitted(&mut round.game, text, path)?;
         self.active_at = now;
         self.last_move_at = Some(now);
-        let round = self.round.as_mut().expect("checked by round_in_play");
-        let m = play_submitted(&mut round.game, text.as_deref(), path.as_deref())?;
         round.notations.push(m.notation.clone());
-        // An offer by the opponent is declined by moving; one's own offer
-        // stands through the opponent's turn.
-        if round.draw_offer == Some(color.opposite()) {
-            round.draw_offer = None;
-            round.draw_declined = Some(color.opposite());
-        } else if round.draw_declined == Some(color) {
-            round.draw_declined = None;
-        }
+        round.moved(color);
         round.deadline = now + window;
         self.pending_moves.push(StoredMove {
             game_no: round.game_no,
@@ -696,6 +710,7 @@ impl Lobby {
             text: m.notation.clone(),
             seat: seat as u8,
             seq,
+            effects: None,
         });
         round.last_move = Some(m);
         if let Some(outcome) = self.round.as_ref().and_then(|r| r.game.outcome()) {
@@ -914,5 +929,7 @@ pub fn play_submitted(
 
 #[cfg(test)]
 mod draw_rules_tests;
+#[cfg(test)]
+mod record_tests;
 #[cfg(test)]
 mod tests;

@@ -1,17 +1,18 @@
 //! The stored form of a lobby (JSON) and how a lobby is rebuilt from it:
 //! the record holds everything but the game, which is replayed from the
-//! stored moves. Deadlines are stored as Unix milliseconds, so converting
+//! stored moves, and the moves appended after the record was written
+//! bring it up to date with their effects. Deadlines are stored as Unix milliseconds, so converting
 //! needs the wall clock, which the caller passes in ([`WallClock`]).
 
 use std::time::{Duration, Instant};
 
 use super::{
-    EscrowIntent, GameResult, Lobby, LobbyOptions, Pace, Phase, Round, Seat, Series, Timing,
+    Action, EscrowIntent, GameResult, Lobby, LobbyOptions, Pace, Phase, Round, Seat, Series, Timing,
 };
 use crate::code::RoomCode;
 use crate::records::SeriesRecord;
 use crate::rules::{Color, DrawRules, Variant, VariantGame};
-use crate::store::StoredMove;
+use crate::store::{MoveEffects, StoredMove};
 use crate::wallet::Settlement;
 
 /// The same moment on both clocks, to convert deadlines.
@@ -54,6 +55,8 @@ pub enum ResumeError {
     Replay(String),
     #[error("move log and record disagree ({log} moves logged, {record} recorded)")]
     Disagree { log: usize, record: usize },
+    #[error("a move logged after the record cannot follow it: {0}")]
+    Tail(String),
 }
 
 /// A lobby as written to the store.
@@ -164,10 +167,13 @@ impl Lobby {
         serde_json::to_string(&record).expect("a lobby record always encodes")
     }
 
-    /// Rebuilds a lobby from its record and its move log. The clock
-    /// continues from its stored deadline, but the side to move gets at
-    /// least `grace`; a break that ended meanwhile ends at the next clock
-    /// tick. `seed` starts the sequence of new games' seeds.
+    /// Rebuilds a lobby from its record and its move log: the game replays
+    /// from the logged moves, and the moves logged after the record was
+    /// written (appended with their effects) bring the rest of the lobby
+    /// up to date. The clock continues from its stored deadline, but the
+    /// side to move gets at least `grace`; a break that ended meanwhile
+    /// ends at the next clock tick. `seed` starts the sequence of new
+    /// games' seeds.
     pub fn from_record(
         json: &str,
         moves: &[StoredMove],
@@ -178,6 +184,7 @@ impl Lobby {
     ) -> Result<Lobby, ResumeError> {
         let record: LobbyRecord = serde_json::from_str(json)?;
         let code = RoomCode::parse(&record.code).ok_or(ResumeError::Code(record.code.clone()))?;
+        let mut tail: Vec<&StoredMove> = Vec::new();
         let round = match record.round {
             None => None,
             Some(r) => {
@@ -188,23 +195,18 @@ impl Lobby {
                 let (game, mut played) =
                     VariantGame::replay(record.rule_set, r.seed, record.draw_rules, &paths)
                         .map_err(ResumeError::Replay)?;
-                if logged.len() != r.notations.len() {
+                if logged.len() < r.notations.len() {
                     return Err(ResumeError::Disagree {
                         log: logged.len(),
                         record: r.notations.len(),
                     });
                 }
-                // A correspondence claim time is a stored fact, not a clock
-                // the restart stopped: it gets no grace.
-                let deadline = match record.pace {
-                    Pace::Live => clock.to_instant(r.deadline_ms).max(clock.now + grace),
-                    Pace::Correspondence => clock.to_instant(r.deadline_ms),
-                };
+                tail = logged.split_off(r.notations.len());
                 Some(Round {
                     game_no: r.game_no,
                     game,
                     dark_seat: r.dark_seat,
-                    deadline,
+                    deadline: clock.to_instant(r.deadline_ms),
                     draw_offer: r.draw_offer,
                     draw_declined: r.draw_declined,
                     notations: r.notations,
@@ -247,7 +249,80 @@ impl Lobby {
         lobby.incarnation = record.incarnation;
         lobby.pending_record = record.pending_record;
         lobby.escrow_intent = record.escrow_intent;
+        for m in &tail {
+            lobby.follow_appended(m, clock)?;
+        }
+        lobby.moves_since_record = tail.len() as u32;
+        // A correspondence claim time is a stored fact, not a clock the
+        // restart stopped: it gets no grace (nor does a game over).
+        if let Some(round) = lobby.round.as_mut().filter(|r| r.result.is_none())
+            && record.pace == Pace::Live
+        {
+            round.deadline = round.deadline.max(clock.now + grace);
+        }
         Ok(lobby)
+    }
+
+    /// What the move just played changed besides the game, to append it
+    /// without rewriting the record ([`MoveEffects`]): `None` unless the
+    /// last pending move is its seat's last action and a game is in play.
+    pub fn move_effects(&self, clock: WallClock) -> Option<MoveEffects> {
+        let m = self.pending_moves.last()?;
+        let (seq, submitted) = self
+            .seats
+            .get(usize::from(m.seat))?
+            .as_ref()?
+            .last_action
+            .as_ref()?;
+        if *seq != m.seq || !self.game_in_play() {
+            return None;
+        }
+        Some(MoveEffects {
+            version: self.version,
+            at_ms: clock.to_unix_ms(self.last_move_at?),
+            deadline_ms: clock.to_unix_ms(self.round.as_ref()?.deadline),
+            to_move: self.seat_to_move().map(|s| s as u8),
+            submitted: serde_json::to_string(submitted).ok()?,
+        })
+    }
+
+    /// Brings the lobby past a move appended after its record: the move
+    /// is in the game already (replayed); what it changed besides is in
+    /// its effects, and the draw offer follows from who moved.
+    fn follow_appended(&mut self, m: &StoredMove, clock: WallClock) -> Result<(), ResumeError> {
+        let at = format!("{}-{}", m.game_no, m.ply);
+        let effects = m
+            .effects
+            .as_ref()
+            .ok_or_else(|| ResumeError::Tail(format!("{at} has no effects stored")))?;
+        if effects.version <= self.version {
+            return Err(ResumeError::Tail(format!(
+                "{at} stores version {}, not after {}",
+                effects.version, self.version
+            )));
+        }
+        if !self.game_in_play() {
+            return Err(ResumeError::Tail(format!("{at} follows no game in play")));
+        }
+        let seat = usize::from(m.seat);
+        let submitted: Action = serde_json::from_str(&effects.submitted)
+            .map_err(|e| ResumeError::Tail(format!("{at}: {e}")))?;
+        let Some(Some(mover)) = self.seats.get_mut(seat) else {
+            return Err(ResumeError::Tail(format!(
+                "{at} was played from an empty seat"
+            )));
+        };
+        mover.last_action = Some((m.seq, submitted));
+        let round = self.round.as_mut().expect("a game in play has a round");
+        let color = round.color_of(seat);
+        round.notations.push(m.text.clone());
+        round.moved(color);
+        round.deadline = clock.to_instant(effects.deadline_ms);
+        let at = clock.to_instant(effects.at_ms);
+        self.active_at = at;
+        self.last_move_at = Some(at);
+        self.version = effects.version;
+        Ok(())
     }
 }
 
@@ -307,10 +382,30 @@ pub struct RecordGlance {
 }
 
 /// Reads a stored lobby record for `my_games`; `None` if it is not one.
-pub fn glance(record: &str) -> Option<RecordGlance> {
+/// `last_move` is the last move logged: one appended after the record
+/// was written tells the turn, its deadline and the last move's time.
+pub fn glance(record: &str, last_move: Option<&StoredMove>) -> Option<RecordGlance> {
     let record: LobbyRecord = serde_json::from_str(record).ok()?;
     let in_play =
         record.phase == Phase::Playing && record.round.as_ref().is_some_and(|r| r.result.is_none());
+    let appended = last_move.and_then(|m| {
+        m.effects.as_ref().filter(|e| {
+            e.version > record.version
+                && record.round.as_ref().map(|r| r.game_no) == Some(m.game_no)
+        })
+    });
+    if let Some(e) = appended {
+        return Some(RecordGlance {
+            rule_set: record.rule_set,
+            pace: record.pace,
+            phase: record.phase,
+            seats: record.seats,
+            to_move: e.to_move.filter(|_| in_play).map(usize::from),
+            deadline_ms: Some(e.deadline_ms).filter(|_| in_play),
+            last_move_ms: Some(e.at_ms),
+            active_at_ms: Some(e.at_ms),
+        });
+    }
     Some(RecordGlance {
         rule_set: record.rule_set,
         pace: record.pace,

@@ -210,7 +210,7 @@ fn a_correspondence_lobby_survives_its_record() {
     );
     assert_eq!(later.to_unix_ms(back.active_at), 1_800_000_000_000);
     assert_eq!(back.seat_to_move(), Some(1));
-    let glance = glance(&json).unwrap();
+    let glance = glance(&json, None).unwrap();
     assert_eq!(glance.to_move, Some(1));
     assert_eq!(glance.last_move_ms, Some(1_800_000_000_000));
     assert_eq!(glance.pace, Pace::Correspondence);

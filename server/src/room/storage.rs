@@ -1,12 +1,13 @@
-//! How a room keeps the store in step: conditional writes, unknown
-//! outcomes resolved by re-sending, reloading when the store has moved on.
+//! How a room keeps the store in step: conditional writes (the record, or
+//! a move appended without it), unknown outcomes resolved by re-sending,
+//! reloading when the store has moved on.
 
 use tokio::time::Instant;
 
 use super::{Room, storage_unavailable, wall_clock};
 use crate::lobby::Phase;
 use crate::outbound::{Outbound, Refusal};
-use crate::store::{RoomWrite, WriteError};
+use crate::store::{MoveAppend, MoveEffects, RoomWrite, WriteError};
 use jumpgate_protocol::ServerMessage;
 
 impl Room {
@@ -14,9 +15,14 @@ impl Room {
     /// the version last known stored. Every change bumps `version` first;
     /// resending an unchanged version sends the very same record. On an
     /// unknown outcome the change stays in memory, unshown, until a later
-    /// write (the same one, or one that includes it) is confirmed.
+    /// write (the same one, or one that includes it) is confirmed. A change
+    /// that is one move and nothing else is appended to the move log
+    /// without the record (see [`Room::appends_move`]).
     pub(super) async fn persist(&mut self) -> Result<(), WriteError> {
         self.lobby.stamp_decisions(crate::idempotency::now_ms());
+        if let Some(effects) = self.appends_move() {
+            return self.append_move(effects).await;
+        }
         let closed = self.can_close();
         // A finished lobby's keys expire a while after, unless it stays open
         // for days: a correspondence lobby lives until it closes.
@@ -47,18 +53,20 @@ impl Room {
             .collect();
         let finished = matches!(self.lobby.phase, Phase::Finished | Phase::Ended);
         let version = self.lobby.version;
-        let record = match &self.last_attempt {
-            Some((v, record)) if *v == version => record.clone(),
+        // The record of a failed attempt at this version is sent again as
+        // it was (its deadlines would differ if rebuilt); the write takes
+        // it and the pending moves, and gives them back if it fails.
+        let record = match self.last_attempt.take() {
+            Some((v, record)) if v == version => record,
             _ => self.lobby.to_record(wall_clock()),
         };
-        self.last_attempt = Some((version, record.clone()));
         let write = RoomWrite {
             code: self.lobby.code.to_string(),
             owner: self.owner.clone(),
             expected_version: self.stored_version,
             version,
             record,
-            moves: self.lobby.pending_moves.clone(),
+            moves: std::mem::take(&mut self.lobby.pending_moves),
             // A finished game's PDN is dated when it is stored: the day
             // (UTC) it ended, give or take a retry.
             finished_games: dated(&self.lobby.pending_games),
@@ -67,42 +75,113 @@ impl Room {
             seated,
             unseated,
         };
-        match self.store.write(write).await {
+        let result = self.store.write(&write).await;
+        match result {
             Ok(()) => {
-                self.stored_version = version;
                 self.indexed = seats;
-                self.lobby.pending_moves.clear();
                 self.lobby.pending_games.clear();
-                if let Some(since) = self.unsaved_since.take() {
-                    crate::metrics::METRICS.rooms_awaiting_store.dec();
-                    tracing::info!(room = %self.lobby.code, "store caught up");
-                    self.lobby.give_back_time(since.elapsed());
-                }
+                self.lobby.moves_since_record = 0;
+                self.caught_up(version);
                 Ok(())
             }
             Err(e) => {
-                match &e {
-                    WriteError::Fenced(why) => {
-                        tracing::warn!(room = %self.lobby.code, %why, "another instance took the room over; stopping it here");
-                        self.moved();
-                        return Err(e);
-                    }
-                    WriteError::Conflict(why) => {
-                        tracing::error!(room = %self.lobby.code, %why, "write refused by the store; reloading the room");
-                        self.stale = true;
-                    }
-                    WriteError::Unavailable(_) => {
-                        crate::metrics::METRICS.writes_unconfirmed.inc();
-                        tracing::warn!(room = %self.lobby.code, error = %e, "write not confirmed; holding the change until the store answers");
-                    }
-                }
-                if self.unsaved_since.is_none() {
-                    crate::metrics::METRICS.rooms_awaiting_store.inc();
-                    self.unsaved_since = Some(Instant::now());
-                }
-                Err(e)
+                self.last_attempt = Some((version, write.record));
+                self.lobby.pending_moves = write.moves;
+                Err(self.not_stored(e))
             }
         }
+    }
+
+    /// The effects to append the change with, if it is one move and
+    /// nothing else: the only pending move, the only change since the
+    /// version stored (so the record stored plus this move is the lobby),
+    /// its game still in play (a move that ends a game changes the series
+    /// and is written with the record), and the record not due for a
+    /// rewrite (`--compact-every`). A retry of the same version decides
+    /// the same way and sends the same effects.
+    fn appends_move(&self) -> Option<MoveEffects> {
+        let lobby = &self.lobby;
+        let [m] = lobby.pending_moves.as_slice() else {
+            return None;
+        };
+        if self.stored_version == 0
+            || lobby.version != self.stored_version + 1
+            || !lobby.pending_games.is_empty()
+            || !lobby.game_in_play()
+            || lobby.moves_since_record + 1 >= self.settings.compact_every
+        {
+            return None;
+        }
+        if let Some(effects) = m.effects.as_ref().filter(|e| e.version == lobby.version) {
+            return Some(effects.clone());
+        }
+        lobby.move_effects(wall_clock())
+    }
+
+    /// Appends the pending move with its effects, conditional and fenced
+    /// like a record write.
+    async fn append_move(&mut self, effects: MoveEffects) -> Result<(), WriteError> {
+        let version = self.lobby.version;
+        let mut moves = std::mem::take(&mut self.lobby.pending_moves);
+        if let Some(m) = moves.first_mut() {
+            m.effects = Some(effects);
+        }
+        let append = MoveAppend {
+            code: self.lobby.code.to_string(),
+            owner: self.owner.clone(),
+            expected_version: self.stored_version,
+            version,
+            moves,
+        };
+        let result = self.store.append(&append).await;
+        match result {
+            Ok(()) => {
+                self.lobby.moves_since_record += 1;
+                self.caught_up(version);
+                Ok(())
+            }
+            Err(e) => {
+                // Kept, effects and all, for the retry (or the record
+                // write that takes it along).
+                self.lobby.pending_moves = append.moves;
+                Err(self.not_stored(e))
+            }
+        }
+    }
+
+    /// The store holds `version`: whatever was held back can go on.
+    fn caught_up(&mut self, version: u64) {
+        self.stored_version = version;
+        if let Some(since) = self.unsaved_since.take() {
+            crate::metrics::METRICS.rooms_awaiting_store.dec();
+            tracing::info!(room = %self.lobby.code, "store caught up");
+            self.lobby.give_back_time(since.elapsed());
+        }
+    }
+
+    /// A write that did not go through: a fenced room stops here, a
+    /// refused one reloads, an unknown outcome holds the change.
+    fn not_stored(&mut self, e: WriteError) -> WriteError {
+        match &e {
+            WriteError::Fenced(why) => {
+                tracing::warn!(room = %self.lobby.code, %why, "another instance took the room over; stopping it here");
+                self.moved();
+                return e;
+            }
+            WriteError::Conflict(why) => {
+                tracing::error!(room = %self.lobby.code, %why, "write refused by the store; reloading the room");
+                self.stale = true;
+            }
+            WriteError::Unavailable(_) => {
+                crate::metrics::METRICS.writes_unconfirmed.inc();
+                tracing::warn!(room = %self.lobby.code, error = %e, "write not confirmed; holding the change until the store answers");
+            }
+        }
+        if self.unsaved_since.is_none() {
+            crate::metrics::METRICS.rooms_awaiting_store.inc();
+            self.unsaved_since = Some(Instant::now());
+        }
+        e
     }
 
     /// A change someone asked for: bump, store it, and in a staked lobby

@@ -394,7 +394,7 @@ impl SoloGame {
             seated: Vec::new(),
             unseated: Vec::new(),
         };
-        let written = self.store.write_solo(write, &self.record.owner).await;
+        let written = self.store.write_solo(&write, &self.record.owner).await;
         match written {
             Ok(()) => {
                 self.stored_version = self.record.version;
@@ -809,7 +809,7 @@ pub async fn close_discarded(
         seated: Vec::new(),
         unseated: Vec::new(),
     };
-    store.write_solo(write, &record.owner).await
+    store.write_solo(&write, &record.owner).await
 }
 
 #[cfg(test)]

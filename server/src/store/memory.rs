@@ -11,8 +11,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{
-    Beat, Dormant, Fence, Orphan, OwnerEpoch, RoomWrite, Store, StoreFuture, StoredMove,
-    StoredRoom, WriteError, WriteFuture,
+    Beat, Dormant, Fence, MoveAppend, OpenRecord, Orphan, OwnerEpoch, RoomWrite, Store,
+    StoreFuture, StoredMove, StoredRoom, WriteError, WriteFuture,
 };
 
 /// A key of the memory store that can expire.
@@ -86,30 +86,21 @@ impl MemoryTables {
     }
 
     /// The same checks as the Redis script.
-    fn apply(&mut self, write: RoomWrite, now: Instant) -> Result<(), WriteError> {
+    fn apply(&mut self, write: &RoomWrite, now: Instant) -> Result<(), WriteError> {
         // A refused write leaves nothing behind, a room of its own making
         // included (Redis creates no key for a script that refuses).
-        let code = write.code.clone();
-        let existed = self.rooms.contains_key(&code);
+        let existed = self.rooms.contains_key(&write.code);
         let result = self.apply_checked(write, now);
         if result.is_err() && !existed {
-            self.rooms.remove(&code);
+            self.rooms.remove(&write.code);
         }
         result
     }
 
-    fn apply_checked(&mut self, write: RoomWrite, now: Instant) -> Result<(), WriteError> {
+    fn apply_checked(&mut self, write: &RoomWrite, now: Instant) -> Result<(), WriteError> {
         let room = self.rooms.entry(write.code.clone()).or_default();
         let claims = room.epoch == 0 && room.version == 0 && write.owner.epoch == 1;
-        if !claims
-            && (room.owner.as_deref() != Some(&*write.owner.instance)
-                || room.epoch != write.owner.epoch)
-        {
-            return Err(WriteError::Fenced(format!(
-                "owned by {:?} at epoch {}",
-                room.owner, room.epoch
-            )));
-        }
+        room.admits(&write.owner, claims)?;
         if room.version == write.version {
             return if room.record == write.record {
                 Ok(())
@@ -120,45 +111,15 @@ impl MemoryTables {
                 )))
             };
         }
-        if room.version < write.expected_version || room.version > write.version {
-            return Err(WriteError::Conflict(format!(
-                "stored version {}, this write follows {}",
-                room.version, write.expected_version
-            )));
-        }
-        let mut last = room.moves.keys().next_back().copied().unwrap_or((0, 0));
-        let stored_game = last.0;
-        let first_game = room.moves.keys().next().map_or(last.0, |k| k.0);
-        let mut fresh = Vec::new();
-        for m in &write.moves {
-            let id = (m.game_no, m.ply);
-            if id > last {
-                fresh.push(m.clone());
-                last = id;
-            } else if room.moves.get(&id).map_or(
-                // Archived with its finished game: stored before.
-                m.game_no >= first_game,
-                |s| s.path != m.path || s.seat != m.seat,
-            ) {
-                return Err(WriteError::Conflict(format!(
-                    "another move is stored at {}-{}",
-                    m.game_no, m.ply
-                )));
-            }
-        }
+        room.follows(write.expected_version, write.version)?;
+        let fresh = room.fresh_moves(&write.moves)?;
         room.owner = Some(write.owner.instance.to_string());
         room.epoch = write.owner.epoch;
         room.version = write.version;
-        room.record = write.record;
-        for m in fresh {
-            room.moves.insert((m.game_no, m.ply), m);
-        }
-        // A new game began: the finished games' moves leave the log.
-        if last.0 > stored_game && stored_game > 0 {
-            room.moves = room.moves.split_off(&(last.0, 0));
-        }
-        for (n, pdn) in write.finished_games {
-            room.games.insert(n, pdn);
+        room.record.clone_from(&write.record);
+        room.log(fresh);
+        for (n, pdn) in &write.finished_games {
+            room.games.insert(*n, pdn.clone());
         }
         for id in &write.unseated {
             if let Some(listed) = self.mine.get_mut(id) {
@@ -181,11 +142,110 @@ impl MemoryTables {
             room.expires_at = at;
         }
         if write.open {
-            self.open.insert(write.code);
+            self.open.insert(write.code.clone());
         } else {
             self.open.remove(&write.code);
         }
         Ok(())
+    }
+}
+
+impl MemoryTables {
+    /// The same checks as the Redis script, for an append: the record,
+    /// the games and the expiry stay as they are.
+    fn apply_append(&mut self, append: &MoveAppend) -> Result<(), WriteError> {
+        let Some(room) = self.rooms.get_mut(&append.code) else {
+            return Err(WriteError::Conflict("no record to append to".into()));
+        };
+        room.admits(&append.owner, false)?;
+        if room.version == append.version {
+            let landed = append.moves.last().is_some_and(|sent| {
+                room.moves.last_key_value().is_some_and(|(id, m)| {
+                    *id == (sent.game_no, sent.ply)
+                        && m.path == sent.path
+                        && m.effects.as_ref().map(|e| e.version) == Some(append.version)
+                })
+            });
+            return if landed {
+                Ok(())
+            } else {
+                Err(WriteError::Conflict(format!(
+                    "version {} holds another change",
+                    room.version
+                )))
+            };
+        }
+        room.follows(append.expected_version, append.version)?;
+        let fresh = room.fresh_moves(&append.moves)?;
+        room.version = append.version;
+        room.log(fresh);
+        Ok(())
+    }
+}
+
+impl MemoryRoom {
+    /// Whether `owner` may write: it holds the fence, or its write is the
+    /// room's very first, which claims it.
+    fn admits(&self, owner: &OwnerEpoch, claims: bool) -> Result<(), WriteError> {
+        if !claims && (self.owner.as_deref() != Some(&*owner.instance) || self.epoch != owner.epoch)
+        {
+            return Err(WriteError::Fenced(format!(
+                "owned by {:?} at epoch {}",
+                self.owner, self.epoch
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether a write from `expected` to `version` follows from the
+    /// stored version (see [`RoomWrite::expected_version`]).
+    fn follows(&self, expected: u64, version: u64) -> Result<(), WriteError> {
+        if self.version < expected || self.version > version {
+            return Err(WriteError::Conflict(format!(
+                "stored version {}, this write follows {expected}",
+                self.version
+            )));
+        }
+        Ok(())
+    }
+
+    /// The moves of a write that the log does not hold yet; a move at an
+    /// id it holds must be the same move.
+    fn fresh_moves(&self, moves: &[StoredMove]) -> Result<Vec<StoredMove>, WriteError> {
+        let mut last = self.moves.keys().next_back().copied().unwrap_or((0, 0));
+        let first_game = self.moves.keys().next().map_or(last.0, |k| k.0);
+        let mut fresh = Vec::new();
+        for m in moves {
+            let id = (m.game_no, m.ply);
+            if id > last {
+                fresh.push(m.clone());
+                last = id;
+            } else if self.moves.get(&id).map_or(
+                // Archived with its finished game: stored before.
+                m.game_no >= first_game,
+                |s| s.path != m.path || s.seat != m.seat,
+            ) {
+                return Err(WriteError::Conflict(format!(
+                    "another move is stored at {}-{}",
+                    m.game_no, m.ply
+                )));
+            }
+        }
+        Ok(fresh)
+    }
+
+    /// Logs new moves; a new game's first move takes the finished games'
+    /// moves out of the log.
+    fn log(&mut self, fresh: Vec<StoredMove>) {
+        let stored_game = self.moves.keys().next_back().map_or(0, |k| k.0);
+        let mut new_game = stored_game;
+        for m in fresh {
+            new_game = new_game.max(m.game_no);
+            self.moves.insert((m.game_no, m.ply), m);
+        }
+        if new_game > stored_game && stored_game > 0 {
+            self.moves = self.moves.split_off(&(new_game, 0));
+        }
     }
 }
 
@@ -217,12 +277,12 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
-    fn write(&self, write: RoomWrite) -> WriteFuture<'_> {
+    fn write<'a>(&'a self, write: &'a RoomWrite) -> WriteFuture<'a> {
         let result = self.tables().apply(write, Instant::now());
         Box::pin(async move { result })
     }
 
-    fn write_solo<'a>(&'a self, write: RoomWrite, owner: &'a str) -> WriteFuture<'a> {
+    fn write_solo<'a>(&'a self, write: &'a RoomWrite, owner: &'a str) -> WriteFuture<'a> {
         let now = Instant::now();
         let mut tables = self.tables();
         let (code, open, ttl) = (write.code.clone(), write.open, write.expire_after);
@@ -233,6 +293,11 @@ impl Store for MemoryStore {
                 note.1 = at;
             }
         }
+        Box::pin(async move { result })
+    }
+
+    fn append<'a>(&'a self, append: &'a MoveAppend) -> WriteFuture<'a> {
+        let result = self.tables().apply_append(append);
         Box::pin(async move { result })
     }
 
@@ -501,7 +566,7 @@ impl Store for MemoryStore {
         Box::pin(async { Ok(()) })
     }
 
-    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<String>>> {
+    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<OpenRecord>>> {
         let tables = self.tables();
         let records = codes
             .iter()
@@ -510,7 +575,10 @@ impl Store for MemoryStore {
                     .rooms
                     .get(code)
                     .filter(|_| tables.open.contains(code))
-                    .map(|r| r.record.clone())
+                    .map(|r| OpenRecord {
+                        record: r.record.clone(),
+                        last_move: r.moves.values().next_back().cloned(),
+                    })
             })
             .collect();
         Box::pin(async move { Ok(records) })

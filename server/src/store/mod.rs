@@ -1,11 +1,16 @@
 //! Where rooms are kept beyond memory: the [`Store`] trait, an in-memory
 //! store (the default, lost on restart) and the Redis store.
 //!
-//! A room writes one [`RoomWrite`] per change: its whole record (small), the
-//! moves played since the last write (appended to an ordered, duplicate-proof
-//! log), and the PDN of any game that finished. The Redis store applies a
-//! write atomically with one Lua script; every key of a room carries the
-//! hash tag `{CODE}` so a room lives in one Redis Cluster slot.
+//! A room stores each change in one of two shapes. A [`RoomWrite`] holds
+//! its whole record (small), the moves played since the last write
+//! (appended to an ordered, duplicate-proof log), and the PDN of any game
+//! that finished. A [`MoveAppend`] (a move that changed nothing but the
+//! game in play) only appends the move to the log, with what it changed
+//! besides the game ([`MoveEffects`]), and leaves the record as it was: a
+//! load rebuilds the room from the record and the moves logged after it.
+//! The Redis store applies either atomically with one Lua script; every
+//! key of a room carries the hash tag `{CODE}` so a room lives in one
+//! Redis Cluster slot.
 //!
 //! Every write is conditional on the version the writer last saw stored, so
 //! a write whose outcome was unknown (a timeout, a dropped connection) can be
@@ -112,6 +117,30 @@ pub struct StoredMove {
     pub text: String,
     pub seat: u8,
     pub seq: u32,
+    /// What the move changed besides the game, for a move stored by a
+    /// [`MoveAppend`] (the record does not hold it); `None` for a move
+    /// stored with a record that holds it.
+    pub effects: Option<MoveEffects>,
+}
+
+/// What a move appended without its record changed in the lobby besides
+/// the game (which replays from the paths): enough to bring a record
+/// written before the move up to the lobby after it. The draw offer
+/// follows from who moved, so it is not stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MoveEffects {
+    /// The lobby's version after the move.
+    pub version: u64,
+    /// When the move was played (Unix ms): the lobby's last move and the
+    /// start of its expiry window.
+    pub at_ms: u64,
+    /// The deadline (live) or claim time (correspondence) it set, Unix ms.
+    pub deadline_ms: u64,
+    /// The seat to move after it.
+    pub to_move: Option<u8>,
+    /// The action as the player submitted it (JSON), which a re-sent
+    /// action with the same seq is compared with.
+    pub submitted: String,
 }
 
 /// The instance that owns a room, and the epoch at which it claimed it.
@@ -176,7 +205,8 @@ pub struct Orphan {
     pub dead_owner: Option<String>,
 }
 
-/// Everything one change of a room persists.
+/// Everything one change of a room persists (any change but a plain move,
+/// which is a [`MoveAppend`]).
 #[derive(Clone, Debug)]
 pub struct RoomWrite {
     pub code: String,
@@ -213,6 +243,29 @@ pub struct RoomWrite {
     pub unseated: Vec<String>,
 }
 
+/// A move stored without rewriting the room record: appended to the log
+/// with its [`MoveEffects`], fenced and conditional on the stored version
+/// exactly as a [`RoomWrite`] is. A room appends a move only when the move
+/// is the only change since the version stored and leaves its game in
+/// play; anything else (a game's or series' end, a seat, an offer, a
+/// stake, a clock event) is a [`RoomWrite`].
+#[derive(Clone, Debug)]
+pub struct MoveAppend {
+    pub code: String,
+    /// The owner writing, at its epoch (see [`RoomWrite::owner`]).
+    pub owner: OwnerEpoch,
+    /// The version the writer last knew to be stored (see
+    /// [`RoomWrite::expected_version`]).
+    pub expected_version: u64,
+    /// The version this append stores: its last move's
+    /// [`MoveEffects::version`]. Stored already, the append is this very
+    /// one landed before if the log's last entry is its last move at this
+    /// version.
+    pub version: u64,
+    /// The moves, oldest first, each with its effects.
+    pub moves: Vec<StoredMove>,
+}
+
 /// A dormant room due to be loaded, as listed: its code and the listed
 /// wake time exactly as stored (to take it off only if unchanged).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -225,9 +278,19 @@ pub struct Dormant {
 #[derive(Clone, Debug)]
 pub struct StoredRoom {
     pub code: String,
+    /// The record as last written; moves appended since are in `moves`
+    /// with their effects (see [`MoveAppend`]).
     pub record: String,
     /// Every move in the room's log, in order.
     pub moves: Vec<StoredMove>,
+}
+
+/// An open lobby's record as "my games" reads it, with the last move in
+/// its log (which may have been appended after the record was written).
+#[derive(Clone, Debug)]
+pub struct OpenRecord {
+    pub record: String,
+    pub last_move: Option<StoredMove>,
 }
 
 /// What claiming a room in a batch came to (see [`Store::claim_and_load`]).
@@ -251,7 +314,10 @@ pub type PerRoom<T> = Vec<Result<T, StoreError>>;
 pub trait Store: Send + Sync + std::fmt::Debug {
     /// Applies a write atomically, all of it or none of it, if it follows
     /// from the stored version (see [`RoomWrite::expected_version`]).
-    fn write(&self, write: RoomWrite) -> WriteFuture<'_>;
+    fn write<'a>(&'a self, write: &'a RoomWrite) -> WriteFuture<'a>;
+    /// Appends moves without rewriting the record, atomically, fenced and
+    /// conditional like [`write`](Self::write) (see [`MoveAppend`]).
+    fn append<'a>(&'a self, append: &'a MoveAppend) -> WriteFuture<'a>;
     /// Every open room with its moves (tests and tools read the store
     /// with it; the server itself finds rooms through their fences).
     fn load_open(&self) -> StoreFuture<'_, Vec<StoredRoom>>;
@@ -332,7 +398,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// still names this game, so the note expires with it. Like the set
     /// of open rooms, the note is updated only once the write applied,
     /// and a failure to update it makes the write's outcome unknown.
-    fn write_solo<'a>(&'a self, write: RoomWrite, owner: &'a str) -> WriteFuture<'a>;
+    fn write_solo<'a>(&'a self, write: &'a RoomWrite, owner: &'a str) -> WriteFuture<'a>;
     /// Unloads a room `owner` still holds: its owner is cleared (the epoch
     /// stays) and it is marked parked, and it is listed as dormant until
     /// `wake_ms` (Unix milliseconds; `u64::MAX` for never), when a sweep
@@ -360,8 +426,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// seat).
     fn forget_rooms_of<'a>(&'a self, identity: &'a str, codes: &'a [String])
     -> StoreFuture<'a, ()>;
-    /// The records of these rooms, where open (`None`: closed or gone).
-    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<String>>>;
+    /// The records of these rooms, where open (`None`: closed or gone),
+    /// each with the last move logged.
+    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<OpenRecord>>>;
 
     /// [`fence`](Self::fence) for many rooms at once (the start reads them
     /// in batches), in the order of `codes`. The outer error: nothing was

@@ -2,9 +2,9 @@
 //! loads, and ownership (claims, releases, heartbeats, orphans, handover
 //! requests).
 //!
-//! About 850 lines: one `impl Store` holds the room writes, the ownership
-//! commands, unloading and the "my games" lists, which share the
-//! connection, the script loading and the key layout documented on
+//! About 900 lines: one `impl Store` holds the room writes and appends,
+//! the ownership commands, unloading and the "my games" lists, which share
+//! the connection, the script loading and the key layout documented on
 //! [`RedisStore`]; splitting the impl would scatter that layout. The Lua
 //! scripts themselves are in `scripts`, the reads of rooms (one, or many
 //! at once) in `redis_reads`.
@@ -23,8 +23,8 @@ use super::scripts::{
     WRITE_SCRIPT,
 };
 use super::{
-    Beat, Claimed, Dormant, Fence, Orphan, OwnerEpoch, PerRoom, RoomWrite, Store, StoreError,
-    StoreFuture, StoredRoom, WriteError, WriteFuture,
+    Beat, Claimed, Dormant, Fence, MoveAppend, OpenRecord, Orphan, OwnerEpoch, PerRoom, RoomWrite,
+    Store, StoreError, StoreFuture, StoredMove, StoredRoom, WriteError, WriteFuture,
 };
 
 /// The Redis store. Keys (all for one room share the hash tag `{CODE}`):
@@ -34,7 +34,9 @@ use super::{
 ///   written before it existed carries its version inside), and `owner`
 ///   and `epoch`, the owning instance (empty once released) and its epoch;
 /// - `jg:{CODE}:moves` — a stream, entry id `GAME-PLY`, fields `path`,
-///   `text`, `seat`, `seq`;
+///   `text`, `seat`, `seq`, and for a move appended without its record
+///   its effects: `v` (version), `at`, `dl` (deadline), `tm` (seat to
+///   move), `act` (the action as submitted);
 /// - `jg:{CODE}:games` — a hash from game number to PDN;
 /// - `jg:lobbies` — the set of open lobby codes (and solo game ids);
 ///
@@ -135,12 +137,19 @@ impl RedisStore {
 }
 
 impl Store for RedisStore {
-    fn write(&self, write: RoomWrite) -> WriteFuture<'_> {
+    fn write<'a>(&'a self, write: &'a RoomWrite) -> WriteFuture<'a> {
         self.write_noting(write, None)
     }
 
-    fn write_solo<'a>(&'a self, write: RoomWrite, owner: &'a str) -> WriteFuture<'a> {
+    fn write_solo<'a>(&'a self, write: &'a RoomWrite, owner: &'a str) -> WriteFuture<'a> {
         self.write_noting(write, Some(owner))
+    }
+
+    fn append<'a>(&'a self, append: &'a MoveAppend) -> WriteFuture<'a> {
+        Box::pin(async move {
+            let reply = observed("append", self.send_append(append)).await?;
+            written(&reply)
+        })
     }
 
     fn load<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Option<StoredRoom>> {
@@ -635,7 +644,7 @@ impl Store for RedisStore {
         }))
     }
 
-    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<String>>> {
+    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<OpenRecord>>> {
         Box::pin(observed("load", self.read_open_records(codes)))
     }
 
@@ -673,22 +682,12 @@ impl RedisStore {
     /// (see [`Store::write_solo`]).
     fn write_noting<'a>(
         &'a self,
-        write: RoomWrite,
+        write: &'a RoomWrite,
         solo_owner: Option<&'a str>,
     ) -> WriteFuture<'a> {
         Box::pin(async move {
-            let reply = observed("write", self.send_write(&write, solo_owner)).await?;
-            if let Some(why) = reply.strip_prefix("fenced:") {
-                crate::metrics::METRICS.writes_fenced.inc();
-                return Err(WriteError::Fenced(why.to_owned()));
-            }
-            match reply.strip_prefix("conflict:") {
-                Some(why) => {
-                    crate::metrics::METRICS.store_conflicts.inc();
-                    Err(WriteError::Conflict(why.to_owned()))
-                }
-                None => Ok(()),
-            }
+            let reply = observed("write", self.send_write(write, solo_owner)).await?;
+            written(&reply)
         })
     }
 
@@ -728,16 +727,8 @@ impl RedisStore {
             .arg(write.expected_version)
             .arg(write.version)
             .arg(&*write.owner.instance)
-            .arg(write.owner.epoch)
-            .arg(write.moves.len());
-        for m in &write.moves {
-            invocation
-                .arg(format!("{}-{}", m.game_no, m.ply))
-                .arg(&m.path)
-                .arg(&m.text)
-                .arg(m.seat)
-                .arg(m.seq);
-        }
+            .arg(write.owner.epoch);
+        move_args(&mut invocation, &write.moves);
         invocation.arg(write.finished_games.len());
         for (n, pdn) in &write.finished_games {
             invocation.arg(n).arg(pdn);
@@ -807,12 +798,74 @@ impl RedisStore {
     }
 }
 
+impl RedisStore {
+    /// Sends an append: the write script with no record (so it leaves the
+    /// record, the games and the expiry alone). The indexes outside the
+    /// room's slot do not change: a move opens, closes and seats nothing.
+    async fn send_append(&self, append: &MoveAppend) -> Result<String, StoreError> {
+        let mut conn = self.conn.clone();
+        let [room, moves, games, fence] = keys(&append.code);
+        let mut invocation = self.script.prepare_invoke();
+        invocation.key(&room).key(&moves).key(&games).key(&fence);
+        invocation
+            .arg("")
+            .arg(append.expected_version)
+            .arg(append.version)
+            .arg(&*append.owner.instance)
+            .arg(append.owner.epoch);
+        move_args(&mut invocation, &append.moves);
+        invocation.arg(0).arg(0);
+        let mut pipe = redis::pipe();
+        pipe.invoke_script(&invocation);
+        let (reply,): (String,) = self.query_scripted(&mut conn, &pipe, &invocation).await?;
+        Ok(reply)
+    }
+}
+
+/// The write script's moves: their count, then ten arguments each (the
+/// effects '' for a move without them).
+fn move_args(invocation: &mut redis::ScriptInvocation<'_>, moves: &[StoredMove]) {
+    invocation.arg(moves.len());
+    for m in moves {
+        invocation
+            .arg(format!("{}-{}", m.game_no, m.ply))
+            .arg(&m.path)
+            .arg(&m.text)
+            .arg(m.seat)
+            .arg(m.seq);
+        match &m.effects {
+            Some(e) => invocation
+                .arg(e.version)
+                .arg(e.at_ms)
+                .arg(e.deadline_ms)
+                .arg(e.to_move.map_or(String::new(), |s| s.to_string()))
+                .arg(&e.submitted),
+            None => invocation.arg("").arg("").arg("").arg("").arg(""),
+        };
+    }
+}
+
 /// A wake time as the `jg:dormant` score (`+inf`: never due).
 fn dormant_score(wake_ms: u64) -> String {
     if wake_ms == u64::MAX {
         "+inf".to_owned()
     } else {
         wake_ms.to_string()
+    }
+}
+
+/// The write script's answer as the write's outcome.
+fn written(reply: &str) -> Result<(), WriteError> {
+    if let Some(why) = reply.strip_prefix("fenced:") {
+        crate::metrics::METRICS.writes_fenced.inc();
+        return Err(WriteError::Fenced(why.to_owned()));
+    }
+    match reply.strip_prefix("conflict:") {
+        Some(why) => {
+            crate::metrics::METRICS.store_conflicts.inc();
+            Err(WriteError::Conflict(why.to_owned()))
+        }
+        None => Ok(()),
     }
 }
 

@@ -1,5 +1,5 @@
 //! The Redis store's reads of rooms: one room's record and moves, many
-//! rooms' records at once ("my games"), and for the start-up resume, a
+//! rooms' records with their last moves at once ("my games"), and for the start-up resume, a
 //! batch of rooms' fences, their owners' heartbeats, and claims each
 //! followed by the room's read, in a few round trips per batch rather than
 //! a few per room.
@@ -19,33 +19,50 @@ use redis::{Cmd, Value};
 
 use super::conn::RedisConn;
 use super::redis::{OPEN_SET, RedisStore, alive_key, keys, owned_key};
-use super::{Claimed, Fence, OwnerEpoch, PerRoom, StoreError, StoredMove, StoredRoom};
+use super::{
+    Claimed, Fence, MoveEffects, OpenRecord, OwnerEpoch, PerRoom, StoreError, StoredMove,
+    StoredRoom,
+};
 
 impl RedisStore {
     /// See [`Store::open_records`](super::Store::open_records).
     pub(super) async fn read_open_records(
         &self,
         codes: &[String],
-    ) -> Result<Vec<Option<String>>, StoreError> {
+    ) -> Result<Vec<Option<OpenRecord>>, StoreError> {
         if codes.is_empty() {
             return Ok(Vec::new());
         }
-        // Each room's record (its own slot) and whether it is open, all
-        // at once: one command per slot, sent together.
+        // Each room's record and last logged move (its own slot, one round
+        // trip) and whether it is open, all at once.
         let reads = codes.iter().map(|code| {
             let mut conn = self.conn.clone();
             let mut other = self.conn.clone();
             async move {
-                let [room, _, _, _] = keys(code);
-                let mut get = redis::cmd("GET");
-                get.arg(&room);
-                let record = get.query_async::<Option<String>>(&mut conn);
+                let [room, moves, _, _] = keys(code);
+                let mut read = redis::pipe();
+                read.get(&room)
+                    .cmd("XREVRANGE")
+                    .arg(&moves)
+                    .arg("+")
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(1);
+                let record = read.query_async::<(Option<String>, Value)>(&mut conn);
                 let mut member = redis::cmd("SISMEMBER");
                 member.arg(OPEN_SET).arg(code);
                 let open = member.query_async::<bool>(&mut other);
-                let (record, open) = futures_util::future::join(record, open).await;
+                let (read, open) = futures_util::future::join(record, open).await;
                 let open = open.map_err(StoreError::from)?;
-                Ok::<_, StoreError>(record.map_err(StoreError::from)?.filter(|_| open))
+                let (record, last) = read.map_err(StoreError::from)?;
+                let Some(record) = record.filter(|_| open) else {
+                    return Ok(None);
+                };
+                let last: redis::streams::StreamRangeReply = parse(last)?;
+                Ok::<_, StoreError>(Some(OpenRecord {
+                    record,
+                    last_move: last.ids.first().map(parse_entry).transpose()?,
+                }))
             }
         });
         futures_util::future::try_join_all(reads).await
@@ -257,40 +274,27 @@ impl From<StoreError> for ClaimFailure {
     }
 }
 
-/// Reads one room: its record and every move in its log.
+/// Reads one room: its record and every move in its log, in one round
+/// trip (one slot).
 pub(super) async fn load_room(
     conn: &mut RedisConn,
     code: &str,
 ) -> Result<Option<StoredRoom>, StoreError> {
     let [room, moves, _, _] = keys(code);
-    let record: Option<String> = redis::cmd("GET")
-        .arg(&room)
-        .query_async(conn)
-        .await
-        .map_err(StoreError::from)?;
-    let Some(record) = record else {
-        return Ok(None);
-    };
-    let entries: redis::streams::StreamRangeReply = redis::cmd("XRANGE")
+    let (record, log): (Value, Value) = redis::pipe()
+        .get(&room)
+        .cmd("XRANGE")
         .arg(&moves)
         .arg("-")
         .arg("+")
         .query_async(conn)
         .await
         .map_err(StoreError::from)?;
-    let moves = entries
-        .ids
-        .iter()
-        .map(parse_entry)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(StoredRoom {
-        code: code.to_owned(),
-        record,
-        moves,
-    }))
+    stored_room(code, record, log)
 }
 
-/// A room read right after its claim (`None`: gone meanwhile).
+/// A room from the replies to `GET` of its record and `XRANGE` of its log
+/// (`None`: no record, the room is gone).
 fn stored_room(code: &str, record: Value, log: Value) -> Result<Option<StoredRoom>, StoreError> {
     let Some(record): Option<String> = parse(record)? else {
         return Ok(None);
@@ -323,12 +327,28 @@ fn parse<T: redis::FromRedisValue>(value: Value) -> Result<T, StoreError> {
     redis::from_redis_value(value).map_err(|e| StoreError::from(redis::RedisError::from(e)))
 }
 
-/// One entry of a room's move log (`jg:{CODE}:moves`).
+/// One entry of a room's move log (`jg:{CODE}:moves`), with its effects
+/// if it was appended without its record.
 pub(super) fn parse_entry(entry: &redis::streams::StreamId) -> Result<StoredMove, StoreError> {
     let bad = || StoreError::Unreadable(format!("malformed move entry {}", entry.id));
     let (game, ply) = entry.id.split_once('-').ok_or_else(bad)?;
     let field =
         |name: &str| -> Result<String, StoreError> { entry.get::<String>(name).ok_or_else(bad) };
+    let number =
+        |name: &str| -> Result<u64, StoreError> { field(name)?.parse().map_err(|_| bad()) };
+    let effects = match entry.get::<String>("v") {
+        None => None,
+        Some(version) => Some(MoveEffects {
+            version: version.parse().map_err(|_| bad())?,
+            at_ms: number("at")?,
+            deadline_ms: number("dl")?,
+            to_move: match field("tm")?.as_str() {
+                "" => None,
+                seat => Some(seat.parse().map_err(|_| bad())?),
+            },
+            submitted: field("act")?,
+        }),
+    };
     Ok(StoredMove {
         game_no: game.parse().map_err(|_| bad())?,
         ply: ply.parse().map_err(|_| bad())?,
@@ -336,5 +356,6 @@ pub(super) fn parse_entry(entry: &redis::streams::StreamId) -> Result<StoredMove
         text: field("text")?,
         seat: field("seat")?.parse().map_err(|_| bad())?,
         seq: field("seq")?.parse().map_err(|_| bad())?,
+        effects,
     })
 }

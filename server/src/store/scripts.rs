@@ -2,28 +2,40 @@
 //! the room write (fenced and conditional), claims, releases, parking, and
 //! the two small compare-and-change scripts sent with `EVAL`.
 
-/// Applies one room write atomically, if it follows from what is stored
-/// (the rule is on [`RoomWrite::expected_version`]). A move at an id the
-/// stream already holds must be the same move (an earlier write of ours
-/// that landed); any other move must come after the stream's last. Every
-/// check runs before anything is written, so a refused write changes
-/// nothing. First of all the writer must own the room at the stored epoch
-/// (a room's very first write, epoch 1, claims it). When a write begins a
-/// new game, the earlier games' moves leave the stream (their PDN is
-/// stored by then), so the log holds one game and a resume replays one;
-/// a re-sent move of such a game is taken as stored. Returns `ok`,
-/// `fenced:` or `conflict:` and why.
+/// Applies one room write, or one move append, atomically, if it follows
+/// from what is stored (the rule is on [`RoomWrite::expected_version`]).
+/// A move at an id the stream already holds must be the same move (an
+/// earlier write of ours that landed); any other move must come after the
+/// stream's last. Every check runs before anything is written, so a
+/// refused write changes nothing. First of all the writer must own the
+/// room at the stored epoch (a room's very first write, epoch 1, claims
+/// it). When a write begins a new game, the earlier games' moves leave the
+/// stream (their PDN is stored by then), so the log holds one game and a
+/// resume replays one; a re-sent move of such a game is taken as stored.
+///
+/// An append (an empty record) passes the same checks, adds its moves with
+/// their effects and the new version, and leaves the record, the games and
+/// the keys' expiry alone. Stored at its own version already, it is the
+/// same append landed before if the stream's last entry is its last move
+/// (same id and path) at that version. Returns `ok`, `fenced:` or `conflict:` and why.
 ///
 /// KEYS: room, moves, games, fence.
-/// ARGV: record, expected, version, owner, epoch, n,
-/// n × (id, path, text, seat, seq), g, g × (game number, PDN), ttl (0 keeps
-/// the keys).
+/// ARGV: record ('' for an append), expected, version, owner, epoch, n,
+/// n × (id, path, text, seat, seq, version, at, deadline, to move,
+/// submitted; the last five '' for a move without effects), g, g × (game
+/// number, PDN), ttl (0 keeps the keys).
+///
+/// [`RoomWrite::expected_version`]: super::RoomWrite::expected_version
 pub(super) const WRITE_SCRIPT: &str = r"
 local owner = redis.call('HGET', KEYS[4], 'owner') or ''
 local epoch = tonumber(redis.call('HGET', KEYS[4], 'epoch')) or 0
 local claims = epoch == 0 and tonumber(ARGV[5]) == 1 and redis.call('EXISTS', KEYS[1]) == 0
 if not claims and (owner ~= ARGV[4] or epoch ~= tonumber(ARGV[5])) then
   return 'fenced:owned by ' .. owner .. ' at epoch ' .. epoch
+end
+local append = ARGV[1] == ''
+if append and redis.call('EXISTS', KEYS[1]) == 0 then
+  return 'conflict:no record to append to'
 end
 local stored = redis.call('HGET', KEYS[4], 'version')
 if stored then
@@ -38,9 +50,21 @@ else
     stored = 0
   end
 end
+local n = tonumber(ARGV[6])
 local expected, version = tonumber(ARGV[2]), tonumber(ARGV[3])
 if stored == version then
-  if redis.call('GET', KEYS[1]) == ARGV[1] then return 'ok' end
+  if append then
+    local tail = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+    local at = 7 + (n - 1) * 10
+    if n > 0 and #tail > 0 and tail[1][1] == ARGV[at] then
+      local f = tail[1][2]
+      local same = {}
+      for k = 1, #f, 2 do same[f[k]] = f[k + 1] end
+      if same['v'] == ARGV[3] and same['path'] == ARGV[at + 1] then return 'ok' end
+    end
+  elseif redis.call('GET', KEYS[1]) == ARGV[1] then
+    return 'ok'
+  end
   return 'conflict:version ' .. stored .. ' holds another change'
 end
 if stored < expected or stored > version then
@@ -58,7 +82,6 @@ local first_game = lg
 local head = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
 if #head > 0 then first_game = id(head[1][1]) end
 local fresh = {}
-local n = tonumber(ARGV[6])
 local i = 7
 for _ = 1, n do
   local g, p = id(ARGV[i])
@@ -80,15 +103,24 @@ for _ = 1, n do
       end
     end
   end
-  i = i + 5
+  i = i + 10
 end
 for _, j in ipairs(fresh) do
-  redis.call('XADD', KEYS[2], ARGV[j], 'path', ARGV[j + 1], 'text', ARGV[j + 2], 'seat', ARGV[j + 3], 'seq', ARGV[j + 4])
+  if ARGV[j + 5] == '' then
+    redis.call('XADD', KEYS[2], ARGV[j], 'path', ARGV[j + 1], 'text', ARGV[j + 2], 'seat', ARGV[j + 3], 'seq', ARGV[j + 4])
+  else
+    redis.call('XADD', KEYS[2], ARGV[j], 'path', ARGV[j + 1], 'text', ARGV[j + 2], 'seat', ARGV[j + 3], 'seq', ARGV[j + 4],
+      'v', ARGV[j + 5], 'at', ARGV[j + 6], 'dl', ARGV[j + 7], 'tm', ARGV[j + 8], 'act', ARGV[j + 9])
+  end
 end
 -- A new game began: the finished games' moves leave the log (their PDN is
 -- in the games hash), so a lobby that keeps rematching replays one game.
 if lg > stored_game and stored_game > 0 then
   redis.call('XTRIM', KEYS[2], 'MINID', lg .. '-0')
+end
+if append then
+  redis.call('HSET', KEYS[4], 'version', ARGV[3])
+  return 'ok'
 end
 local g = tonumber(ARGV[i])
 i = i + 1

@@ -22,18 +22,18 @@ fn write(code: &str, expected: u64, version: u64, open: bool, ttl: Option<u64>) 
 #[tokio::test(start_paused = true)]
 async fn expired_rooms_are_deleted_and_kept_ones_stay() {
     let store = MemoryStore::default();
-    store.write(write("OPEN", 0, 1, true, None)).await.unwrap();
+    store.write(&write("OPEN", 0, 1, true, None)).await.unwrap();
     store
-        .write(write("DONE", 0, 1, false, Some(60)))
+        .write(&write("DONE", 0, 1, false, Some(60)))
         .await
         .unwrap();
     // Closed, then reopened by a later write without a TTL: kept, as
     // PERSIST keeps a Redis key.
     store
-        .write(write("BACK", 0, 1, false, Some(60)))
+        .write(&write("BACK", 0, 1, false, Some(60)))
         .await
         .unwrap();
-    store.write(write("BACK", 1, 2, true, None)).await.unwrap();
+    store.write(&write("BACK", 1, 2, true, None)).await.unwrap();
     assert_eq!(store.len(), 3);
 
     tokio::time::advance(Duration::from_secs(59)).await;
@@ -54,11 +54,11 @@ async fn expired_rooms_are_deleted_and_kept_ones_stay() {
 async fn a_later_ttl_replaces_an_earlier_one() {
     let store = MemoryStore::default();
     store
-        .write(write("ROOM", 0, 1, false, Some(10)))
+        .write(&write("ROOM", 0, 1, false, Some(10)))
         .await
         .unwrap();
     store
-        .write(write("ROOM", 1, 2, false, Some(100)))
+        .write(&write("ROOM", 1, 2, false, Some(100)))
         .await
         .unwrap();
     tokio::time::advance(Duration::from_secs(50)).await;
@@ -74,18 +74,18 @@ async fn a_later_ttl_replaces_an_earlier_one() {
 async fn a_solo_note_expires_with_its_game_only_while_it_names_it() {
     let store = MemoryStore::default();
     store.index_solo("ann", "SOLD").await.unwrap();
-    store.write(write("SOLD", 0, 1, true, None)).await.unwrap();
+    store.write(&write("SOLD", 0, 1, true, None)).await.unwrap();
     // Replaced: the note names the new game before the old one closes.
     store.index_solo("ann", "SNEW").await.unwrap();
     store
-        .write_solo(write("SOLD", 1, 2, false, Some(60)), "ann")
+        .write_solo(&write("SOLD", 1, 2, false, Some(60)), "ann")
         .await
         .unwrap();
     // The current game closes (say it finished): its note expires with it.
     store.index_solo("bob", "SBOB").await.unwrap();
-    store.write(write("SBOB", 0, 1, true, None)).await.unwrap();
+    store.write(&write("SBOB", 0, 1, true, None)).await.unwrap();
     store
-        .write_solo(write("SBOB", 1, 2, false, Some(60)), "bob")
+        .write_solo(&write("SBOB", 1, 2, false, Some(60)), "bob")
         .await
         .unwrap();
     tokio::time::advance(Duration::from_secs(61)).await;
@@ -109,8 +109,8 @@ async fn a_solo_note_expires_with_its_game_only_while_it_names_it() {
 #[tokio::test]
 async fn batched_claims_follow_the_single_rules_room_by_room() {
     let store = MemoryStore::default();
-    store.write(write("AAAA", 0, 1, true, None)).await.unwrap();
-    store.write(write("BBBB", 0, 1, true, None)).await.unwrap();
+    store.write(&write("AAAA", 0, 1, true, None)).await.unwrap();
+    store.write(&write("BBBB", 0, 1, true, None)).await.unwrap();
     let codes: Vec<String> = ["AAAA", "BBBB", "GONE"].map(String::from).into();
     let fences = store.fences(&codes).await.unwrap();
     let fences: Vec<Option<Fence>> = fences.into_iter().map(Result::unwrap).collect();

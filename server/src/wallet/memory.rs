@@ -1,18 +1,15 @@
 //! Wallets in this process only (no `--redis-url`): the same rules as the
 //! Redis scripts, under one lock.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::{
-    ArchivedPeriod, Escrow, LedgerEntry, Settled, Settlement, Totals, WalletRules, WalletView,
-    Wallets, month_of, now_ms,
+    ArchiveTotals, ArchivedPeriod, Escrow, LedgerEntry, Settled, Settlement, Totals, WalletRules,
+    WalletView, Wallets, month_of, now_ms,
 };
 use crate::idempotency::SeenKeys;
 use crate::store::{StoreError, StoreFuture};
-
-/// One account's archive: (month, kind) → (count, amount).
-type Archive = BTreeMap<(String, String), (u64, i64)>;
 
 #[derive(Debug, Default)]
 struct Book {
@@ -20,7 +17,7 @@ struct Book {
     escrow: HashMap<String, HashMap<String, i64>>,
     done: SeenKeys,
     ledger: HashMap<String, Vec<LedgerEntry>>,
-    archive: HashMap<String, Archive>,
+    archive: HashMap<String, ArchiveTotals>,
     won: HashMap<(String, u64), i64>,
     granted: i64,
     escrow_total: i64,
@@ -247,18 +244,7 @@ impl Wallets for MemoryWallets {
             account: account.to_owned(),
             balance: book.balances[account],
             ledger: book.ledger.get(account).cloned().unwrap_or_default(),
-            archived: book
-                .archive
-                .get(account)
-                .into_iter()
-                .flatten()
-                .map(|((period, kind), (count, amount))| ArchivedPeriod {
-                    period: period.clone(),
-                    kind: kind.clone(),
-                    count: *count,
-                    amount: *amount,
-                })
-                .collect(),
+            archived: ArchivedPeriod::list(book.archive.get(account).cloned().unwrap_or_default()),
         };
         Box::pin(async move { Ok(view) })
     }

@@ -72,6 +72,25 @@ pub struct ArchivedPeriod {
     pub amount: i64,
 }
 
+/// One account's archive as both wallets keep it: `(month, kind)` →
+/// `(count, amount)`, ordered by month, then kind.
+pub type ArchiveTotals = std::collections::BTreeMap<(String, String), (u64, i64)>;
+
+impl ArchivedPeriod {
+    /// An archive's periods in its order (oldest month first).
+    pub fn list(archive: impl IntoIterator<Item = ((String, String), (u64, i64))>) -> Vec<Self> {
+        archive
+            .into_iter()
+            .map(|((period, kind), (count, amount))| ArchivedPeriod {
+                period,
+                kind,
+                count,
+                amount,
+            })
+            .collect()
+    }
+}
+
 /// A wallet as read. `balance` = the archived amounts + the ledger's.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WalletView {

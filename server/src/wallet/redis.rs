@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 
 use super::{
-    ArchivedPeriod, Escrow, Settled, Settlement, Totals, WalletRules, WalletView, Wallets, now_ms,
+    ArchiveTotals, ArchivedPeriod, Escrow, Settled, Settlement, Totals, WalletRules, WalletView,
+    Wallets, now_ms,
 };
 use crate::idempotency::{SEEN_LUA, seen_keys};
 use crate::store::{StoreError, StoreFuture};
@@ -25,6 +26,7 @@ pub struct RedisWallets {
     settle: ::redis::Script,
     grant: ::redis::Script,
     open: ::redis::Script,
+    totals: ::redis::Script,
 }
 
 impl std::fmt::Debug for RedisWallets {
@@ -187,6 +189,16 @@ seen_add(ARGV[4])
 return 1
 "#;
 
+/// The sum of every balance and the totals, read at one instant (two
+/// separate reads could straddle a movement and seem not to balance).
+/// KEYS: bal, totals. Returns {balances, escrow, granted}.
+const TOTALS: &str = r#"
+local sum = 0
+for _, v in ipairs(redis.call('HVALS', KEYS[1])) do sum = sum + tonumber(v) end
+return {sum, tonumber(redis.call('HGET', KEYS[2], 'escrow') or '0'),
+        tonumber(redis.call('HGET', KEYS[2], 'granted') or '0')}
+"#;
+
 impl RedisWallets {
     pub fn open(
         url: &str,
@@ -202,6 +214,7 @@ impl RedisWallets {
             settle: script(SETTLE),
             grant: script(GRANT),
             open: script(OPEN),
+            totals: ::redis::Script::new(TOTALS),
         })
     }
 
@@ -236,8 +249,7 @@ fn archive_key(account: &str) -> String {
 /// The archive hash's fields (`YYYY-MM:KIND:count` / `:amount`) as periods,
 /// oldest month first.
 fn archived_periods(fields: HashMap<String, i64>) -> Vec<ArchivedPeriod> {
-    let mut periods: std::collections::BTreeMap<(String, String), (u64, i64)> =
-        std::collections::BTreeMap::new();
+    let mut periods = ArchiveTotals::new();
     for (field, value) in fields {
         let mut parts = field.rsplitn(3, ':');
         let (Some(what), Some(kind), Some(period)) = (parts.next(), parts.next(), parts.next())
@@ -253,15 +265,7 @@ fn archived_periods(fields: HashMap<String, i64>) -> Vec<ArchivedPeriod> {
             _ => {}
         }
     }
-    periods
-        .into_iter()
-        .map(|((period, kind), (count, amount))| ArchivedPeriod {
-            period,
-            kind,
-            count,
-            amount,
-        })
-        .collect()
+    ArchivedPeriod::list(periods)
 }
 
 impl Wallets for RedisWallets {
@@ -385,20 +389,17 @@ impl Wallets for RedisWallets {
     fn totals(&self) -> StoreFuture<'_, Totals> {
         Box::pin(async move {
             let mut conn = self.conn.clone();
-            let balances: HashMap<String, i64> = ::redis::cmd("HGETALL")
-                .arg(format!("{P}:bal"))
-                .query_async(&mut conn)
-                .await
-                .map_err(StoreError::from)?;
-            let totals: HashMap<String, i64> = ::redis::cmd("HGETALL")
-                .arg(format!("{P}:totals"))
-                .query_async(&mut conn)
+            let (balances, escrow, granted): (i64, i64, i64) = self
+                .totals
+                .key(format!("{P}:bal"))
+                .key(format!("{P}:totals"))
+                .invoke_async(&mut conn)
                 .await
                 .map_err(StoreError::from)?;
             Ok(Totals {
-                balances: balances.values().sum(),
-                escrow: totals.get("escrow").copied().unwrap_or(0),
-                granted: totals.get("granted").copied().unwrap_or(0),
+                balances,
+                escrow,
+                granted,
             })
         })
     }

@@ -323,6 +323,7 @@ async fn room_writes_survive_a_script_flush_and_keep_the_index() {
         text: text.into(),
         seat: 0,
         seq: ply,
+        effects: None,
     };
     let owner = OwnerEpoch::first(&Arc::from("writer"));
     let write = |version: u64, moves: Vec<StoredMove>, open: bool| RoomWrite {
@@ -339,7 +340,7 @@ async fn room_writes_survive_a_script_flush_and_keep_the_index() {
         unseated: Vec::new(),
     };
     store
-        .write(write(1, vec![mv(1, "11-15")], true))
+        .write(&write(1, vec![mv(1, "11-15")], true))
         .await
         .unwrap();
 
@@ -352,7 +353,7 @@ async fn room_writes_survive_a_script_flush_and_keep_the_index() {
     assert!(reply[..n].starts_with(b"+OK"), "SCRIPT FLUSH answered");
 
     store
-        .write(write(2, vec![mv(2, "22-18")], true))
+        .write(&write(2, vec![mv(2, "22-18")], true))
         .await
         .unwrap();
     let rooms = store.load_open().await.unwrap();
@@ -361,7 +362,7 @@ async fn room_writes_survive_a_script_flush_and_keep_the_index() {
     assert_eq!(texts, ["11-15", "22-18"]);
     assert_eq!(rooms[0].record, "{\"moves\":1}");
 
-    store.write(write(3, Vec::new(), false)).await.unwrap();
+    store.write(&write(3, Vec::new(), false)).await.unwrap();
     assert!(
         store.load_open().await.unwrap().is_empty(),
         "closed: out of the index"
@@ -393,6 +394,7 @@ async fn room_writes_are_conditional_on_the_stored_version() {
         text: path.into(),
         seat: (ply % 2) as u8,
         seq: ply,
+        effects: None,
     };
     let owner = OwnerEpoch::first(&Arc::from("writer"));
     let write = |expected: u64, version: u64, moves: Vec<StoredMove>| RoomWrite {
@@ -409,30 +411,32 @@ async fn room_writes_are_conditional_on_the_stored_version() {
         unseated: Vec::new(),
     };
     for store in &stores {
-        store.write(write(0, 1, vec![mv(1, "a")])).await.unwrap();
+        store.write(&write(0, 1, vec![mv(1, "a")])).await.unwrap();
         // The same write again: its answer was lost, it landed.
-        store.write(write(0, 1, vec![mv(1, "a")])).await.unwrap();
+        store.write(&write(0, 1, vec![mv(1, "a")])).await.unwrap();
         // Version 2 was sent and its outcome is unknown; the catch-up write
         // (from 1 to 3) repeats its move and adds one.
-        store.write(write(1, 2, vec![mv(2, "b")])).await.unwrap();
+        store.write(&write(1, 2, vec![mv(2, "b")])).await.unwrap();
         store
-            .write(write(1, 3, vec![mv(2, "b"), mv(3, "c")]))
+            .write(&write(1, 3, vec![mv(2, "b"), mv(3, "c")]))
             .await
             .unwrap();
         // A writer that never saw version 3 is refused, whole.
-        let stale = store.write(write(1, 2, vec![mv(2, "x")])).await;
+        let stale = store.write(&write(1, 2, vec![mv(2, "x")])).await;
         assert!(matches!(stale, Err(WriteError::Conflict(_))), "{stale:?}");
-        let stale = store.write(write(0, 3, vec![mv(1, "a")])).await;
+        let stale = store.write(&write(0, 3, vec![mv(1, "a")])).await;
         assert!(matches!(stale, Err(WriteError::Conflict(_))), "{stale:?}");
         // Another move at a stored ply is refused, even from the right
         // version, and nothing of that write is kept.
-        let other = store.write(write(3, 4, vec![mv(3, "z"), mv(4, "d")])).await;
+        let other = store
+            .write(&write(3, 4, vec![mv(3, "z"), mv(4, "d")]))
+            .await;
         assert!(matches!(other, Err(WriteError::Conflict(_))), "{other:?}");
         // The same version with another record is refused.
         let mut twin = write(2, 3, vec![mv(3, "c")]);
         twin.record.push(' ');
         assert!(matches!(
-            store.write(twin).await,
+            store.write(&twin).await,
             Err(WriteError::Conflict(_))
         ));
         let room = store.load("CAS2TEST").await.unwrap().unwrap();
@@ -459,11 +463,11 @@ async fn room_writes_are_conditional_on_the_stored_version() {
         );
         let theirs = store.claim("CAS2TEST", &fence, &other).await.unwrap();
         assert_eq!(theirs.as_ref().map(|o| o.epoch), Some(2));
-        let fenced = store.write(write(3, 4, vec![mv(4, "d")])).await;
+        let fenced = store.write(&write(3, 4, vec![mv(4, "d")])).await;
         assert!(matches!(fenced, Err(WriteError::Fenced(_))), "{fenced:?}");
         let mut later = write(3, 4, vec![mv(4, "d")]);
         later.owner = theirs.clone().unwrap();
-        store.write(later).await.unwrap();
+        store.write(&later).await.unwrap();
         // The old owner cannot release what it no longer holds; the new one
         // can, keeping the epoch, and the next claim needs that view.
         assert!(!store.release("CAS2TEST", &owner, None).await.unwrap());

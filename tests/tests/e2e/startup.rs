@@ -128,7 +128,7 @@ async fn copy_templates(url: &str, templates: &[Template], total: usize) -> Vec<
                 let record: serde_json::Value = serde_json::from_str(&room.record).unwrap();
                 let version = record["version"].as_u64().expect("a version");
                 store
-                    .write(RoomWrite {
+                    .write(&RoomWrite {
                         code: code.clone(),
                         owner: OwnerEpoch {
                             instance: owner.clone(),
