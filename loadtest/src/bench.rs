@@ -124,11 +124,11 @@ impl BenchConfig {
             return Err("--duration must be between 0.1 and 600 seconds".into());
         }
         let protocols = parse_protocols(protocol)?;
-        if idle * protocols.len() > 18_000 {
+        if idle * protocols.len() > MAX_IDLE {
             return Err(format!(
                 "--idle is at most {} with {} protocol(s) (file descriptors: the idle \
                  connections of every protocol are open at once)",
-                18_000 / protocols.len(),
+                MAX_IDLE / protocols.len(),
                 protocols.len()
             ));
         }
@@ -165,6 +165,16 @@ impl BenchConfig {
         }
     }
 }
+
+/// The most idle connections open at once, over all protocols: under the load tester's
+/// and the server's file-descriptor limits (20,000 here; the server keeps some in
+/// reserve, see `fit_to_fd_limit`), and under the `--max-connections` the servers
+/// `bench` starts are given ([`MAX_CONNECTIONS`]).
+const MAX_IDLE: usize = 16_000;
+
+/// `--max-connections` of the Jumpgate servers `bench` starts (the server's default,
+/// 10,000, is less than the idle phases hold at once).
+const MAX_CONNECTIONS: &str = "17000";
 
 /// `--protocol`: "1", "2" or "both" (v1 first).
 fn parse_protocols(protocol: &str) -> Result<Vec<ProtocolVersion>, String> {
@@ -412,6 +422,7 @@ pub(crate) async fn start_jumpgate_logging(
             "jumpgate-loadtest-token-secret-0123456789".to_owned(),
         ),
         ("RUST_LOG", log.to_owned()),
+        ("JUMPGATE_MAX_CONNECTIONS", MAX_CONNECTIONS.to_owned()),
     ];
     // Every simulated client shares one loopback address: the per-client
     // limits would measure themselves, not the server. The `edge`
