@@ -53,8 +53,8 @@ pub struct BenchArgs {
     /// Length of each timed phase, in seconds.
     #[arg(long, env = "JUMPGATE_LOADTEST_DURATION", default_value_t = 10.0)]
     pub duration: f64,
-    /// Idle connections to open on each server for the memory figure.
-    #[arg(long, env = "JUMPGATE_LOADTEST_IDLE", default_value_t = 10_000)]
+    /// Idle connections to open on each server for the memory figure, per protocol.
+    #[arg(long, env = "JUMPGATE_LOADTEST_IDLE", default_value_t = 8_000)]
     pub idle: usize,
     /// Also run the saturation phase on a second Jumpgate started with
     /// `--redis-url URL`, and compare it with the in-memory store.
