@@ -2,18 +2,20 @@
 //! stops the servers, and writes the table, JSON and SVG.
 //!
 //! Order: idle connections (memory), then the open-loop latency phase, then the
-//! closed-loop saturation phase, each first on Jumpgate and then on echo; last the
-//! saturation phase on a second Jumpgate with Redis, when `--redis-url` is given.
+//! closed-loop saturation phase, each first on Jumpgate with players of every protocol
+//! asked for (`--protocol`, both by default) and then on echo; last the saturation
+//! phase on a second Jumpgate with Redis, when `--redis-url` is given, again per
+//! protocol.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use jumpgate_protocol::RuleSet;
+use jumpgate_protocol::{ProtocolVersion, RuleSet};
 
-use crate::driver::{self, Kind, MAX_RATE_PER_GAME, MIN_SEND_GAP, Pace};
+use crate::driver::{self, Games, Kind, MAX_RATE_PER_GAME, MIN_SEND_GAP, Pace};
 use crate::net;
 use crate::procs::Spawned;
-use crate::report::{IdleSummary, PhaseSummary, RedisSide, Report, RunConfig, Side};
+use crate::report::{IdleSummary, PhaseSummary, ProtocolRun, RedisSide, Report, RunConfig, Side};
 
 /// Options of `jumpgate-loadtest bench`.
 #[derive(Debug, Clone, clap::Args)]
@@ -51,8 +53,8 @@ pub struct BenchArgs {
     /// Length of each timed phase, in seconds.
     #[arg(long, env = "JUMPGATE_LOADTEST_DURATION", default_value_t = 10.0)]
     pub duration: f64,
-    /// Idle connections to open on each server for the memory figure.
-    #[arg(long, env = "JUMPGATE_LOADTEST_IDLE", default_value_t = 10_000)]
+    /// Idle connections to open on each server for the memory figure, per protocol.
+    #[arg(long, env = "JUMPGATE_LOADTEST_IDLE", default_value_t = 8_000)]
     pub idle: usize,
     /// Also run the saturation phase on a second Jumpgate started with
     /// `--redis-url URL`, and compare it with the in-memory store.
@@ -68,6 +70,10 @@ pub struct BenchArgs {
     /// italian, thai, space, orbit).
     #[arg(long, env = "JUMPGATE_LOADTEST_RULE_SET", default_value = "american")]
     pub rule_set: String,
+    /// The protocol the players speak (MessagePack): 1, 2, or both (every Jumpgate
+    /// phase runs once per protocol, v1 first, in the same run).
+    #[arg(long, env = "JUMPGATE_LOADTEST_PROTOCOL", default_value = "both")]
+    pub protocol: String,
     /// Write the report as JSON here.
     #[arg(long)]
     pub out_json: Option<PathBuf>,
@@ -91,6 +97,8 @@ pub struct BenchConfig {
     pub idle: usize,
     /// What the games play.
     pub rule_set: RuleSet,
+    /// The protocols the players speak, each phase once per protocol in this order.
+    pub protocols: Vec<ProtocolVersion>,
 }
 
 impl BenchConfig {
@@ -102,6 +110,7 @@ impl BenchConfig {
         duration_s: f64,
         idle: usize,
         rule_set: &str,
+        protocol: &str,
     ) -> Result<BenchConfig, String> {
         let rule_set = RuleSet::ALL
             .iter()
@@ -114,8 +123,14 @@ impl BenchConfig {
         if !(0.1..=600.0).contains(&duration_s) {
             return Err("--duration must be between 0.1 and 600 seconds".into());
         }
-        if idle > 18_000 {
-            return Err("--idle is at most 18000 (file descriptors)".into());
+        let protocols = parse_protocols(protocol)?;
+        if idle * protocols.len() > MAX_IDLE {
+            return Err(format!(
+                "--idle is at most {} with {} protocol(s) (file descriptors: the idle \
+                 connections of every protocol are open at once)",
+                MAX_IDLE / protocols.len(),
+                protocols.len()
+            ));
         }
         if rate.is_nan() || rate <= 0.0 || rate / games as f64 > MAX_RATE_PER_GAME {
             return Err(format!(
@@ -132,6 +147,7 @@ impl BenchConfig {
             duration: Duration::from_secs_f64(duration_s),
             idle,
             rule_set,
+            protocols,
         })
     }
 
@@ -147,6 +163,29 @@ impl BenchConfig {
             // Two connections per game, each at most one message per gap.
             saturation_cap: self.sat_games as f64 * 2.0 / MIN_SEND_GAP.as_secs_f64(),
         }
+    }
+}
+
+/// The most idle connections open at once, over all protocols: under the load tester's
+/// and the server's file-descriptor limits (20,000 here; the server keeps some in
+/// reserve, see `fit_to_fd_limit`), and under the `--max-connections` the servers
+/// `bench` starts are given ([`MAX_CONNECTIONS`]).
+const MAX_IDLE: usize = 16_000;
+
+/// `--max-connections` of the Jumpgate servers `bench` starts (the server's default,
+/// 10,000, is less than the idle phases hold at once).
+const MAX_CONNECTIONS: &str = "17000";
+
+/// `--protocol`: "1", "2" or "both" (v1 first).
+fn parse_protocols(protocol: &str) -> Result<Vec<ProtocolVersion>, String> {
+    match protocol.trim() {
+        "both" => Ok(ProtocolVersion::ALL.to_vec()),
+        number => number
+            .parse()
+            .ok()
+            .and_then(ProtocolVersion::from_number)
+            .map(|version| vec![version])
+            .ok_or_else(|| format!("--protocol: 1, 2 or both, not {number:?}")),
     }
 }
 
@@ -172,107 +211,174 @@ pub enum RedisTarget {
 
 /// Runs every phase and builds the report. Phases that fail are noted in the report;
 /// the others still run.
+///
+/// Each phase runs on Jumpgate once per protocol of the config, then on echo, before
+/// the next phase starts, so that the protocols and the baseline see the machine in
+/// the same state.
 pub async fn run_all(
     jumpgate: &Target,
     echo: &Target,
     redis: &RedisTarget,
     config: &BenchConfig,
 ) -> Report {
-    let mut sides = [Side::default(), Side::default()];
-    let targets = [(Kind::Jumpgate, jumpgate), (Kind::Echo, echo)];
+    let mut runs: Vec<(ProtocolVersion, Side)> = config
+        .protocols
+        .iter()
+        .map(|protocol| (*protocol, Side::default()))
+        .collect();
+    let mut echo_side = Side::default();
     let idle_limit = Duration::from_secs(30).max(config.duration * 3);
+    let games = |count: usize, protocol: ProtocolVersion| Games {
+        count,
+        rule_set: config.rule_set,
+        protocol,
+    };
     if config.idle > 0 {
-        for ((kind, target), side) in targets.iter().zip(sides.iter_mut()) {
+        // Each protocol's connections stay open while the next protocol's are
+        // measured: the server's allocator keeps freed memory, and connections opened
+        // into it would look free.
+        let mut held = Vec::new();
+        for (protocol, side) in &mut runs {
             eprintln!(
-                "phase: {} idle connections on {kind:?} ({})",
-                config.idle, target.url
+                "phase: {} idle v{} connections on Jumpgate ({})",
+                config.idle,
+                protocol.number(),
+                jumpgate.url
             );
-            let stats =
-                driver::run_idle(*kind, &target.url, config.idle, target.pid, idle_limit).await;
-            side.idle = Some(IdleSummary::from(stats));
-        }
-    }
-    let open = Pace::Open { rate: config.rate };
-    for ((kind, target), side) in targets.iter().zip(sides.iter_mut()) {
-        let label = format!("latency {kind:?}").to_lowercase();
-        eprintln!(
-            "phase: {label}: {} games, {} /s open loop, {:?}",
-            config.games, config.rate, config.duration
-        );
-        match driver::run_phase(
-            &label,
-            *kind,
-            &target.url,
-            config.games,
-            open,
-            config.duration,
-            config.rule_set,
-        )
-        .await
-        {
-            Ok(stats) => side.latency = Some(PhaseSummary::from(&stats)),
-            Err(e) => side.failures.push(e),
-        }
-    }
-    for ((kind, target), side) in targets.iter().zip(sides.iter_mut()) {
-        let label = format!("saturated {kind:?}").to_lowercase();
-        eprintln!(
-            "phase: {label}: {} games, closed loop, {:?}",
-            config.sat_games, config.duration
-        );
-        match driver::run_phase(
-            &label,
-            *kind,
-            &target.url,
-            config.sat_games,
-            Pace::Closed,
-            config.duration,
-            config.rule_set,
-        )
-        .await
-        {
-            Ok(stats) => side.saturated = Some(PhaseSummary::from(&stats)),
-            Err(e) => side.failures.push(e),
-        }
-    }
-    let redis = match redis {
-        RedisTarget::NotRequested => RedisSide {
-            status: "not measured (no --redis-url)".into(),
-            saturated: None,
-        },
-        RedisTarget::Failed(why) => RedisSide {
-            status: format!("not measured: {why}"),
-            saturated: None,
-        },
-        RedisTarget::Ready(target) => {
-            eprintln!(
-                "phase: saturated redis: {} games, closed loop, {:?}",
-                config.sat_games, config.duration
-            );
-            match driver::run_phase(
-                "saturated redis",
+            let (stats, open) = driver::run_idle(
                 Kind::Jumpgate,
-                &target.url,
-                config.sat_games,
-                Pace::Closed,
-                config.duration,
-                config.rule_set,
+                *protocol,
+                &jumpgate.url,
+                config.idle,
+                jumpgate.pid,
+                idle_limit,
             )
-            .await
-            {
-                Ok(stats) => RedisSide {
-                    status: "measured".into(),
-                    saturated: Some(PhaseSummary::from(&stats)),
-                },
-                Err(e) => RedisSide {
-                    status: format!("not measured: {e}"),
-                    saturated: None,
-                },
+            .await;
+            side.idle = Some(IdleSummary::from(stats));
+            held.push(open);
+        }
+        eprintln!(
+            "  closing {} idle connections",
+            held.iter()
+                .map(driver::IdleConnections::count)
+                .sum::<usize>()
+        );
+        drop(held);
+        eprintln!(
+            "phase: {} idle connections on echo ({})",
+            config.idle, echo.url
+        );
+        let (stats, _open) = driver::run_idle(
+            Kind::Echo,
+            ProtocolVersion::V1,
+            &echo.url,
+            config.idle,
+            echo.pid,
+            idle_limit,
+        )
+        .await;
+        echo_side.idle = Some(IdleSummary::from(stats));
+    }
+    for (pace, name, count) in [
+        (Pace::Open { rate: config.rate }, "latency", config.games),
+        (Pace::Closed, "saturated", config.sat_games),
+    ] {
+        for (protocol, side) in &mut runs {
+            let label = format!("{name} jumpgate v{}", protocol.number());
+            eprintln!(
+                "phase: {label}: {count} games, {pace:?}, {:?}",
+                config.duration
+            );
+            let result = driver::run_phase(
+                &label,
+                Kind::Jumpgate,
+                &jumpgate.url,
+                games(count, *protocol),
+                pace,
+                config.duration,
+            )
+            .await;
+            match result {
+                Ok(stats) => {
+                    let summary = Some(PhaseSummary::from(&stats));
+                    match pace {
+                        Pace::Open { .. } => side.latency = summary,
+                        Pace::Closed => side.saturated = summary,
+                    }
+                }
+                Err(e) => side.failures.push(e),
             }
         }
-    };
-    let [jumpgate_side, echo_side] = sides;
-    Report::new(config.run_config(), jumpgate_side, echo_side, redis)
+        let label = format!("{name} echo");
+        eprintln!(
+            "phase: {label}: {count} pairs, {pace:?}, {:?}",
+            config.duration
+        );
+        match driver::run_phase(
+            &label,
+            Kind::Echo,
+            &echo.url,
+            games(count, ProtocolVersion::V1),
+            pace,
+            config.duration,
+        )
+        .await
+        {
+            Ok(stats) => {
+                let summary = Some(PhaseSummary::from(&stats));
+                match pace {
+                    Pace::Open { .. } => echo_side.latency = summary,
+                    Pace::Closed => echo_side.saturated = summary,
+                }
+            }
+            Err(e) => echo_side.failures.push(e),
+        }
+    }
+    let mut protocol_runs = Vec::new();
+    for (protocol, side) in runs {
+        let redis = match redis {
+            RedisTarget::NotRequested => RedisSide {
+                status: "not measured (no --redis-url)".into(),
+                saturated: None,
+            },
+            RedisTarget::Failed(why) => RedisSide {
+                status: format!("not measured: {why}"),
+                saturated: None,
+            },
+            RedisTarget::Ready(target) => {
+                let label = format!("saturated redis v{}", protocol.number());
+                eprintln!(
+                    "phase: {label}: {} games, closed loop, {:?}",
+                    config.sat_games, config.duration
+                );
+                match driver::run_phase(
+                    &label,
+                    Kind::Jumpgate,
+                    &target.url,
+                    games(config.sat_games, protocol),
+                    Pace::Closed,
+                    config.duration,
+                )
+                .await
+                {
+                    Ok(stats) => RedisSide {
+                        status: "measured".into(),
+                        saturated: Some(PhaseSummary::from(&stats)),
+                    },
+                    Err(e) => RedisSide {
+                        status: format!("not measured: {e}"),
+                        saturated: None,
+                    },
+                }
+            }
+        };
+        protocol_runs.push(ProtocolRun {
+            protocol: protocol.number(),
+            jumpgate: side,
+            redis,
+        });
+    }
+    Report::new(config.run_config(), protocol_runs, echo_side)
 }
 
 /// Starts the Jumpgate server binary `program` on a free loopback port, under
@@ -316,6 +422,7 @@ pub(crate) async fn start_jumpgate_logging(
             "jumpgate-loadtest-token-secret-0123456789".to_owned(),
         ),
         ("RUST_LOG", log.to_owned()),
+        ("JUMPGATE_MAX_CONNECTIONS", MAX_CONNECTIONS.to_owned()),
     ];
     // Every simulated client shares one loopback address: the per-client
     // limits would measure themselves, not the server. The `edge`
@@ -356,6 +463,7 @@ pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
         args.duration,
         args.idle,
         &args.rule_set,
+        &args.protocol,
     )?;
     let mut children = Vec::new();
     let jumpgate = match &args.server {

@@ -119,7 +119,7 @@ impl Plan {
         rounds: usize,
         rule_set: &str,
     ) -> Result<Plan, String> {
-        let config = BenchConfig::new(1, 1.0, sat_games, duration_s, 0, rule_set)?;
+        let config = BenchConfig::new(1, 1.0, sat_games, duration_s, 0, rule_set, "1")?;
         if !(1..=10).contains(&rounds) {
             return Err("--rounds must be between 1 and 10".into());
         }
@@ -208,10 +208,9 @@ async fn one_run(round: usize, target: &StoreTarget, config: &BenchConfig) -> Cl
         &label,
         Kind::Jumpgate,
         &target.url,
-        config.sat_games,
+        driver::Games::v1(config.sat_games, config.rule_set),
         Pace::Closed,
         config.duration,
-        config.rule_set,
     )
     .await
     {

@@ -247,10 +247,9 @@ pub async fn run_bots(
             label,
             Kind::Jumpgate,
             url,
-            config.games,
+            driver::Games::v1(config.games, jumpgate_protocol::RuleSet::American),
             open,
             config.duration(),
-            jumpgate_protocol::RuleSet::American,
         )
     };
     let without_bots = match phase("latency without bots").await {

@@ -1,11 +1,15 @@
 //! The client side: games between two real protocol clients, echo pairs shaped the same
 //! way, and idle connections; each phase bounded in time.
 //!
-//! A *game* is a host and a guest in an American lobby (series of 1). Whoever's turn it
-//! is plays `legal_moves[0]` from the latest `state`; the round trip measured is `move`
-//! → its `ack`. Both players then read the resulting `state` before the next move, so
-//! the opponent always answers from what the server sent. When a game ends, both leave
-//! and the host opens a new lobby.
+//! A *game* is a host and a guest in a lobby (series of 1). Both players speak the
+//! phase's protocol, MessagePack. In protocol 1 whoever's turn it is plays
+//! `legal_moves[0]` by its notation from the latest `state`; in protocol 2 each player
+//! keeps a [`RoomView`] current from `snapshot`, `moved` and `changed`, asks `resync`
+//! when an event skips a version, and plays the first path of `legal`. The round trip
+//! measured is `move` → its `ack`. Both players then read the resulting state or event
+//! before the next move, so the opponent always answers from what the server sent, and
+//! the frames either received meanwhile are counted ([`crate::metered`]) as the move's
+//! bytes. When a game ends, both leave and the host opens a new lobby.
 //!
 //! An *echo pair* does the same against the echo server: the two connections take
 //! turns sending one frame of the size of a `move` message and waiting for it to come
@@ -35,16 +39,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use jumpgate_protocol::client::{Client, ClientError};
+use jumpgate_protocol::client::ClientError;
 use jumpgate_protocol::codec::{self, Frame};
+use jumpgate_protocol::v2::{Gap, RoomView};
 use jumpgate_protocol::{
-    BotLevel, ClientMessage, Color, DecodeError, Encoding, Phase, RoomState, RuleSet,
-    ServerMessage, SoloMode, SoloState,
+    BotLevel, ClientMessage, Color, DecodeError, Encoding, Phase, ProtocolVersion, RoomState,
+    RuleSet, ServerMessage, SoloMode, SoloState, Subprotocol,
 };
 use serde::Serialize;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep_until, timeout_at};
+
+use crate::metered::{MeteredClient, Traffic};
 
 /// How long any single answer may take before the connection counts as failed.
 pub const PATIENCE: Duration = Duration::from_secs(10);
@@ -81,6 +88,29 @@ impl Kind {
         match self {
             Kind::Jumpgate => "moves",
             Kind::Echo => "echoes",
+        }
+    }
+}
+
+/// The games of a phase: how many, what they play, which protocol their players speak
+/// (echo pairs use only the count).
+#[derive(Clone, Copy, Debug)]
+pub struct Games {
+    /// Games (or echo pairs).
+    pub count: usize,
+    /// The rule set of every lobby.
+    pub rule_set: RuleSet,
+    /// The players' protocol (MessagePack in both).
+    pub protocol: ProtocolVersion,
+}
+
+impl Games {
+    /// `count` games of `rule_set` between protocol 1 players.
+    pub fn v1(count: usize, rule_set: RuleSet) -> Games {
+        Games {
+            count,
+            rule_set,
+            protocol: ProtocolVersion::V1,
         }
     }
 }
@@ -131,6 +161,16 @@ pub struct PhaseStats {
     pub latency_us: Histogram<u64>,
     /// When the measured window began (it lasts `seconds`).
     pub window_start: Instant,
+    /// The protocol the players spoke (echo: 1, unused).
+    pub protocol: ProtocolVersion,
+    /// Moves whose frames were counted in `move_traffic` (those answered in the window
+    /// whose states or events both players then read).
+    pub metered_moves: u64,
+    /// The frames of those moves, both players together: the `move` out, and in, its
+    /// `ack` and each player's state (v1) or event (v2).
+    pub move_traffic: Traffic,
+    /// Protocol 2: events that skipped a version, each answered with a `resync`.
+    pub gaps: u64,
 }
 
 impl PhaseStats {
@@ -178,13 +218,14 @@ pub fn new_histogram() -> Histogram<u64> {
 /// One connection with its send pacing.
 #[derive(Debug)]
 struct Conn {
-    client: Client,
+    client: MeteredClient,
     last_send: Option<Instant>,
 }
 
 impl Conn {
-    async fn connect(url: &str, limit: Instant) -> Result<Conn, String> {
-        let client = timeout_at(limit, Client::connect(url, Encoding::MsgPack))
+    async fn connect(url: &str, protocol: ProtocolVersion, limit: Instant) -> Result<Conn, String> {
+        let subprotocol = Subprotocol::new(protocol, Encoding::MsgPack);
+        let client = timeout_at(limit, MeteredClient::connect(url, subprotocol))
             .await
             .map_err(|_| format!("connecting to {url} timed out"))?
             .map_err(|e| format!("connecting to {url}: {e}"))?;
@@ -258,22 +299,127 @@ pub(crate) fn absorb(
     }
 }
 
-/// A greeted Jumpgate connection with the newest state of its lobby.
+/// A player's copy of its lobby: v1's latest `state`, or v2's view kept by events.
+#[derive(Debug)]
+enum LobbyView {
+    /// Protocol 1: the newest `state`.
+    V1(Option<RoomState>),
+    /// Protocol 2: the snapshot with every event since applied.
+    V2(RoomView),
+}
+
+impl LobbyView {
+    fn empty(protocol: ProtocolVersion) -> LobbyView {
+        match protocol {
+            ProtocolVersion::V1 => LobbyView::V1(None),
+            ProtocolVersion::V2 => LobbyView::V2(RoomView::new()),
+        }
+    }
+
+    fn clear(&mut self) {
+        match self {
+            LobbyView::V1(state) => *state = None,
+            LobbyView::V2(view) => *view = RoomView::new(),
+        }
+    }
+
+    /// The room version held; `None` before the first state or snapshot.
+    fn version(&self) -> Option<u64> {
+        match self {
+            LobbyView::V1(state) => state.as_ref().map(|s| s.version),
+            LobbyView::V2(view) => view.version(),
+        }
+    }
+
+    fn code(&self) -> Option<&str> {
+        match self {
+            LobbyView::V1(state) => state.as_ref().map(|s| s.code.as_str()),
+            LobbyView::V2(view) => view.room().map(|r| r.code.as_str()),
+        }
+    }
+
+    /// Whether a game is being played.
+    fn playing(&self) -> bool {
+        match self {
+            LobbyView::V1(state) => state
+                .as_ref()
+                .is_some_and(|s| s.phase == Phase::Playing && s.game.is_some()),
+            LobbyView::V2(view) => view
+                .room()
+                .is_some_and(|r| r.phase == Phase::Playing && r.game.is_some()),
+        }
+    }
+
+    /// What is next: who moves and the first legal move (as notation in v1, as a path
+    /// in v2, each protocol's own way of naming moves), or the game is over.
+    fn turn(&self, host_id: &str) -> Turn {
+        let host_seat =
+            |players: &[Option<jumpgate_protocol::PlayerView>], turn: Color, dark_seat: u8| {
+                let seat = if turn == Color::Dark {
+                    usize::from(dark_seat)
+                } else {
+                    1 - usize::from(dark_seat).min(1)
+                };
+                players
+                    .get(seat)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|p| p.id == host_id)
+            };
+        match self {
+            LobbyView::V1(state) => {
+                let Some((state, game)) = state.as_ref().and_then(|s| Some((s, s.game.as_ref()?)))
+                else {
+                    return Turn::Over;
+                };
+                if state.phase != Phase::Playing
+                    || game.result.is_some()
+                    || game.legal_moves.is_empty()
+                {
+                    return Turn::Over;
+                }
+                Turn::Play {
+                    host: host_seat(&state.players, game.turn, game.dark_seat),
+                    choice: MoveChoice::Notation(game.legal_moves[0].notation.clone()),
+                }
+            }
+            LobbyView::V2(view) => {
+                let Some((room, game)) = view.room().and_then(|r| Some((r, r.game.as_ref()?)))
+                else {
+                    return Turn::Over;
+                };
+                if room.phase != Phase::Playing || game.result.is_some() || game.legal.is_empty() {
+                    return Turn::Over;
+                }
+                Turn::Play {
+                    host: host_seat(&room.players, game.turn, game.dark_seat),
+                    choice: MoveChoice::Path(game.legal[0].clone()),
+                }
+            }
+        }
+    }
+}
+
+/// A greeted Jumpgate connection with its copy of its lobby.
 #[derive(Debug)]
 struct Player {
     conn: Conn,
     id: String,
     /// The lobby this player is in, once known.
     code: Option<String>,
-    state: Option<RoomState>,
+    lobby: LobbyView,
+    /// Protocol 2: events that did not follow the version held (each answered with a
+    /// `resync`).
+    gaps: u64,
+    /// Protocol 2: the `since` of a `resync` still to send.
+    resync: Option<u64>,
 }
 
 impl Player {
-    async fn greet(url: &str, limit: Instant) -> Result<Player, String> {
-        let mut conn = Conn::connect(url, limit).await?;
+    async fn greet(url: &str, protocol: ProtocolVersion, limit: Instant) -> Result<Player, String> {
+        let mut conn = Conn::connect(url, protocol, limit).await?;
         conn.pace().await;
         conn.last_send = Some(Instant::now());
-        let greeting = timeout_at(limit, conn.client.greet(None, "jumpgate-loadtest"))
+        let greeting = timeout_at(limit, conn.client.greet("jumpgate-loadtest"))
             .await
             .map_err(|_| timed_out("hello"))?
             .map_err(|e| e.to_string())?;
@@ -281,12 +427,58 @@ impl Player {
             conn,
             id: greeting.identity.id,
             code: None,
-            state: None,
+            lobby: LobbyView::empty(protocol),
+            gaps: 0,
+            resync: None,
         })
     }
 
     fn absorb(&mut self, message: ServerMessage) -> Result<(), String> {
-        absorb(self.code.as_deref(), &mut self.state, message)
+        let view = match &mut self.lobby {
+            LobbyView::V1(state) => return absorb(self.code.as_deref(), state, message),
+            LobbyView::V2(view) => view,
+        };
+        match &message {
+            ServerMessage::Error {
+                seq: None,
+                code,
+                message,
+            } => return Err(format!("server error: {code} {message}")),
+            ServerMessage::Shutdown { .. } => return Err("the server is shutting down".into()),
+            // Another lobby's snapshot (the one just left) is not this player's.
+            ServerMessage::Snapshot(snapshot)
+                if self
+                    .code
+                    .as_deref()
+                    .is_some_and(|code| code != snapshot.code) =>
+            {
+                return Ok(());
+            }
+            _ => {}
+        }
+        match view.apply(&message) {
+            Ok(_) => Ok(()),
+            // Between lobbies (none joined yet, or one just left) an event without a
+            // snapshot belongs to no lobby of this player's.
+            Err(Gap::NoSnapshot { .. }) if self.code.as_deref().is_none_or(str::is_empty) => Ok(()),
+            Err(gap) => {
+                self.gaps += 1;
+                self.resync = Some(gap.since());
+                Ok(())
+            }
+        }
+    }
+
+    /// Asks for the versions missed, if a gap was seen; the answer arrives as events (or
+    /// a snapshot) and is applied like any other.
+    async fn resync_if_needed(&mut self) -> Result<(), String> {
+        if let Some(since) = self.resync.take() {
+            let seq = self.conn.client.next_seq();
+            self.conn
+                .send(&ClientMessage::Resync { seq, since })
+                .await?;
+        }
+        Ok(())
     }
 
     /// Sends a request and waits for its `ack`; returns when it came.
@@ -316,14 +508,15 @@ impl Player {
     /// Reads until the stored state satisfies `pred`; false if `hard` passed first.
     async fn state_until(
         &mut self,
-        pred: impl Fn(&RoomState) -> bool,
+        pred: impl Fn(&LobbyView) -> bool,
         hard: Instant,
     ) -> Result<bool, String> {
         let limit = wait_limit(hard);
         loop {
-            if self.state.as_ref().is_some_and(&pred) {
+            if self.lobby.version().is_some() && pred(&self.lobby) {
                 return Ok(true);
             }
+            self.resync_if_needed().await?;
             match self.conn.recv(limit).await? {
                 None if limit >= hard => return Ok(false),
                 None => return Err(timed_out("a state")),
@@ -342,9 +535,14 @@ struct Game {
 }
 
 impl Game {
-    async fn set_up(url: &str, hard: Instant, rule_set: RuleSet) -> Result<Game, String> {
-        let host = Player::greet(url, hard).await?;
-        let guest = Player::greet(url, hard).await?;
+    async fn set_up(
+        url: &str,
+        protocol: ProtocolVersion,
+        hard: Instant,
+        rule_set: RuleSet,
+    ) -> Result<Game, String> {
+        let host = Player::greet(url, protocol, hard).await?;
+        let guest = Player::greet(url, protocol, hard).await?;
         let mut game = Game {
             host,
             guest,
@@ -359,7 +557,7 @@ impl Game {
     /// The host opens a lobby and the guest joins; false if `hard` passed first.
     async fn new_lobby(&mut self, hard: Instant) -> Result<bool, String> {
         self.host.code = None;
-        self.host.state = None;
+        self.host.lobby.clear();
         let acked = self
             .host
             .request(
@@ -379,14 +577,14 @@ impl Game {
             return Ok(false);
         }
         // The server sends the ack first, then the new lobby's state.
-        self.host.state = None;
+        self.host.lobby.clear();
         if !self.host.state_until(|_| true, hard).await? {
             return Ok(false);
         }
-        let code = self.host.state.as_ref().map(|s| s.code.clone());
+        let code = self.host.lobby.code().map(str::to_owned);
         self.host.code.clone_from(&code);
         self.guest.code.clone_from(&code);
-        self.guest.state = None;
+        self.guest.lobby.clear();
         let join = code.clone().unwrap_or_default();
         let acked = self
             .guest
@@ -402,7 +600,7 @@ impl Game {
         if acked.is_none() {
             return Ok(false);
         }
-        let playing = |s: &RoomState| s.phase == Phase::Playing && s.game.is_some();
+        let playing = LobbyView::playing;
         Ok(self.guest.state_until(playing, hard).await?
             && self.host.state_until(playing, hard).await?)
     }
@@ -418,40 +616,42 @@ impl Game {
                 return Ok(false);
             }
             player.code = Some(String::new());
-            player.state = None;
+            player.lobby.clear();
         }
         Ok(true)
     }
 }
 
-/// What is next in a game, read from a state.
+/// What is next in a game, read from a player's copy of the lobby.
 enum Turn {
-    /// This seat's player plays this notation.
-    Play { host: bool, notation: String },
+    /// This seat's player plays this move.
+    Play { host: bool, choice: MoveChoice },
     /// The game is over.
     Over,
 }
 
-fn turn(state: &RoomState, host_id: &str) -> Turn {
-    let Some(game) = &state.game else {
-        return Turn::Over;
-    };
-    if state.phase != Phase::Playing || game.result.is_some() || game.legal_moves.is_empty() {
-        return Turn::Over;
-    }
-    let seat = if game.turn == Color::Dark {
-        usize::from(game.dark_seat)
-    } else {
-        1 - usize::from(game.dark_seat).min(1)
-    };
-    let host = state
-        .players
-        .get(seat)
-        .and_then(Option::as_ref)
-        .is_some_and(|p| p.id == host_id);
-    Turn::Play {
-        host,
-        notation: game.legal_moves[0].notation.clone(),
+/// A move as a request names it.
+enum MoveChoice {
+    /// By its notation (what v1's `state` lists).
+    Notation(String),
+    /// By its path (what v2's `snapshot` and `moved` list).
+    Path(Vec<String>),
+}
+
+impl MoveChoice {
+    fn request(self, seq: u32) -> ClientMessage {
+        match self {
+            MoveChoice::Notation(notation) => ClientMessage::Move {
+                seq,
+                notation: Some(notation),
+                path: None,
+            },
+            MoveChoice::Path(path) => ClientMessage::Move {
+                seq,
+                notation: None,
+                path: Some(path),
+            },
+        }
     }
 }
 
@@ -516,6 +716,26 @@ struct Outcome {
     lobbies: u64,
     latency_us: Histogram<u64>,
     error: Option<String>,
+    /// Moves whose frames were all counted in `move_traffic`.
+    metered_moves: u64,
+    /// Both members' frames for those moves.
+    move_traffic: Traffic,
+    /// Protocol 2 gaps seen (and resynced).
+    gaps: u64,
+}
+
+impl Outcome {
+    fn new() -> Outcome {
+        Outcome {
+            ops: 0,
+            lobbies: 0,
+            latency_us: new_histogram(),
+            error: None,
+            metered_moves: 0,
+            move_traffic: Traffic::default(),
+            gaps: 0,
+        }
+    }
 }
 
 fn micros(from: Instant, to: Instant) -> u64 {
@@ -528,17 +748,12 @@ async fn play_game(
     deadline: Instant,
     progress: Arc<Progress>,
 ) -> Outcome {
-    let mut outcome = Outcome {
-        ops: 0,
-        lobbies: 0,
-        latency_us: new_histogram(),
-        error: None,
-    };
+    let mut outcome = Outcome::new();
     let hard = deadline + GRACE;
     let result = async {
         while Instant::now() < deadline {
-            let state = game.host.state.as_ref().ok_or("no state")?;
-            let (host_moves, notation) = match turn(state, &game.host.id) {
+            let version = game.host.lobby.version().ok_or("no state")?;
+            let (host_moves, choice) = match game.host.lobby.turn(&game.host.id) {
                 Turn::Over => {
                     if !game.leave(deadline).await? || !game.new_lobby(deadline).await? {
                         break;
@@ -551,9 +766,8 @@ async fn play_game(
                     schedule.rebase(game.host.conn.ready_at().max(game.guest.conn.ready_at()));
                     continue;
                 }
-                Turn::Play { host, notation } => (host, notation),
+                Turn::Play { host, choice } => (host, choice),
             };
-            let version = state.version;
             let Some(intended) = schedule.wait(deadline).await else {
                 break;
             };
@@ -565,21 +779,13 @@ async fn play_game(
             // Keep to the pacing before the clock starts (closed loop measures from
             // the real send).
             mover.conn.pace().await;
+            let before = (mover.conn.client.traffic(), other.conn.client.traffic());
             let sent = Instant::now();
-            let Some(acked) = mover
-                .request(
-                    |seq| ClientMessage::Move {
-                        seq,
-                        notation: Some(notation),
-                        path: None,
-                    },
-                    hard,
-                )
-                .await?
-            else {
+            let Some(acked) = mover.request(|seq| choice.request(seq), hard).await? else {
                 break;
             };
-            if acked <= deadline {
+            let counted = acked <= deadline;
+            if counted {
                 let from = if schedule.gap.is_some() {
                     intended
                 } else {
@@ -590,17 +796,35 @@ async fn play_game(
                 progress.ops.fetch_add(1, Ordering::Relaxed);
             }
             // Both see the move's state before anyone moves again.
-            if !mover.state_until(|s| s.version > version, hard).await? {
+            if !mover
+                .state_until(|l| l.version().is_some_and(|v| v > version), hard)
+                .await?
+            {
                 break;
             }
-            let seen = mover.state.as_ref().map_or(version, |s| s.version);
-            if !other.state_until(|s| s.version >= seen, hard).await? {
+            let seen = mover.lobby.version().unwrap_or(version);
+            if !other
+                .state_until(|l| l.version().is_some_and(|v| v >= seen), hard)
+                .await?
+            {
                 break;
+            }
+            if counted {
+                // Everything either member received for this move (its `ack`, the
+                // states or events), and the `move` itself.
+                outcome
+                    .move_traffic
+                    .add(mover.conn.client.traffic().since(before.0));
+                outcome
+                    .move_traffic
+                    .add(other.conn.client.traffic().since(before.1));
+                outcome.metered_moves += 1;
             }
         }
         Ok::<(), String>(())
     }
     .await;
+    outcome.gaps = game.host.gaps + game.guest.gaps;
     if let Err(e) = result {
         progress.errors.fetch_add(1, Ordering::Relaxed);
         outcome.error = Some(e);
@@ -702,8 +926,8 @@ struct Pair {
 
 impl Pair {
     async fn set_up(url: &str, frames: &EchoFrames, hard: Instant) -> Result<Pair, String> {
-        let mut a = Conn::connect(url, hard).await?;
-        let mut b = Conn::connect(url, hard).await?;
+        let mut a = Conn::connect(url, ProtocolVersion::V1, hard).await?;
+        let mut b = Conn::connect(url, ProtocolVersion::V1, hard).await?;
         for conn in [&mut a, &mut b] {
             if conn.echo(frames, hard).await?.is_none() {
                 return Err(timed_out("the first echo"));
@@ -720,12 +944,7 @@ async fn play_pair(
     deadline: Instant,
     progress: Arc<Progress>,
 ) -> Outcome {
-    let mut outcome = Outcome {
-        ops: 0,
-        lobbies: 0,
-        latency_us: new_histogram(),
-        error: None,
-    };
+    let mut outcome = Outcome::new();
     let hard = deadline + GRACE;
     let mut a_turn = true;
     let result = async {
@@ -771,11 +990,15 @@ pub async fn run_phase(
     label: &str,
     kind: Kind,
     url: &str,
-    games: usize,
+    games: Games,
     pace: Pace,
     duration: Duration,
-    rule_set: RuleSet,
 ) -> Result<PhaseStats, String> {
+    let Games {
+        count: games,
+        rule_set,
+        protocol,
+    } = games;
     let frames = EchoFrames::new();
     let setup_limit = Instant::now() + PATIENCE * 3;
     let permits = Arc::new(Semaphore::new(SETUP_CONCURRENCY));
@@ -785,7 +1008,7 @@ pub async fn run_phase(
         setups.spawn(async move {
             let _permit = permits.acquire_owned().await.map_err(|e| e.to_string())?;
             match kind {
-                Kind::Jumpgate => Game::set_up(&url, setup_limit, rule_set)
+                Kind::Jumpgate => Game::set_up(&url, protocol, setup_limit, rule_set)
                     .await
                     .map(|g| Driver::Game(Box::new(g))),
                 Kind::Echo => Pair::set_up(&url, &frames, setup_limit)
@@ -846,6 +1069,7 @@ pub async fn run_phase(
 
     let mut latency_us = new_histogram();
     let (mut ops, mut lobbies) = (0, 0);
+    let (mut metered_moves, mut move_traffic, mut gaps) = (0, Traffic::default(), 0);
     // A hard bound even if some connection hangs past every limit.
     let give_up = deadline + GRACE + PATIENCE;
     loop {
@@ -853,6 +1077,9 @@ pub async fn run_phase(
             Ok(Some(Ok(outcome))) => {
                 ops += outcome.ops;
                 lobbies += outcome.lobbies;
+                metered_moves += outcome.metered_moves;
+                move_traffic.add(outcome.move_traffic);
+                gaps += outcome.gaps;
                 latency_us
                     .add(&outcome.latency_us)
                     .map_err(|e| e.to_string())?;
@@ -886,6 +1113,10 @@ pub async fn run_phase(
         lobbies,
         latency_us,
         window_start: start,
+        protocol,
+        metered_moves,
+        move_traffic,
+        gaps,
     })
 }
 
@@ -917,14 +1148,16 @@ async fn report_progress(
 }
 
 /// Opens `count` connections, says `hello` on each (one echo round trip on the echo
-/// server), and reads the server's memory before and after; bounded by `limit`.
+/// server), and reads the server's memory before and after; bounded by `limit`. The
+/// connections stay open until the returned [`IdleConnections`] is dropped.
 pub async fn run_idle(
     kind: Kind,
+    protocol: ProtocolVersion,
     url: &str,
     count: usize,
     pid: Option<u32>,
     limit: Duration,
-) -> IdleStats {
+) -> (IdleStats, IdleConnections) {
     let rss_before_kib = pid.and_then(crate::net::vm_rss_kib);
     let hard = Instant::now() + limit;
     let frames = EchoFrames::new();
@@ -935,9 +1168,9 @@ pub async fn run_idle(
         opening.spawn(async move {
             let _permit = permits.acquire_owned().await.map_err(|e| e.to_string())?;
             match kind {
-                Kind::Jumpgate => Player::greet(&url, hard).await.map(|p| p.conn),
+                Kind::Jumpgate => Player::greet(&url, protocol, hard).await.map(|p| p.conn),
                 Kind::Echo => {
-                    let mut conn = Conn::connect(&url, hard).await?;
+                    let mut conn = Conn::connect(&url, ProtocolVersion::V1, hard).await?;
                     match conn.echo(&frames, hard).await? {
                         Some(_) => Ok(conn),
                         None => Err(timed_out("the first echo")),
@@ -987,13 +1220,26 @@ pub async fn run_idle(
         started.elapsed().as_secs_f64()
     );
     let connections = open.len();
-    drop(open);
-    IdleStats {
+    let stats = IdleStats {
         connections,
         rss_before_kib,
         rss_after_kib,
         errors,
         first_error,
+    };
+    (stats, IdleConnections(open))
+}
+
+/// The connections an idle phase opened, open until dropped: a later phase measured
+/// while they are held adds its own connections on top, instead of reusing the memory
+/// these would have left free.
+#[derive(Debug)]
+pub struct IdleConnections(Vec<Conn>);
+
+impl IdleConnections {
+    /// How many are open.
+    pub fn count(&self) -> usize {
+        self.0.len()
     }
 }
 
@@ -1174,7 +1420,9 @@ impl SoloDriver {
     ) -> Result<(), String> {
         let mut conn = {
             let _permit = permits.acquire_owned().await.map_err(|e| e.to_string())?;
-            Player::greet(url, Instant::now() + PATIENCE).await?.conn
+            Player::greet(url, ProtocolVersion::V1, Instant::now() + PATIENCE)
+                .await?
+                .conn
         };
         // The `start_solo` whose ack is awaited: states before it belong to the old game.
         let mut starting = Some(Self::start(&mut conn, level).await?);

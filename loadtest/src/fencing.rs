@@ -139,6 +139,7 @@ pub async fn bench_fencing(args: &FencingArgs) -> Result<FencingReport, String> 
         args.duration,
         0,
         "american",
+        "1",
     )?;
     if !(1..=10).contains(&args.rounds) {
         return Err("--rounds must be between 1 and 10".into());
@@ -222,10 +223,9 @@ async fn one_run(
             &label,
             Kind::Jumpgate,
             &url,
-            games,
+            driver::Games::v1(games, config.rule_set),
             pace,
             config.duration,
-            config.rule_set,
         )
         .await
         {

@@ -44,6 +44,7 @@ pub mod failover;
 pub mod fencing;
 pub mod hot_slots;
 pub mod leaderboard;
+pub mod metered;
 pub mod net;
 pub mod ownership_cost;
 pub mod procs;

@@ -1,4 +1,5 @@
-//! The report: figures side by side with the echo baseline, goals, the table and JSON.
+//! The report: each protocol's figures side by side with the echo baseline, goals, the
+//! table and JSON.
 
 use serde::Serialize;
 
@@ -68,6 +69,17 @@ pub struct PhaseSummary {
     pub mean_us: f64,
     /// The percentile distribution, for plots.
     pub curve: Vec<CurvePoint>,
+    /// Moves whose frames were counted (Jumpgate only).
+    pub metered_moves: u64,
+    /// Bytes the server sent per move to each of the two players (its `ack` and the
+    /// states or events, WebSocket headers included), averaged over both.
+    pub bytes_in_per_move_per_member: Option<f64>,
+    /// Frames the server sent per move to each player, likewise.
+    pub frames_in_per_move_per_member: Option<f64>,
+    /// Bytes of the `move` frame the mover sent, header and mask included.
+    pub bytes_out_per_move: Option<f64>,
+    /// Protocol 2: events that skipped a version (each answered with a `resync`).
+    pub gaps: u64,
 }
 
 impl From<&PhaseStats> for PhaseSummary {
@@ -88,7 +100,16 @@ impl From<&PhaseStats> for PhaseSummary {
                 })
                 .collect()
         };
+        let moves = stats.metered_moves;
+        let per_move =
+            |count: u64, members: f64| (moves > 0).then(|| count as f64 / moves as f64 / members);
+        let traffic = &stats.move_traffic;
         PhaseSummary {
+            metered_moves: moves,
+            bytes_in_per_move_per_member: per_move(traffic.bytes_in, 2.0),
+            frames_in_per_move_per_member: per_move(traffic.frames_in, 2.0),
+            bytes_out_per_move: per_move(traffic.bytes_out, 1.0),
+            gaps: stats.gaps,
             label: stats.label.clone(),
             games: stats.games,
             ops: stats.ops,
@@ -149,23 +170,48 @@ pub struct RedisSide {
     pub saturated: Option<PhaseSummary>,
 }
 
+/// Everything measured on Jumpgate with players of one protocol.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProtocolRun {
+    /// The protocol's number: 1 or 2 (MessagePack in both).
+    pub protocol: u32,
+    /// Jumpgate, in-memory store.
+    pub jumpgate: Side,
+    /// Jumpgate with Redis.
+    pub redis: RedisSide,
+}
+
+/// One protocol's value in a row of the table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// The protocol's number.
+    pub protocol: u32,
+    /// Its value.
+    pub value: Option<f64>,
+    /// What it is compared with (echo's value, or this protocol's in-memory rate for
+    /// the Redis row).
+    pub baseline: Option<f64>,
+    /// value / baseline.
+    pub ratio: Option<f64>,
+    /// Whether the goal is met; absent when not measured.
+    pub met: Option<bool>,
+}
+
 /// One row of the table.
 #[derive(Debug, Clone, Serialize)]
 pub struct Figure {
     /// What is measured.
     pub figure: String,
-    /// Unit of the two values.
+    /// Unit of the values.
     pub unit: String,
-    /// Jumpgate's value.
-    pub jumpgate: Option<f64>,
-    /// The baseline's value (echo, or in-memory for the Redis row).
+    /// What the baseline column holds.
+    pub baseline_name: String,
+    /// The baseline shared by every protocol (echo), if there is one.
     pub baseline: Option<f64>,
-    /// jumpgate / baseline.
-    pub ratio: Option<f64>,
+    /// One cell per protocol run, in run order.
+    pub cells: Vec<Cell>,
     /// The goal, in words.
     pub goal: String,
-    /// Whether the goal is met; absent when not measured.
-    pub met: Option<bool>,
 }
 
 /// The whole run.
@@ -173,12 +219,10 @@ pub struct Figure {
 pub struct Report {
     /// The run's settings.
     pub config: RunConfig,
-    /// Jumpgate, in-memory store.
-    pub jumpgate: Side,
+    /// Jumpgate, once per protocol asked for.
+    pub runs: Vec<ProtocolRun>,
     /// The echo baseline.
     pub echo: Side,
-    /// Jumpgate with Redis.
-    pub redis: RedisSide,
     /// The table rows.
     pub figures: Vec<Figure>,
 }
@@ -190,133 +234,218 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// A row's goal: what is compared, and the test.
+enum Goal {
+    /// value / baseline at most this.
+    RatioAtMost(f64),
+    /// value / baseline at least this.
+    RatioAtLeast(f64),
+    /// The value itself at most this.
+    ValueAtMost(f64),
+}
+
+impl Goal {
+    fn met(&self, value: Option<f64>, ratio: Option<f64>) -> Option<bool> {
+        match *self {
+            Goal::RatioAtMost(bound) => ratio.map(|r| r <= bound),
+            Goal::RatioAtLeast(bound) => ratio.map(|r| r >= bound),
+            Goal::ValueAtMost(bound) => value.map(|v| v <= bound),
+        }
+    }
+}
+
+fn latency(side: &Side, pick: fn(&PhaseSummary) -> u64) -> Option<f64> {
+    side.latency
+        .as_ref()
+        .filter(|p| p.ops > 0)
+        .map(|p| pick(p) as f64)
+}
+
+fn saturated(phase: Option<&PhaseSummary>) -> Option<f64> {
+    phase.filter(|p| p.ops > 0).map(|p| p.per_second)
+}
+
+fn memory_kib(side: &Side) -> Option<f64> {
+    side.idle
+        .as_ref()
+        .and_then(|i| i.bytes_per_connection)
+        .map(|b| b / 1024.0)
+}
+
 impl Report {
     /// Fills in the figures from the phases.
-    pub fn new(config: RunConfig, jumpgate: Side, echo: Side, redis: RedisSide) -> Report {
-        let lat = |side: &Side, pick: fn(&PhaseSummary) -> u64| {
-            side.latency
-                .as_ref()
-                .filter(|p| p.ops > 0)
-                .map(|p| pick(p) as f64)
+    pub fn new(config: RunConfig, runs: Vec<ProtocolRun>, echo: Side) -> Report {
+        let row = |figure: &str,
+                   unit: &str,
+                   goal: &str,
+                   test: Goal,
+                   baseline: Option<f64>,
+                   value: &dyn Fn(&ProtocolRun) -> Option<f64>| {
+            let cells = runs
+                .iter()
+                .map(|run| {
+                    let value = value(run);
+                    let ratio = ratio(value, baseline);
+                    Cell {
+                        protocol: run.protocol,
+                        value,
+                        baseline,
+                        ratio,
+                        met: test.met(value, ratio),
+                    }
+                })
+                .collect();
+            Figure {
+                figure: figure.into(),
+                unit: unit.into(),
+                baseline_name: "echo".into(),
+                baseline,
+                cells,
+                goal: goal.into(),
+            }
         };
-        let sat = |side: Option<&PhaseSummary>| side.filter(|p| p.ops > 0).map(|p| p.per_second);
-        let mem = |side: &Side| {
-            side.idle
-                .as_ref()
-                .and_then(|i| i.bytes_per_connection)
-                .map(|b| b / 1024.0)
-        };
-        let mut figures = Vec::new();
-        let (j, e) = (lat(&jumpgate, |p| p.p50_us), lat(&echo, |p| p.p50_us));
-        let r = ratio(j, e);
+        let mut figures = vec![
+            row(
+                "move round trip p50",
+                "µs",
+                "≤ 1.3× echo",
+                Goal::RatioAtMost(1.3),
+                latency(&echo, |p| p.p50_us),
+                &|run| latency(&run.jumpgate, |p| p.p50_us),
+            ),
+            row(
+                "move round trip p99",
+                "µs",
+                "≤ 1.6× echo",
+                Goal::RatioAtMost(1.6),
+                latency(&echo, |p| p.p99_us),
+                &|run| latency(&run.jumpgate, |p| p.p99_us),
+            ),
+            row(
+                "saturated moves/s (echo: messages/s)",
+                "/s",
+                "≥ 0.5× echo",
+                Goal::RatioAtLeast(0.5),
+                saturated(echo.saturated.as_ref()),
+                &|run| saturated(run.jumpgate.saturated.as_ref()),
+            ),
+            row(
+                "bytes sent per move per member (echo: per message)",
+                "B",
+                "≤ 200 B (MessagePack)",
+                Goal::ValueAtMost(200.0),
+                echo.saturated
+                    .as_ref()
+                    .map(|_| crate::metered::frame_bytes(config.move_frame_bytes, false) as f64),
+                &|run| {
+                    run.jumpgate
+                        .saturated
+                        .as_ref()
+                        .and_then(|p| p.bytes_in_per_move_per_member)
+                },
+            ),
+            row(
+                "memory per idle connection",
+                "KiB",
+                "≤ 8 KiB",
+                Goal::ValueAtMost(8.0),
+                memory_kib(&echo),
+                &|run| memory_kib(&run.jumpgate),
+            ),
+        ];
+        // Redis against each protocol's own in-memory rate.
+        let goal = Goal::RatioAtLeast(0.85);
+        let cells = runs
+            .iter()
+            .map(|run| {
+                let value = saturated(run.redis.saturated.as_ref());
+                let baseline =
+                    saturated(run.jumpgate.saturated.as_ref()).filter(|_| value.is_some());
+                let ratio = ratio(value, baseline);
+                Cell {
+                    protocol: run.protocol,
+                    value,
+                    baseline,
+                    ratio,
+                    met: goal.met(value, ratio),
+                }
+            })
+            .collect();
         figures.push(Figure {
-            figure: "move round trip p50".into(),
-            unit: "µs".into(),
-            jumpgate: j,
-            baseline: e,
-            ratio: r,
-            goal: "≤ 1.5× echo".into(),
-            met: r.map(|r| r <= 1.5),
-        });
-        let (j, e) = (lat(&jumpgate, |p| p.p99_us), lat(&echo, |p| p.p99_us));
-        let r = ratio(j, e);
-        figures.push(Figure {
-            figure: "move round trip p99".into(),
-            unit: "µs".into(),
-            jumpgate: j,
-            baseline: e,
-            ratio: r,
-            goal: "≤ 2× echo".into(),
-            met: r.map(|r| r <= 2.0),
-        });
-        let (j, e) = (
-            sat(jumpgate.saturated.as_ref()),
-            sat(echo.saturated.as_ref()),
-        );
-        let r = ratio(j, e);
-        figures.push(Figure {
-            figure: "saturated moves/s (echo: messages/s)".into(),
+            figure: "saturated moves/s, Redis on".into(),
             unit: "/s".into(),
-            jumpgate: j,
-            baseline: e,
-            ratio: r,
-            goal: "≥ 0.5× echo".into(),
-            met: r.map(|r| r >= 0.5),
-        });
-        let (j, e) = (mem(&jumpgate), mem(&echo));
-        figures.push(Figure {
-            figure: "memory per idle connection".into(),
-            unit: "KiB".into(),
-            jumpgate: j,
-            baseline: e,
-            ratio: ratio(j, e),
-            goal: "≤ 16 KiB".into(),
-            met: j.map(|j| j <= 16.0),
-        });
-        let (j, e) = (
-            sat(redis.saturated.as_ref()),
-            sat(jumpgate.saturated.as_ref()),
-        );
-        let r = ratio(j, e);
-        figures.push(Figure {
-            figure: "saturated moves/s, Redis on (echo column: in-memory)".into(),
-            unit: "/s".into(),
-            jumpgate: j,
-            baseline: e.filter(|_| j.is_some()),
-            ratio: r,
-            goal: "≥ 0.8× in-memory".into(),
-            met: r.map(|r| r >= 0.8),
+            baseline_name: "in-memory, same protocol".into(),
+            baseline: None,
+            cells,
+            goal: "≥ 0.85× in-memory".into(),
         });
         Report {
             config,
-            jumpgate,
+            runs,
             echo,
-            redis,
             figures,
         }
     }
 
-    /// The table, as Markdown.
+    /// The table, as Markdown: one column per protocol, each value with its ratio to
+    /// the baseline and whether it meets the goal.
     pub fn table(&self) -> String {
-        let mut out = String::from(
-            "| figure | jumpgate | echo | ratio | goal | met? |\n|---|---:|---:|---:|---|---|\n",
-        );
+        let mut out = String::from("| figure | echo |");
+        let mut rule = String::from("|---|---:|");
+        for run in &self.runs {
+            out.push_str(&format!(" protocol {} | ratio | met? |", run.protocol));
+            rule.push_str("---:|---:|---|");
+        }
+        out.push_str(" goal |\n");
+        out.push_str(&rule);
+        out.push_str("---|\n");
         for f in &self.figures {
             let value = |v: Option<f64>| match v {
                 Some(v) => format_value(v, &f.unit),
                 None => "not measured".into(),
             };
-            let ratio = f.ratio.map_or("—".into(), |r| format!("{r:.2}×"));
-            let met = match f.met {
-                Some(true) => "yes",
-                Some(false) => "no",
-                None => "—",
+            let baseline = match (f.baseline, f.cells.is_empty()) {
+                (Some(b), _) => value(Some(b)),
+                (None, false) if f.baseline_name != "echo" => f.baseline_name.clone(),
+                _ => "—".into(),
             };
-            out.push_str(&format!(
-                "| {} | {} | {} | {ratio} | {} | {met} |\n",
-                f.figure,
-                value(f.jumpgate),
-                value(f.baseline),
-                f.goal
-            ));
+            out.push_str(&format!("| {} | {baseline} |", f.figure));
+            for cell in &f.cells {
+                let ratio = cell.ratio.map_or("—".into(), |r| format!("{r:.2}×"));
+                let met = match cell.met {
+                    Some(true) => "yes",
+                    Some(false) => "no",
+                    None => "—",
+                };
+                out.push_str(&format!(" {} | {ratio} | {met} |", value(cell.value)));
+            }
+            out.push_str(&format!(" {} |\n", f.goal));
         }
         out
     }
 
-    /// Details under the table: rates reached, percentiles, errors, caveats.
+    /// Details under the table: rates reached, percentiles, bytes, errors, caveats.
     pub fn details(&self) -> String {
         let mut out = String::new();
         let c = &self.config;
         out.push_str(&format!(
-            "frames: {} bytes (a MessagePack move); phases of {} s; latency: {} games at \
+            "frames: {} bytes (a MessagePack v1 move); phases of {} s; latency: {} games at \
              {} moves/s open loop; saturation: {} games closed loop (jumpgate capped at \
              {:.0}/s by the per-connection pacing; echo not paced)\n",
             c.move_frame_bytes, c.duration_s, c.games, c.rate, c.sat_games, c.saturation_cap
         ));
-        let sides = [
-            ("jumpgate", &self.jumpgate, Kind::Jumpgate),
-            ("echo", &self.echo, Kind::Echo),
-        ];
+        let mut sides: Vec<(String, &Side, Kind)> = self
+            .runs
+            .iter()
+            .map(|run| {
+                (
+                    format!("jumpgate v{}", run.protocol),
+                    &run.jumpgate,
+                    Kind::Jumpgate,
+                )
+            })
+            .collect();
+        sides.push(("echo".into(), &self.echo, Kind::Echo));
         for (name, side, kind) in sides {
             for phase in [&side.latency, &side.saturated].into_iter().flatten() {
                 out.push_str(&phase_line(kind, phase));
@@ -338,17 +467,20 @@ impl Report {
                 out.push_str(&format!("{name}: {failure}\n"));
             }
         }
-        match &self.redis.saturated {
-            Some(phase) => out.push_str(&phase_line(Kind::Jumpgate, phase)),
-            None => out.push_str(&format!("redis: {}\n", self.redis.status)),
-        }
-        if let Some(sat) = &self.jumpgate.saturated
-            && sat.per_second >= 0.9 * c.saturation_cap
-        {
-            out.push_str(
-                "note: jumpgate's saturated rate is near the pacing cap; raise --sat-games \
-                 to find the server's limit\n",
-            );
+        for run in &self.runs {
+            match &run.redis.saturated {
+                Some(phase) => out.push_str(&phase_line(Kind::Jumpgate, phase)),
+                None => out.push_str(&format!("redis v{}: {}\n", run.protocol, run.redis.status)),
+            }
+            if let Some(sat) = &run.jumpgate.saturated
+                && sat.per_second >= 0.9 * c.saturation_cap
+            {
+                out.push_str(&format!(
+                    "note: jumpgate v{}'s saturated rate is near the pacing cap; raise \
+                     --sat-games to find the server's limit\n",
+                    run.protocol
+                ));
+            }
         }
         out
     }
@@ -361,7 +493,7 @@ fn opt(v: Option<u64>) -> String {
 fn phase_line(kind: Kind, p: &PhaseSummary) -> String {
     format!(
         "{}: {} {} in {:.1} s = {:.0}/s over {} games; round trip µs p50 {} p90 {} \
-         p99 {} p99.9 {} max {}; lobbies {}; errors {}{}\n",
+         p99 {} p99.9 {} max {}; lobbies {}; errors {}{}{}\n",
         p.label,
         p.ops,
         kind.unit(),
@@ -378,6 +510,19 @@ fn phase_line(kind: Kind, p: &PhaseSummary) -> String {
         p.first_error
             .as_ref()
             .map_or(String::new(), |e| format!(" (first: {e})")),
+        match (
+            p.bytes_in_per_move_per_member,
+            p.frames_in_per_move_per_member
+        ) {
+            (Some(bytes), Some(frames)) => format!(
+                "; per move per member {bytes:.1} B in {frames:.2} frames (move sent: {:.0} B, \
+                 {} moves counted); gaps {}",
+                p.bytes_out_per_move.unwrap_or(0.0),
+                p.metered_moves,
+                p.gaps
+            ),
+            _ => String::new(),
+        },
     )
 }
 
@@ -385,6 +530,7 @@ fn format_value(v: f64, unit: &str) -> String {
     match unit {
         "µs" => format!("{v:.0} µs"),
         "KiB" => format!("{v:.1} KiB"),
+        "B" => format!("{v:.0} B"),
         "/s" => format!("{}/s", thousands(v.round() as u64)),
         _ => format!("{v:.2} {unit}"),
     }

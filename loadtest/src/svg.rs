@@ -1,4 +1,5 @@
-//! A hand-written SVG of the latency percentile distributions (jumpgate and echo).
+//! A hand-written SVG of the latency percentile distributions (jumpgate per protocol,
+//! and echo).
 //!
 //! The x axis is `log10(1 / (1 − p))`, so 90 %, 99 %, 99.9 % … sit at equal steps, as in
 //! HdrHistogram plots; the y axis is the round trip on a log scale.
@@ -16,19 +17,33 @@ const BOTTOM: f64 = 60.0;
 /// The x axis ends at 99.999 %.
 const X_MAX: f64 = 5.0;
 
-/// The plot of the latency phase of both servers.
+/// The plot of the latency phase: Jumpgate with each protocol, and echo.
 pub fn latency_plot(report: &Report) -> String {
-    let series: Vec<(&str, &str, &[CurvePoint])> = [
-        ("jumpgate move", "#c0392b", report.jumpgate.latency.as_ref()),
-        ("echo", "#2471a3", report.echo.latency.as_ref()),
-    ]
-    .into_iter()
-    .filter_map(|(name, colour, phase)| {
-        phase
-            .filter(|p| !p.curve.is_empty())
-            .map(|p| (name, colour, p.curve.as_slice()))
-    })
-    .collect();
+    const COLOURS: [&str; 2] = ["#e67e22", "#c0392b"];
+    let names: Vec<String> = report
+        .runs
+        .iter()
+        .map(|run| format!("jumpgate move, protocol {}", run.protocol))
+        .collect();
+    let series: Vec<(&str, &str, &[CurvePoint])> = report
+        .runs
+        .iter()
+        .zip(&names)
+        .enumerate()
+        .map(|(i, (run, name))| {
+            (
+                name.as_str(),
+                COLOURS[i % COLOURS.len()],
+                run.jumpgate.latency.as_ref(),
+            )
+        })
+        .chain([("echo", "#2471a3", report.echo.latency.as_ref())])
+        .filter_map(|(name, colour, phase)| {
+            phase
+                .filter(|p| !p.curve.is_empty())
+                .map(|p| (name, colour, p.curve.as_slice()))
+        })
+        .collect();
 
     let values = series
         .iter()

@@ -260,8 +260,11 @@ async fn upgrade(
         .max_message_size(MAX_FRAME_BYTES)
         .max_frame_size(MAX_FRAME_BYTES)
         // Small buffers keep an idle connection cheap; permessage-deflate
-        // is not offered (tungstenite does not implement it).
-        .read_buffer_size(4 * 1024)
+        // is not offered (tungstenite does not implement it). tungstenite
+        // zeroes and keeps the whole read buffer from the first read on;
+        // client messages are tens of bytes, and a larger one grows the
+        // buffer for itself.
+        .read_buffer_size(1024)
         .write_buffer_size(4 * 1024)
         .max_write_buffer_size(256 * 1024)
         .on_upgrade(move |socket| crate::net::serve(socket, state, admission))

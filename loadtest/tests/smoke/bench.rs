@@ -31,7 +31,7 @@ async fn tiny_bench_counts_everything() {
 
     // American, and the orbit board, whose states are the largest.
     for rule_set in ["american", "orbit"] {
-        let config = BenchConfig::new(2, 20.0, 2, 1.0, 50, rule_set).unwrap();
+        let config = BenchConfig::new(2, 20.0, 2, 1.0, 50, rule_set, "both").unwrap();
         // In-process servers share this process, so their memory is not measured.
         let jumpgate = Target {
             url: format!("ws://{addr}/ws"),
@@ -42,7 +42,14 @@ async fn tiny_bench_counts_everything() {
             pid: None,
         };
         let report = run_all(&jumpgate, &echo, &RedisTarget::NotRequested, &config).await;
-        for (name, side) in [("jumpgate", &report.jumpgate), ("echo", &report.echo)] {
+        let protocols: Vec<u32> = report.runs.iter().map(|run| run.protocol).collect();
+        assert_eq!(protocols, [1, 2], "both protocols by default");
+        let sides = report
+            .runs
+            .iter()
+            .map(|run| (format!("jumpgate v{}", run.protocol), &run.jumpgate))
+            .chain([("echo".to_owned(), &report.echo)]);
+        for (name, side) in sides {
             assert!(side.failures.is_empty(), "{name}: {:?}", side.failures);
             let latency = side.latency.as_ref().expect("latency phase");
             assert!(
@@ -56,15 +63,29 @@ async fn tiny_bench_counts_everything() {
             assert_eq!(idle.stats.connections, 50, "{name}: {:?}", idle.stats);
             assert_eq!(idle.bytes_per_connection, None);
         }
-        assert_eq!(report.figures.len(), 5);
-        assert!(report.redis.saturated.is_none());
+        // Every move's frames were counted, and no event skipped a version.
+        let mut bytes = Vec::new();
+        for run in &report.runs {
+            let saturated = run.jumpgate.saturated.as_ref().unwrap();
+            assert!(saturated.metered_moves > 0, "v{}", run.protocol);
+            assert_eq!(saturated.gaps, 0, "v{}", run.protocol);
+            let per_member = saturated.bytes_in_per_move_per_member.unwrap();
+            // At least the opponent's event or state, and the mover's ack.
+            assert!(per_member > 10.0, "v{}: {per_member}", run.protocol);
+            bytes.push(per_member);
+            assert!(run.redis.saturated.is_none());
+        }
+        // A v2 event carries less than a v1 state, whose game lists every move played.
+        assert!(bytes[1] < bytes[0], "v1 {} B, v2 {} B", bytes[0], bytes[1]);
+        assert_eq!(report.figures.len(), 6);
         assert_eq!(report.config.rule_set, rule_set);
 
         let table = report.table();
         assert!(table.contains("move round trip p50"), "{table}");
+        assert!(table.contains("protocol 2"), "{table}");
         assert!(table.contains("not measured"), "{table}");
         let plot = svg::latency_plot(&report);
-        assert_eq!(plot.matches("<polyline").count(), 2);
+        assert_eq!(plot.matches("<polyline").count(), 3);
         serde_json::to_string(&report).unwrap();
     }
     let _ = stop_server.send(());
