@@ -70,20 +70,22 @@ impl Batch {
         Ok(())
     }
 
-    /// `HSET key` of every pair, `FIELDS` pairs a command.
-    async fn hset<F: redis::ToRedisArgs, V: redis::ToRedisArgs>(
+    /// `COMMAND key item…` over every item, `FIELDS` items a command (an
+    /// item may be a pair, written as two arguments).
+    async fn chunked<A: redis::ToRedisArgs>(
         &mut self,
+        command: &str,
         key: &str,
-        pairs: impl IntoIterator<Item = (F, V)>,
+        items: impl IntoIterator<Item = A>,
     ) -> Result<(), String> {
-        let mut cmd = redis::cmd("HSET");
+        let mut cmd = redis::cmd(command);
         cmd.arg(key);
         let mut n = 0;
-        for (field, value) in pairs {
-            cmd.arg(field).arg(value);
+        for item in items {
+            cmd.arg(item);
             n += 1;
             if n == FIELDS {
-                self.add(std::mem::replace(&mut cmd, redis::cmd("HSET")))
+                self.add(std::mem::replace(&mut cmd, redis::cmd(command)))
                     .await?;
                 cmd.arg(key);
                 n = 0;
@@ -93,6 +95,15 @@ impl Batch {
             self.add(cmd).await?;
         }
         Ok(())
+    }
+
+    /// `HSET key` of every (field, value).
+    async fn hset<F: redis::ToRedisArgs, V: redis::ToRedisArgs>(
+        &mut self,
+        key: &str,
+        pairs: impl IntoIterator<Item = (F, V)>,
+    ) -> Result<(), String> {
+        self.chunked("HSET", key, pairs).await
     }
 
     /// `SADD key` of every member.
@@ -101,23 +112,7 @@ impl Batch {
         key: &str,
         members: impl IntoIterator<Item = String>,
     ) -> Result<(), String> {
-        let mut cmd = redis::cmd("SADD");
-        cmd.arg(key);
-        let mut n = 0;
-        for member in members {
-            cmd.arg(member);
-            n += 1;
-            if n == FIELDS {
-                self.add(std::mem::replace(&mut cmd, redis::cmd("SADD")))
-                    .await?;
-                cmd.arg(key);
-                n = 0;
-            }
-        }
-        if n > 0 {
-            self.add(cmd).await?;
-        }
-        Ok(())
+        self.chunked("SADD", key, members).await
     }
 
     /// `ZADD key` of every (score, member).
@@ -126,23 +121,7 @@ impl Batch {
         key: &str,
         members: impl IntoIterator<Item = (u64, String)>,
     ) -> Result<(), String> {
-        let mut cmd = redis::cmd("ZADD");
-        cmd.arg(key);
-        let mut n = 0;
-        for (score, member) in members {
-            cmd.arg(score).arg(member);
-            n += 1;
-            if n == FIELDS {
-                self.add(std::mem::replace(&mut cmd, redis::cmd("ZADD")))
-                    .await?;
-                cmd.arg(key);
-                n = 0;
-            }
-        }
-        if n > 0 {
-            self.add(cmd).await?;
-        }
-        Ok(())
+        self.chunked("ZADD", key, members).await
     }
 
     /// An idempotency family: `done`, `done:at` (key → decision time) and
