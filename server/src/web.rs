@@ -1,7 +1,10 @@
 //! The browser client: its static files, embedded in the binary, and the routes that serve them.
 //!
-//! The client is plain ES modules with no build step, so what is in
-//! `server/web/` is exactly what the browser gets. Every response carries a
+//! The client is plain ES modules, and what is in `server/web/` is exactly
+//! what the browser gets. One of them, `jumpgate-client.js`, is generated:
+//! the TypeScript package's protocol 2 room applier, bundled by `npm run
+//! bundle:web` in `clients/typescript` (whose tests fail when the checked-in
+//! file is stale); the others are written by hand. Every response carries a
 //! strong `ETag` and `Cache-Control: no-cache`: browsers revalidate each
 //! time and get a bodiless `304` while the binary is unchanged, so a new
 //! release never leaves a stale module in a cache.
@@ -44,6 +47,7 @@ static ASSETS: &[Asset] = &[
     asset!("app.js", "text/javascript; charset=utf-8"),
     asset!("connection.js", "text/javascript; charset=utf-8"),
     asset!("protocol.js", "text/javascript; charset=utf-8"),
+    asset!("jumpgate-client.js", "text/javascript; charset=utf-8"),
     asset!("board.js", "text/javascript; charset=utf-8"),
     asset!("orbit.js", "text/javascript; charset=utf-8"),
     asset!("lobby.js", "text/javascript; charset=utf-8"),

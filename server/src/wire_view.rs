@@ -85,6 +85,17 @@ pub fn instant_from_unix_ms(ms: u64) -> Instant {
     Instant::now() + std::time::Duration::from_millis(ms.saturating_sub(now_unix))
 }
 
+/// [`move_view`] for a move no longer needed, without copying its strings.
+pub fn into_move_view(m: MoveInfo) -> wire::MoveView {
+    wire::MoveView {
+        notation: m.notation,
+        path: m.path,
+        captures: m.captures,
+        boost: m.boost,
+        teleports: m.teleports.into_iter().map(|(a, b)| [a, b]).collect(),
+    }
+}
+
 pub fn move_view(m: &MoveInfo) -> wire::MoveView {
     wire::MoveView {
         notation: m.notation.clone(),

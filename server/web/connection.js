@@ -1,10 +1,19 @@
 // connection.js — the WebSocket to the server: hello with a remembered guest
-// token, numbered requests answered by ack/error, room versions, and
-// reconnecting with back-off and re-joining the room (PROTOCOL.md §3, §4, §10),
-// at once when the room has moved to another server instance (close 4001) and
-// again after a back-off while it is between instances (`room_unavailable`).
+// token, numbered requests answered by ack/error, the room kept from protocol
+// 2's snapshot and events (with `resync` on a missed version), and
+// reconnecting with back-off and re-joining the room (PROTOCOL.md §3, §4, §10,
+// §21), at once when the room has moved to another server instance (close
+// 4001) and again after a back-off while it is between instances
+// (`room_unavailable`).
+//
+// The room applier is the @jumpgate/client package's (clients/typescript),
+// bundled as jumpgate-client.js. This file keeps its own connection rather
+// than the package's Session because a page's needs differ: it never gives
+// up reconnecting, keeps `seq` counting across reloads in localStorage, and
+// changes identity (name, account, sign-out) in place.
 
-import { SUBPROTOCOL, hello, joinLobby, resumeSolo, watch } from './protocol.js';
+import { V2RoomView, gapSince, legalMoves } from './jumpgate-client.js';
+import { SUBPROTOCOLS, hello, joinLobby, protocolOf, resumeSolo, resync, watch } from './protocol.js';
 
 const TOKEN_KEY = 'jumpgate.token';
 const NAME_KEY = 'jumpgate.name';
@@ -48,6 +57,33 @@ export class RequestError extends Error {
 }
 
 /**
+ * A protocol 2 room as the page shows it: the snapshot's fields, with the
+ * game's legal moves as a list of moves (`legal_moves`, each with `path`,
+ * `captures`, `boost`, `teleports`) and `must_capture` always a list, the
+ * shape protocol 1's `state` has. On the orbit board each move also has the
+ * notation the server would give it, for the page to name two moves that
+ * share their ends (PROTOCOL.md §20).
+ */
+export function roomState(room) {
+  const state = { type: 'state', ...room };
+  if (!room.game) return state;
+  const {
+    legal: _legal, legal_captures: _captures, legal_teleports: _teleports, legal_boosts: _boosts,
+    legal_boost_teleports: _boostTeleports, ...game
+  } = room.game;
+  const moves = legalMoves(room.game);
+  if (room.rule_set === 'orbit') {
+    const ends = (m) => `${m.path[0]}-${m.path[m.path.length - 1]}`;
+    for (const move of moves) {
+      const shared = moves.some((other) => other !== move && ends(other) === ends(move));
+      move.notation = shared ? move.path.join('-') : ends(move);
+    }
+  }
+  state.game = { ...game, legal_moves: moves, must_capture: game.must_capture ?? [] };
+  return state;
+}
+
+/**
  * Events (all `CustomEvent`s): `status` (detail: 'connecting' | 'online' |
  * 'offline' | 'outdated'), `welcome` (identity), `state` (room state),
  * `left` (code), `notice` (an error that answers no request of ours),
@@ -76,6 +112,13 @@ export class Connection extends EventTarget {
     this.room = null;
     /** The lobby code this connection is meant for, before it is in it. */
     this.hint = null;
+    /** The protocol the current socket speaks (2, or 1 with an older server). */
+    this.protocol = 0;
+    /** Protocol 2: the room, kept from its snapshot and events. */
+    this.roomView = new V2RoomView();
+    /** Protocol 2: the version a `resync` is out for, until it is answered. */
+    this.resyncing = null;
+    /** Protocol 1: the newest room version shown. */
     this.version = 0;
     /** The id of the solo game this page shows, re-attached after reconnecting. */
     this.solo = null;
@@ -157,18 +200,21 @@ export class Connection extends EventTarget {
     this.emit('status', 'connecting');
     let socket;
     try {
-      socket = new WebSocket(this.socketUrl(), [SUBPROTOCOL]);
+      socket = new WebSocket(this.socketUrl(), SUBPROTOCOLS);
     } catch {
       this.scheduleReconnect();
       return;
     }
     this.socket = socket;
     socket.addEventListener('open', () => {
-      if (socket.protocol !== SUBPROTOCOL) {
+      this.protocol = protocolOf(socket.protocol);
+      if (this.protocol === 0) {
         socket.close(1000);
         return;
       }
-      this.sendRaw({ ...hello(this.token, this.chosenName), seq: this.nextSeq() });
+      this.roomView = new V2RoomView();
+      this.resyncing = null;
+      this.sendRaw({ ...hello(this.protocol, this.token, this.chosenName), seq: this.nextSeq() });
     });
     socket.addEventListener('message', (event) => {
       if (this.socket !== socket) return; // a socket we have replaced
@@ -305,13 +351,49 @@ export class Connection extends EventTarget {
 
   /** Remembers the room this connection is in, to re-enter it later. */
   enterRoom(room) {
-    if (this.room?.code !== room.code) this.version = 0;
+    if (this.room?.code !== room.code) this.forgetRoomView();
     this.room = room;
   }
 
   forgetRoom() {
     this.room = null;
+    this.forgetRoomView();
+  }
+
+  forgetRoomView() {
     this.version = 0;
+    this.roomView = new V2RoomView();
+    this.resyncing = null;
+  }
+
+  /**
+   * Protocol 2: applies a `snapshot`, `moved` or `changed` to the room and
+   * shows the result; on a missed version asks `resync` from the version
+   * held (0: a whole snapshot), once at a time (§21.6).
+   */
+  applyRoomEvent(message) {
+    if (message.type === 'snapshot' && this.room && message.code !== this.room.code) return;
+    const result = this.roomView.update(message);
+    if ('gap' in result) {
+      this.askResync(gapSince(result.gap));
+      return;
+    }
+    if (result.ok !== 'replaced' && result.ok !== 'applied') return;
+    if (message.type === 'snapshot') this.resyncing = null;
+    this.emit('state', roomState(this.roomView.room));
+  }
+
+  askResync(since) {
+    if (this.resyncing !== null || !this.ready) return;
+    this.resyncing = since;
+    this.send(resync(since)).then(
+      () => {
+        this.resyncing = null;
+      },
+      () => {
+        this.resyncing = null;
+      },
+    );
   }
 
   /** Remembers the solo game this page shows (null: none). */
@@ -346,7 +428,13 @@ export class Connection extends EventTarget {
       case 'error':
         this.handleError(message);
         break;
+      case 'snapshot':
+      case 'moved':
+      case 'changed':
+        this.applyRoomEvent(message);
+        break;
       case 'state':
+        // Protocol 1, when the server chose it.
         if (this.room && message.code !== this.room.code) break;
         if (message.version < this.version) break;
         this.version = message.version;
@@ -357,6 +445,7 @@ export class Connection extends EventTarget {
         this.emit('solo-state', message);
         break;
       case 'left':
+        this.roomView.update(message);
         this.emit('left', message.code);
         break;
       case 'lobby_info':
@@ -392,7 +481,7 @@ export class Connection extends EventTarget {
       if (message.code === 'invalid_token') {
         if (isAccountToken(this.token)) this.emit('account-rejected', message);
         this.storage.removeItem(TOKEN_KEY);
-        this.sendRaw({ ...hello(null, this.chosenName), seq: this.nextSeq() });
+        this.sendRaw({ ...hello(this.protocol, null, this.chosenName), seq: this.nextSeq() });
         return;
       }
       if (message.code === 'unsupported_version') {

@@ -465,7 +465,7 @@ export class GameScreen {
     this.choices = [];
     this.render();
     try {
-      await this.actions.send(msg.playMove(this.state.rule_set, move));
+      await this.actions.send(msg.playMove(move));
     } finally {
       this.sending = false;
     }
@@ -997,7 +997,7 @@ export class SoloScreen {
     this.choices = [];
     this.render();
     try {
-      await this.actions.send(msg.playMove(this.state.rule_set, move));
+      await this.actions.send(msg.playMove(move));
     } finally {
       this.sending = false;
     }

@@ -1,9 +1,20 @@
-// protocol.js — builders for the client messages of protocol v1 (PROTOCOL.md §5).
-// Each returns the message without `seq`; connection.js numbers them.
+// protocol.js — builders for the client messages (PROTOCOL.md §5; protocol 2
+// sends the same ones, §21). Each returns the message without `seq`;
+// connection.js numbers them.
 
-export const SUBPROTOCOL = 'jumpgate.v1.json';
-export const PROTOCOL_VERSION = 1;
-export const CLIENT_NAME = 'jumpgate-web/0.1';
+/**
+ * The subprotocols this page offers, preferred first: protocol 2, whose room
+ * arrives as a snapshot and then events, and protocol 1 for a server without
+ * it (an older instance behind the same balancer during a rolling update).
+ */
+export const SUBPROTOCOLS = ['jumpgate.v2.json', 'jumpgate.v1.json'];
+
+/** The protocol version a subprotocol the server chose speaks, or 0 for one this page does not. */
+export function protocolOf(subprotocol) {
+  return { 'jumpgate.v2.json': 2, 'jumpgate.v1.json': 1 }[subprotocol] ?? 0;
+}
+
+export const CLIENT_NAME = 'jumpgate-web/0.2';
 
 export const RULE_SETS = [
   { value: 'american', label: 'American checkers' },
@@ -22,9 +33,9 @@ export function ruleSetLabel(value) {
   return RULE_SETS.find((r) => r.value === value)?.label ?? `${value} (not supported by this page)`;
 }
 
-/** `hello`, with the kept token and a guest's chosen name when there are. */
-export function hello(token, name) {
-  const message = { type: 'hello', protocol: PROTOCOL_VERSION, client: CLIENT_NAME };
+/** `hello` in `protocol`, with the kept token and a guest's chosen name when there are. */
+export function hello(protocol, token, name) {
+  const message = { type: 'hello', protocol, client: CLIENT_NAME };
   if (token) message.token = token;
   if (name) message.name = name;
   return message;
@@ -87,16 +98,13 @@ export const joinLobby = (code, invite) => withInvite({ type: 'join_lobby', code
 export const watch = (code, invite) => withInvite({ type: 'watch', code }, invite);
 export const leave = () => ({ type: 'leave' });
 export const movePath = (path) => ({ type: 'move', path: [...path] });
-export const moveNotation = (notation) => ({ type: 'move', notation });
 
 /**
- * The message that plays a move picked from `legal_moves`: its path on the
- * 8×8 board, its notation on the orbit board (whose squares are not a1…h8;
- * the server always accepts a listed move's notation).
+ * The message that plays a move picked from `legal_moves`: its whole path,
+ * which names one move on every board (on the orbit board, every square
+ * passed through).
  */
-export function playMove(ruleSet, move) {
-  return ruleSet === 'orbit' ? moveNotation(move.notation) : movePath(move.path);
-}
+export const playMove = (move) => movePath(move.path);
 export const offerDraw = () => ({ type: 'offer_draw' });
 export const acceptDraw = () => ({ type: 'accept_draw' });
 export const declineDraw = () => ({ type: 'decline_draw' });

@@ -59,6 +59,17 @@ async function newPage(name, viewport) {
     if (m.type() === 'error') failures.push(`${name}: console error: ${m.text()}`);
   });
   page.on('dialog', (dialog) => dialog.accept());
+  // The types of the server's frames, to check which protocol the page speaks.
+  page.frameTypes = new Map();
+  page.on('websocket', (socket) => {
+    socket.on('framereceived', ({ payload }) => {
+      let type = 'unreadable';
+      try {
+        type = JSON.parse(String(payload)).type;
+      } catch {}
+      page.frameTypes.set(type, (page.frameTypes.get(type) ?? 0) + 1);
+    });
+  });
   // Nothing may be loaded from other sites.
   page.on('request', (request) => {
     const url = request.url();
@@ -257,6 +268,13 @@ try {
   const guestSeatAfter = await guest.getAttribute('#seat-bottom', 'data-seat');
   check(guestSeatBefore === '1' && guestSeatAfter === '0', `seats swapped (${guestSeatBefore} -> ${guestSeatAfter})`);
   await waitStatus(host, /to move/);
+
+  step('the page speaks protocol 2: a snapshot on entering, then events, never a v1 state');
+  for (const [who, page] of [['host', host], ['guest', guest]]) {
+    const types = Object.fromEntries(page.frameTypes);
+    check(types.snapshot > 0 && types.moved > 0 && types.changed > 0 && !types.state,
+      `${who} got snapshot, moved and changed frames and no state: ${JSON.stringify(types)}`);
+  }
 
   step('the host ends the match; the PDN holds the games');
   await host.click('#end-match');

@@ -42,4 +42,14 @@ export {
   type SessionOptions,
 } from "./session.js";
 export { SnapshotStateHolder, type Applied, type RoomView, type StateHolder } from "./state.js";
-export { compactGame, gapSince, snapshotFromState, V2RoomView, type Gap, type Update, type UpdateResult } from "./v2.js";
+export {
+  compactGame,
+  gapSince,
+  legalMoves,
+  snapshotFromState,
+  V2RoomView,
+  type Gap,
+  type LegalMove,
+  type Update,
+  type UpdateResult,
+} from "./v2.js";

@@ -206,10 +206,15 @@ function canonicalSnapshot(snapshot: RoomSnapshot): RoomSnapshot {
   return room;
 }
 
+/** The lists beside `legal` a snapshot leaves out when empty. */
+const OPTIONAL_LISTS = ["legal_captures", "legal_teleports", "legal_boosts", "legal_boost_teleports"] as const;
+
 function canonicalGame(game: GameSnapshot): GameSnapshot {
   withoutNulls(game);
-  if (game.legal_boosts?.length === 0) {
-    delete game.legal_boosts;
+  for (const key of OPTIONAL_LISTS) {
+    if (game[key]?.length === 0) {
+      delete game[key];
+    }
   }
   if (game.must_capture?.length === 0) {
     delete game.must_capture;
@@ -276,7 +281,10 @@ function applyMoved(room: RoomSnapshot, moved: Moved): string | undefined {
   game.deadline = moved.deadline;
   game.remaining_ms = moved.remaining_ms;
   game.legal = structuredClone(moved.legal);
-  setOrRemove(game, "legal_boosts", moved.legal_boosts?.length ? structuredClone(moved.legal_boosts) : undefined);
+  for (const key of OPTIONAL_LISTS) {
+    const list = moved[key];
+    setOrRemove(game, key, list?.length ? structuredClone(list) : undefined);
+  }
   setOrRemove(game, "must_capture", moved.must_capture?.length ? [...moved.must_capture] : undefined);
   setOrRemove(game, "draw_offer", moved.draw_offer);
   setOrRemove(game, "draw_declined", moved.draw_declined);
@@ -377,7 +385,7 @@ function applyRoomChanges(room: RoomSnapshot, changes: RoomChanges): void {
 /**
  * New values of the game's small fields. `null` removes `draw_offer`,
  * `draw_declined` and `result` and means "unchanged" for the others; empty
- * `legal_boosts` and `must_capture` are left out, as a snapshot leaves them.
+ * lists beside `legal` and `must_capture` are left out, as a snapshot leaves them.
  */
 function applyGameChanges(game: GameSnapshot, changes: GameChanges): void {
   if (changes.deadline != null) {
@@ -389,8 +397,11 @@ function applyGameChanges(game: GameSnapshot, changes: GameChanges): void {
   if (changes.legal != null) {
     game.legal = structuredClone(changes.legal);
   }
-  if (changes.legal_boosts != null) {
-    setOrRemove(game, "legal_boosts", changes.legal_boosts.length > 0 ? structuredClone(changes.legal_boosts) : undefined);
+  for (const key of OPTIONAL_LISTS) {
+    const list = changes[key];
+    if (list != null) {
+      setOrRemove(game, key, list.length > 0 ? structuredClone(list) : undefined);
+    }
   }
   if (changes.must_capture != null) {
     setOrRemove(game, "must_capture", changes.must_capture.length > 0 ? [...changes.must_capture] : undefined);
@@ -423,11 +434,53 @@ export function snapshotFromState(state: RoomState): RoomSnapshot {
   return canonicalSnapshot(snapshot);
 }
 
+/** Lists beside `legal`, one per move, are sent only when some move's list is not empty. */
+function listedIfAny<T>(lists: T[][]): T[][] {
+  return lists.some((list) => list.length > 0) ? lists : [];
+}
+
 /** A v1 game view without its FEN, legal moves split into plain and boosted paths. */
 export function compactGame(game: GameView): GameSnapshot {
   const { fen: _fen, legal_moves: legalMoves, ...rest } = game;
   const compact = rest as unknown as GameSnapshot;
-  compact.legal = legalMoves.filter((m) => m.boost !== true).map((m) => m.path);
-  compact.legal_boosts = legalMoves.filter((m) => m.boost === true).map((m) => m.path);
+  const plain = legalMoves.filter((m) => m.boost !== true);
+  const boosted = legalMoves.filter((m) => m.boost === true);
+  compact.legal = plain.map((m) => m.path);
+  compact.legal_captures = listedIfAny(plain.map((m) => m.captures));
+  compact.legal_teleports = listedIfAny(plain.map((m) => m.teleports ?? []));
+  compact.legal_boosts = boosted.map((m) => m.path);
+  compact.legal_boost_teleports = listedIfAny(boosted.map((m) => m.teleports ?? []));
   return canonicalGame(compact);
+}
+
+/** A legal move of a compact game, as {@link legalMoves} lists it. */
+export interface LegalMove {
+  /** What `move.path` takes to play it. */
+  path: string[];
+  /** The squares it takes, in jump order; empty for a quiet move. */
+  captures: string[];
+  /** A Space Mode thruster boost. */
+  boost: boolean;
+  /** Space Mode wormhole jumps, as [entrance, exit], in order. */
+  teleports: [string, string][];
+}
+
+/**
+ * The legal moves of a compact game with the lists beside `legal` read into
+ * each move: plain moves first, then boosts, in the order sent.
+ */
+export function legalMoves(game: GameSnapshot): LegalMove[] {
+  const plain = game.legal.map((path, i) => ({
+    path,
+    captures: game.legal_captures?.[i] ?? [],
+    boost: false,
+    teleports: game.legal_teleports?.[i] ?? [],
+  }));
+  const boosted = (game.legal_boosts ?? []).map((path, i) => ({
+    path,
+    captures: [],
+    boost: true,
+    teleports: game.legal_boost_teleports?.[i] ?? [],
+  }));
+  return [...plain, ...boosted];
 }

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
-import { decodeMessage, gapSince, snapshotFromState, V2RoomView } from "../dist/index.js";
+import { decodeMessage, gapSince, legalMoves, snapshotFromState, V2RoomView } from "../dist/index.js";
 import { repoRoot } from "./harness.mjs";
 
 const vectors = path.join(repoRoot, "protocol/tests/vectors");
@@ -90,8 +90,11 @@ test("a boost spends a charge and captures go", () => {
     assert.deepStrictEqual(game.space.wormholes, ["f4", "g5"]);
     assert.ok(game.pieces.some((p) => p.square === "c5"));
     assert.ok(!game.pieces.some((p) => p.square === "a7"));
-    assert.deepStrictEqual(game.must_capture, ["d4"]);
+    assert.equal(game.must_capture, undefined);
     assert.equal(game.legal_boosts.length, 1);
+    assert.equal(game.legal_teleports.length, game.legal.length);
+    assert.deepStrictEqual(game.legal_teleports[2], [["f4", "g5"]]);
+    assert.deepStrictEqual(legalMoves(game)[2], { path: ["e3", "f4"], captures: [], boost: false, teleports: [["f4", "g5"]] });
     assert.deepStrictEqual(game.last_move, { notation: "28-19", path: ["a7", "c5"], captures: [], boost: true });
 
     // A capture takes the jumped pieces off and crowns the capturer.
@@ -258,4 +261,13 @@ test("each changed example is exactly what differs between the room before and a
   }
   // A lobby's fixed settings change only with a snapshot.
   assert.equal(changedBetween(snapshotPlaying(), { ...snapshotPlaying(), stake: 100 }), undefined);
+});
+
+test("the captures of legal moves are read beside their paths", () => {
+  for (const encoding of ENCODINGS) {
+    const moved = received("server_v2_moved_capture_ahead", encoding);
+    assert.deepStrictEqual(moved.legal_captures, [["e5"]]);
+    const game = { legal: moved.legal, legal_captures: moved.legal_captures, must_capture: moved.must_capture };
+    assert.deepStrictEqual(legalMoves(game), [{ path: ["d4", "f6"], captures: ["e5"], boost: false, teleports: [] }]);
+  }
 });

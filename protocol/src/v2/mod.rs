@@ -9,8 +9,10 @@
 //! languages.
 //!
 //! What a `snapshot` leaves out compared with v1's `state`: the game's `fen` (it follows
-//! from `pieces`, `turn` and the rule set) and, for each legal move, everything but its
-//! path (`legal`; Space Mode's boosted moves listed apart in `legal_boosts`).
+//! from `pieces`, `turn` and the rule set) and each legal move's notation: a legal move
+//! is its path (`legal`; Space Mode's boosted moves listed apart in `legal_boosts`), with
+//! what it takes and where wormholes carry it listed beside the paths only when some move
+//! does (see [`CompactLegal`]).
 
 mod changes;
 mod view;
@@ -117,10 +119,22 @@ pub struct GameSnapshot {
     /// The paths of the side to move's legal moves (boosted ones excepted); empty once
     /// the game is over.
     pub legal: Vec<Path>,
+    /// By legal move (same order and length as `legal`): the squares it takes, in jump
+    /// order; absent when no legal move takes anything.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub legal_captures: Vec<Vec<String>>,
+    /// Space Mode, by legal move (same order and length as `legal`): its wormhole
+    /// jumps as [entrance, exit]; absent when no legal move enters a wormhole.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub legal_teleports: Vec<Vec<[String; 2]>>,
     /// Space Mode: the paths of the legal moves that are thruster boosts (each spends a
     /// charge); absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub legal_boosts: Vec<Path>,
+    /// Space Mode, by boosted move (same order and length as `legal_boosts`): its
+    /// wormhole jumps; absent when none enters a wormhole.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub legal_boost_teleports: Vec<Vec<[String; 2]>>,
     /// Squares of the pieces that can capture, when a capture is compulsory; absent
     /// otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -197,9 +211,18 @@ pub struct Moved {
     pub remaining_ms: u32,
     /// The new legal moves' paths (boosted ones excepted); empty if the game is over.
     pub legal: Vec<Path>,
+    /// By new legal move: the squares it takes; absent when none takes anything.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub legal_captures: Vec<Vec<String>>,
+    /// Space Mode, by new legal move: its wormhole jumps; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub legal_teleports: Vec<Vec<[String; 2]>>,
     /// Space Mode: the new legal boosted moves' paths; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub legal_boosts: Vec<Path>,
+    /// Space Mode, by new boosted move: its wormhole jumps; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub legal_boost_teleports: Vec<Vec<[String; 2]>>,
     /// Squares of the pieces that must capture; absent when no capture is compulsory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub must_capture: Vec<String>,
@@ -344,9 +367,18 @@ pub struct GameChanges {
     /// The legal moves' paths (emptied when the game ends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legal: Option<Vec<Path>>,
+    /// By legal move: the squares it takes (empty list: none takes anything).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legal_captures: Option<Vec<Vec<String>>>,
+    /// Space Mode, by legal move: its wormhole jumps (empty list: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legal_teleports: Option<Vec<Vec<[String; 2]>>>,
     /// Space Mode: the legal boosted moves' paths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legal_boosts: Option<Vec<Path>>,
+    /// Space Mode, by boosted move: its wormhole jumps (empty list: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legal_boost_teleports: Option<Vec<Vec<[String; 2]>>>,
     /// Squares of the pieces that must capture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub must_capture: Option<Vec<String>>,
@@ -500,7 +532,7 @@ impl From<crate::room::RoomState> for RoomSnapshot {
 impl From<crate::game::GameView> for GameSnapshot {
     /// The compact form of a v1 game view: no FEN, legal moves as paths.
     fn from(game: crate::game::GameView) -> GameSnapshot {
-        let (legal, legal_boosts) = split_legal(game.legal_moves);
+        let legal = CompactLegal::from_moves(game.legal_moves);
         GameSnapshot {
             dark_seat: game.dark_seat,
             pieces: game.pieces,
@@ -508,8 +540,11 @@ impl From<crate::game::GameView> for GameSnapshot {
             ply: game.ply,
             moves: game.moves,
             last_move: game.last_move,
-            legal,
-            legal_boosts,
+            legal: legal.legal,
+            legal_captures: legal.legal_captures,
+            legal_teleports: legal.legal_teleports,
+            legal_boosts: legal.legal_boosts,
+            legal_boost_teleports: legal.legal_boost_teleports,
             must_capture: game.must_capture,
             deadline: game.deadline,
             remaining_ms: game.remaining_ms,
@@ -523,16 +558,47 @@ impl From<crate::game::GameView> for GameSnapshot {
     }
 }
 
-/// Legal moves as (plain paths, boosted paths), in their order.
-pub fn split_legal(moves: impl IntoIterator<Item = MoveView>) -> (Vec<Path>, Vec<Path>) {
-    let mut plain = Vec::new();
-    let mut boosted = Vec::new();
-    for m in moves {
-        if m.boost {
-            boosted.push(m.path);
-        } else {
-            plain.push(m.path);
+/// Legal moves in protocol 2's compact form, as the fields of the same names in
+/// [`GameSnapshot`], [`Moved`] and [`GameChanges`] hold them: each move's path, and
+/// beside the paths, by move, what it takes and where wormholes carry it, left empty
+/// when no move in the list takes anything or enters a wormhole.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactLegal {
+    /// Paths of the moves that are not boosts.
+    pub legal: Vec<Path>,
+    /// By move of `legal`: the squares it takes; empty when none takes anything.
+    pub legal_captures: Vec<Vec<String>>,
+    /// By move of `legal`: its wormhole jumps; empty when none enters a wormhole.
+    pub legal_teleports: Vec<Vec<[String; 2]>>,
+    /// Paths of the thruster boosts.
+    pub legal_boosts: Vec<Path>,
+    /// By move of `legal_boosts`: its wormhole jumps; empty when none.
+    pub legal_boost_teleports: Vec<Vec<[String; 2]>>,
+}
+
+impl CompactLegal {
+    /// The compact form of a list of legal moves, in their order.
+    pub fn from_moves(moves: impl IntoIterator<Item = MoveView>) -> CompactLegal {
+        let mut legal = CompactLegal::default();
+        for m in moves {
+            if m.boost {
+                legal.legal_boosts.push(m.path);
+                legal.legal_boost_teleports.push(m.teleports);
+            } else {
+                legal.legal.push(m.path);
+                legal.legal_captures.push(m.captures);
+                legal.legal_teleports.push(m.teleports);
+            }
         }
+        clear_if_all_empty(&mut legal.legal_captures);
+        clear_if_all_empty(&mut legal.legal_teleports);
+        clear_if_all_empty(&mut legal.legal_boost_teleports);
+        legal
     }
-    (plain, boosted)
+}
+
+fn clear_if_all_empty<T>(lists: &mut Vec<Vec<T>>) {
+    if lists.iter().all(Vec::is_empty) {
+        lists.clear();
+    }
 }

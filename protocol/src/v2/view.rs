@@ -203,7 +203,11 @@ fn apply_moved(room: &mut RoomSnapshot, moved: &Moved) -> Result<(), &'static st
     game.deadline = moved.deadline;
     game.remaining_ms = moved.remaining_ms;
     game.legal.clone_from(&moved.legal);
+    game.legal_captures.clone_from(&moved.legal_captures);
+    game.legal_teleports.clone_from(&moved.legal_teleports);
     game.legal_boosts.clone_from(&moved.legal_boosts);
+    game.legal_boost_teleports
+        .clone_from(&moved.legal_boost_teleports);
     game.must_capture.clone_from(&moved.must_capture);
     game.draw_offer = moved.draw_offer;
     game.draw_declined = moved.draw_declined;
@@ -306,7 +310,10 @@ fn apply_game_changes(game: &mut GameSnapshot, changes: &GameChanges) {
         deadline,
         remaining_ms,
         legal,
+        legal_captures,
+        legal_teleports,
         legal_boosts,
+        legal_boost_teleports,
         must_capture,
         draw_offer,
         draw_declined,
@@ -322,8 +329,17 @@ fn apply_game_changes(game: &mut GameSnapshot, changes: &GameChanges) {
     if let Some(legal) = legal {
         game.legal.clone_from(legal);
     }
+    if let Some(legal_captures) = legal_captures {
+        game.legal_captures.clone_from(legal_captures);
+    }
+    if let Some(legal_teleports) = legal_teleports {
+        game.legal_teleports.clone_from(legal_teleports);
+    }
     if let Some(legal_boosts) = legal_boosts {
         game.legal_boosts.clone_from(legal_boosts);
+    }
+    if let Some(legal_boost_teleports) = legal_boost_teleports {
+        game.legal_boost_teleports.clone_from(legal_boost_teleports);
     }
     if let Some(must_capture) = must_capture {
         game.must_capture.clone_from(must_capture);

@@ -69,7 +69,10 @@ pub fn moved_quiet() -> Moved {
             &["c7", "d6"],
             &["e7", "d6"],
         ]),
+        legal_captures: vec![],
+        legal_teleports: vec![],
         legal_boosts: vec![],
+        legal_boost_teleports: vec![],
         must_capture: vec![],
         draw_offer: None,
         draw_declined: Some(Color::Light),
@@ -98,12 +101,49 @@ pub fn moved_space_boost() -> Moved {
         deadline: 1_767_225_690_000,
         remaining_ms: 45_000,
         legal: paths(&[&["d4", "e5"], &["c3", "b4"], &["e3", "f4"], &["g3", "h4"]]),
+        legal_captures: vec![],
+        // e3-f4 steps into the wormhole's new entrance and comes out on g5.
+        legal_teleports: vec![vec![], vec![], vec![["f4".into(), "g5".into()]], vec![]],
         legal_boosts: paths(&[&["c3", "e5"]]),
-        must_capture: squares(&["d4"]),
+        legal_boost_teleports: vec![],
+        must_capture: vec![],
         draw_offer: None,
         draw_declined: None,
         boosts: Some(Boosts { dark: 2, light: 2 }),
         wormholes: Some(["f4".into(), "g5".into()]),
+        points: None,
+        result: None,
+        room: RoomChanges::default(),
+    }
+}
+
+/// A made-up Russian position (not one following the other examples): Black steps f6-e5
+/// next to White's man on d4, which must now take it, landing on f6; the capture is
+/// listed beside its path in `legal_captures`.
+pub fn moved_capture_ahead() -> Moved {
+    Moved {
+        version: 17,
+        notation: "f6-e5".into(),
+        path: squares(&["f6", "e5"]),
+        captures: vec![],
+        boost: false,
+        teleports: vec![],
+        to: None,
+        crowned: false,
+        turn: Color::Dark,
+        ply: 10,
+        deadline: 1_767_225_690_000,
+        remaining_ms: 45_000,
+        legal: paths(&[&["d4", "f6"]]),
+        legal_captures: vec![squares(&["e5"])],
+        legal_teleports: vec![],
+        legal_boosts: vec![],
+        legal_boost_teleports: vec![],
+        must_capture: squares(&["d4"]),
+        draw_offer: None,
+        draw_declined: None,
+        boosts: None,
+        wormholes: None,
         points: None,
         result: None,
         room: RoomChanges::default(),
@@ -128,7 +168,10 @@ pub fn moved_game_over() -> Moved {
         deadline: 0,
         remaining_ms: 0,
         legal: vec![],
+        legal_captures: vec![],
+        legal_teleports: vec![],
         legal_boosts: vec![],
+        legal_boost_teleports: vec![],
         must_capture: vec![],
         draw_offer: None,
         draw_declined: None,
@@ -313,6 +356,10 @@ pub fn server_examples() -> Vec<(&'static str, ServerMessage)> {
         (
             "server_v2_moved_space_boost",
             ServerMessage::Moved(moved_space_boost()),
+        ),
+        (
+            "server_v2_moved_capture_ahead",
+            ServerMessage::Moved(moved_capture_ahead()),
         ),
         (
             "server_v2_moved_game_over",

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use jumpgate_protocol as wire;
 use jumpgate_protocol::ServerMessage;
-use jumpgate_protocol::v2::{Changed, Moved, RoomSnapshot, RoomView};
+use jumpgate_protocol::v2::{Changed, CompactLegal, Moved, RoomSnapshot, RoomView};
 use tokio::time::Instant;
 
 use super::{Room, view};
@@ -187,19 +187,14 @@ impl Room {
         let game = &round.game;
         let result = round.result.map(view::game_result);
         let in_play = result.is_none();
-        let (legal, legal_boosts) = if in_play {
-            let mut plain = Vec::new();
-            let mut boosted = Vec::new();
-            for m in game.legal_moves() {
-                if m.boost {
-                    boosted.push(m.path);
-                } else {
-                    plain.push(m.path);
-                }
-            }
-            (plain, boosted)
+        let legal = if in_play {
+            CompactLegal::from_moves(
+                game.legal_moves()
+                    .into_iter()
+                    .map(wire_view::into_move_view),
+            )
         } else {
-            (Vec::new(), Vec::new())
+            CompactLegal::default()
         };
         let deadline = Instant::from_std(round.deadline);
         let boosts = game
@@ -234,8 +229,11 @@ impl Room {
             } else {
                 0
             },
-            legal,
-            legal_boosts,
+            legal: legal.legal,
+            legal_captures: legal.legal_captures,
+            legal_teleports: legal.legal_teleports,
+            legal_boosts: legal.legal_boosts,
+            legal_boost_teleports: legal.legal_boost_teleports,
             must_capture: if in_play {
                 game.must_capture()
             } else {

@@ -1156,10 +1156,25 @@ export interface GameSnapshot {
    */
   legal: string[][];
   /**
+   * Space Mode, by boosted move (same order and length as `legal_boosts`): its
+   * wormhole jumps; absent when none enters a wormhole.
+   */
+  legal_boost_teleports?: [string, string][][];
+  /**
    * Space Mode: the paths of the legal moves that are thruster boosts (each spends a
    * charge); absent when none.
    */
   legal_boosts?: string[][];
+  /**
+   * By legal move (same order and length as `legal`): the squares it takes, in jump
+   * order; absent when no legal move takes anything.
+   */
+  legal_captures?: string[][];
+  /**
+   * Space Mode, by legal move (same order and length as `legal`): its wormhole
+   * jumps as [entrance, exit]; absent when no legal move enters a wormhole.
+   */
+  legal_teleports?: [string, string][][];
   /**
    * The notation of every move of this round, in order.
    */
@@ -1246,9 +1261,21 @@ export interface Moved {
    */
   legal: string[][];
   /**
+   * Space Mode, by new boosted move: its wormhole jumps; absent when none.
+   */
+  legal_boost_teleports?: [string, string][][];
+  /**
    * Space Mode: the new legal boosted moves' paths; absent when none.
    */
   legal_boosts?: string[][];
+  /**
+   * By new legal move: the squares it takes; absent when none takes anything.
+   */
+  legal_captures?: string[][];
+  /**
+   * Space Mode, by new legal move: its wormhole jumps; absent when none.
+   */
+  legal_teleports?: [string, string][][];
   /**
    * Squares of the pieces that must capture; absent when no capture is compulsory.
    */
@@ -1410,9 +1437,21 @@ export interface GameChanges {
    */
   legal?: string[][] | null;
   /**
+   * Space Mode, by boosted move: its wormhole jumps (empty list: none).
+   */
+  legal_boost_teleports?: [string, string][][] | null;
+  /**
    * Space Mode: the legal boosted moves' paths.
    */
   legal_boosts?: string[][] | null;
+  /**
+   * By legal move: the squares it takes (empty list: none takes anything).
+   */
+  legal_captures?: string[][] | null;
+  /**
+   * Space Mode, by legal move: its wormhole jumps (empty list: none).
+   */
+  legal_teleports?: [string, string][][] | null;
   /**
    * Squares of the pieces that must capture.
    */
