@@ -116,7 +116,7 @@ export class Connection extends EventTarget {
     this.protocol = 0;
     /** Protocol 2: the room, kept from its snapshot and events. */
     this.roomView = new V2RoomView();
-    /** Protocol 2: the version a `resync` is out for, until it is answered. */
+    /** Protocol 2: the `resync` that is out ({ since }), until it is answered. */
     this.resyncing = null;
     /** Protocol 1: the newest room version shown. */
     this.version = 0;
@@ -351,7 +351,12 @@ export class Connection extends EventTarget {
 
   /** Remembers the room this connection is in, to re-enter it later. */
   enterRoom(room) {
-    if (this.room?.code !== room.code) this.forgetRoomView();
+    if (this.room?.code !== room.code) {
+      this.version = 0;
+      // The snapshot of the room being entered may already be held (the page
+      // learns of its room from that snapshot): keep it.
+      if (this.roomView.room?.code !== room.code) this.forgetRoomView();
+    }
     this.room = room;
   }
 
@@ -379,21 +384,18 @@ export class Connection extends EventTarget {
       return;
     }
     if (result.ok !== 'replaced' && result.ok !== 'applied') return;
-    if (message.type === 'snapshot') this.resyncing = null;
     this.emit('state', roomState(this.roomView.room));
   }
 
+  /** Sends `resync { since }` unless one is out; the next gap after its answer asks again. */
   askResync(since) {
-    if (this.resyncing !== null || !this.ready) return;
-    this.resyncing = since;
-    this.send(resync(since)).then(
-      () => {
-        this.resyncing = null;
-      },
-      () => {
-        this.resyncing = null;
-      },
-    );
+    if (this.resyncing !== null) return;
+    const asked = { since };
+    this.resyncing = asked;
+    const answered = () => {
+      if (this.resyncing === asked) this.resyncing = null;
+    };
+    this.send(resync(since)).then(answered, answered);
   }
 
   /** Remembers the solo game this page shows (null: none). */

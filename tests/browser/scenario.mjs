@@ -59,16 +59,19 @@ async function newPage(name, viewport) {
     if (m.type() === 'error') failures.push(`${name}: console error: ${m.text()}`);
   });
   page.on('dialog', (dialog) => dialog.accept());
-  // The types of the server's frames, to check which protocol the page speaks.
+  // The types of the frames each way, to check which protocol the page speaks.
   page.frameTypes = new Map();
+  page.sentTypes = new Map();
+  const count = (types, payload) => {
+    let type = 'unreadable';
+    try {
+      type = JSON.parse(String(payload)).type;
+    } catch {}
+    types.set(type, (types.get(type) ?? 0) + 1);
+  };
   page.on('websocket', (socket) => {
-    socket.on('framereceived', ({ payload }) => {
-      let type = 'unreadable';
-      try {
-        type = JSON.parse(String(payload)).type;
-      } catch {}
-      page.frameTypes.set(type, (page.frameTypes.get(type) ?? 0) + 1);
-    });
+    socket.on('framereceived', ({ payload }) => count(page.frameTypes, payload));
+    socket.on('framesent', ({ payload }) => count(page.sentTypes, payload));
   });
   // Nothing may be loaded from other sites.
   page.on('request', (request) => {
@@ -269,11 +272,14 @@ try {
   check(guestSeatBefore === '1' && guestSeatAfter === '0', `seats swapped (${guestSeatBefore} -> ${guestSeatAfter})`);
   await waitStatus(host, /to move/);
 
-  step('the page speaks protocol 2: a snapshot on entering, then events, never a v1 state');
+  step('the page speaks protocol 2: a snapshot on entering, then events, never a v1 state, and no resync');
   for (const [who, page] of [['host', host], ['guest', guest]]) {
     const types = Object.fromEntries(page.frameTypes);
     check(types.snapshot > 0 && types.moved > 0 && types.changed > 0 && !types.state,
       `${who} got snapshot, moved and changed frames and no state: ${JSON.stringify(types)}`);
+    // Nothing was missed on loopback, so every event applied to the room held.
+    const sent = Object.fromEntries(page.sentTypes);
+    check(!sent.resync, `${who} never needed a resync: ${JSON.stringify(sent)}`);
   }
 
   step('the host ends the match; the PDN holds the games');

@@ -211,16 +211,19 @@ pub struct Moved {
     pub remaining_ms: u32,
     /// The new legal moves' paths (boosted ones excepted); empty if the game is over.
     pub legal: Vec<Path>,
-    /// By new legal move: the squares it takes; absent when none takes anything.
+    /// By new legal move (same order and length as `legal`): the squares it takes;
+    /// absent when none takes anything.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub legal_captures: Vec<Vec<String>>,
-    /// Space Mode, by new legal move: its wormhole jumps; absent when none.
+    /// Space Mode, by new legal move (same order and length as `legal`): its wormhole
+    /// jumps; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub legal_teleports: Vec<Vec<[String; 2]>>,
     /// Space Mode: the new legal boosted moves' paths; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub legal_boosts: Vec<Path>,
-    /// Space Mode, by new boosted move: its wormhole jumps; absent when none.
+    /// Space Mode, by new boosted move (same order and length as `legal_boosts`): its
+    /// wormhole jumps; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub legal_boost_teleports: Vec<Vec<[String; 2]>>,
     /// Squares of the pieces that must capture; absent when no capture is compulsory.
@@ -367,16 +370,20 @@ pub struct GameChanges {
     /// The legal moves' paths (emptied when the game ends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legal: Option<Vec<Path>>,
-    /// By legal move: the squares it takes (empty list: none takes anything).
+    /// By legal move (same order and length as the game's `legal`): the squares it
+    /// takes (empty list: none takes anything). Sent whenever it changes, so an absent
+    /// list still lines up with a new `legal`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legal_captures: Option<Vec<Vec<String>>>,
-    /// Space Mode, by legal move: its wormhole jumps (empty list: none).
+    /// Space Mode, by legal move (same order and length as the game's `legal`): its
+    /// wormhole jumps (empty list: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legal_teleports: Option<Vec<Vec<[String; 2]>>>,
     /// Space Mode: the legal boosted moves' paths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legal_boosts: Option<Vec<Path>>,
-    /// Space Mode, by boosted move: its wormhole jumps (empty list: none).
+    /// Space Mode, by boosted move (same order and length as the game's
+    /// `legal_boosts`): its wormhole jumps (empty list: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legal_boost_teleports: Option<Vec<Vec<[String; 2]>>>,
     /// Squares of the pieces that must capture.

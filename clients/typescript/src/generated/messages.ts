@@ -1261,7 +1261,8 @@ export interface Moved {
    */
   legal: string[][];
   /**
-   * Space Mode, by new boosted move: its wormhole jumps; absent when none.
+   * Space Mode, by new boosted move (same order and length as `legal_boosts`): its
+   * wormhole jumps; absent when none.
    */
   legal_boost_teleports?: [string, string][][];
   /**
@@ -1269,11 +1270,13 @@ export interface Moved {
    */
   legal_boosts?: string[][];
   /**
-   * By new legal move: the squares it takes; absent when none takes anything.
+   * By new legal move (same order and length as `legal`): the squares it takes;
+   * absent when none takes anything.
    */
   legal_captures?: string[][];
   /**
-   * Space Mode, by new legal move: its wormhole jumps; absent when none.
+   * Space Mode, by new legal move (same order and length as `legal`): its wormhole
+   * jumps; absent when none.
    */
   legal_teleports?: [string, string][][];
   /**
@@ -1437,7 +1440,8 @@ export interface GameChanges {
    */
   legal?: string[][] | null;
   /**
-   * Space Mode, by boosted move: its wormhole jumps (empty list: none).
+   * Space Mode, by boosted move (same order and length as the game's
+   * `legal_boosts`): its wormhole jumps (empty list: none).
    */
   legal_boost_teleports?: [string, string][][] | null;
   /**
@@ -1445,11 +1449,14 @@ export interface GameChanges {
    */
   legal_boosts?: string[][] | null;
   /**
-   * By legal move: the squares it takes (empty list: none takes anything).
+   * By legal move (same order and length as the game's `legal`): the squares it
+   * takes (empty list: none takes anything). Sent whenever it changes, so an absent
+   * list still lines up with a new `legal`.
    */
   legal_captures?: string[][] | null;
   /**
-   * Space Mode, by legal move: its wormhole jumps (empty list: none).
+   * Space Mode, by legal move (same order and length as the game's `legal`): its
+   * wormhole jumps (empty list: none).
    */
   legal_teleports?: [string, string][][] | null;
   /**
