@@ -172,17 +172,15 @@ proptest! {
     }
 }
 
-/// A move logged after the record but without its effects (a log that
-/// does not follow from the record) is refused, not guessed at.
-#[test]
-fn a_move_after_the_record_without_effects_does_not_rebuild() {
-    let start = Instant::now();
+/// A one-game American lobby at `pace` with a_ann and a_bob seated, and its
+/// timing.
+fn american_pair(pace: Pace, start: Instant) -> (Lobby, Timing) {
     let options = LobbyOptions {
         rule_set: Variant::Draughts(RuleSet::American),
         series_length: 1,
         invite_only: false,
         stake: 0,
-        pace: Pace::Live,
+        pace,
         draw_rules: DrawRules::Standard,
     };
     let timing = Timing {
@@ -208,6 +206,15 @@ fn a_move_after_the_record_without_effects_does_not_rebuild() {
         };
         lobby.enter(&who, None, false, &|_| true, start).unwrap();
     }
+    (lobby, timing)
+}
+
+/// A move logged after the record but without its effects (a log that
+/// does not follow from the record) is refused, not guessed at.
+#[test]
+fn a_move_after_the_record_without_effects_does_not_rebuild() {
+    let start = Instant::now();
+    let (mut lobby, timing) = american_pair(Pace::Live, start);
     let wall = clock(start, start);
     lobby.version = 2;
     let record = lobby.to_record(wall);
@@ -238,37 +245,7 @@ fn a_move_after_the_record_without_effects_does_not_rebuild() {
 #[test]
 fn an_illegal_move_changes_nothing_in_the_record() {
     let start = Instant::now();
-    let options = LobbyOptions {
-        rule_set: Variant::Draughts(RuleSet::American),
-        series_length: 1,
-        invite_only: false,
-        stake: 0,
-        pace: Pace::Correspondence,
-        draw_rules: DrawRules::Standard,
-    };
-    let timing = Timing {
-        move_clock: CLOCK,
-        break_time: BREAK,
-        claim_after: Duration::from_secs(86_400),
-        expire_after: Duration::from_secs(7 * 86_400),
-    };
-    let mut lobby = Lobby::new(
-        RoomCode::generate(),
-        options,
-        None,
-        "a_ann",
-        timing,
-        7,
-        start,
-    );
-    for id in ["a_ann", "a_bob"] {
-        let who = crate::identity::Identity {
-            id: id.into(),
-            name: id.into(),
-            guest: false,
-        };
-        lobby.enter(&who, None, false, &|_| true, start).unwrap();
-    }
+    let (mut lobby, _) = american_pair(Pace::Correspondence, start);
     let later = start + Duration::from_secs(3_600);
     let wall = clock(start, later);
     let before = lobby.to_record(wall);
