@@ -57,13 +57,15 @@ pub(super) async fn run(
                 Some(Command::Close { done }) => {
                     break ("the session was closed".to_owned(), Some(done));
                 }
-                Some(Command::Request { build, answer }) => {
+                Some(Command::Request { build, answer, sent }) => {
                     let seq = client.next_seq();
                     let message = build(seq);
                     books.waiting.insert(seq, Waiting { kind: message.kind(), answer });
                     if let Err(err) = client.send(message).await {
                         break (err.to_string(), None);
                     }
+                    // A sender that stopped waiting still gets its answer.
+                    let _ = sent.send(seq);
                 }
             },
             event = client.recv() => match event {

@@ -1,5 +1,6 @@
 //! The SDK's `Session` against the real server, in both protocol versions and both
-//! encodings: answers matched to concurrent requests, typed refusals, the room kept
+//! encodings: answers matched to concurrent requests (and to requests sent in two
+//! steps), typed refusals, the room kept
 //! equal to a fresh full state after every event, and, across a kill -9 of a `jumpgate`
 //! process on Redis, the seat resumed and an in-flight move applied once; solo games.
 //! The examples
@@ -196,6 +197,15 @@ async fn sessions_match_concurrent_answers_and_type_refusals() {
         );
         assert_eq!(version_ack.unwrap(), Reply::Ack);
         guest_ping.unwrap();
+
+        // In two steps: each request is sent, with its `seq`, before either answer is
+        // awaited; the answers come to the right one whatever order they are awaited in.
+        let first = soon(host.send(|seq| ClientMessage::Ping { seq })).await;
+        let second = soon(host.send(|seq| ClientMessage::Ping { seq })).await;
+        let (first, second) = (first.unwrap(), second.unwrap());
+        assert!(second.seq() > first.seq(), "{subprotocol}");
+        assert_eq!(soon(second.answer()).await.unwrap(), Reply::Ack);
+        assert_eq!(soon(first.answer()).await.unwrap(), Reply::Ack);
 
         // Typed refusals, with the server's codes.
         let mover = mover(&host, &guest);
