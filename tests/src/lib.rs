@@ -68,7 +68,7 @@ impl Drop for TestServer {
 /// exact messages the server sends (each `state`, `ack`, `error` and close code, in
 /// order) and send what a session never would (a wrong `seq`, a repeated request, a
 /// malformed frame), so they need the raw frames. Tests of games that must survive
-/// reconnections use [`table`](crate::table), which is built on `Session`.
+/// reconnections use [`table`], which is built on `Session`.
 #[derive(Debug)]
 pub struct Player {
     pub client: Client,
