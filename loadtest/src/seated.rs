@@ -8,16 +8,18 @@
 //! is doing. A move is sent with [`Session::send`], which returns once the move is on
 //! the connection, and its answer is awaited by a task of its own that notes the moment
 //! it came; a benchmark can therefore have a move in flight while it waits for
-//! something else (the kill). Reconnections are read from [`Session::events`] by
-//! [`SeatedLobby::until`], which benchmarks keep calling while they wait, and are
-//! stamped when read.
+//! something else (the kill). Reconnections are read from
+//! [`Session::reconnections`] by [`SeatedLobby::until`], which benchmarks keep calling
+//! while they wait, and are stamped when read. Nothing here copies a room per message:
+//! on a machine shared with the servers, the load tester's own work shows in the
+//! figures.
 //!
 //! The players speak protocol 1 in MessagePack, as these benchmarks always have, so
 //! their figures stay comparable with earlier runs.
 
-use jumpgate_protocol::reconnect::{ReconnectPolicy, Reentry};
+use jumpgate_protocol::reconnect::{ReconnectPolicy, Reconnection, Reentry};
 use jumpgate_protocol::session::{
-    LobbyAddress, NewLobby, Reply, Session, SessionEvent, SessionOptions, SessionState,
+    LobbyAddress, NewLobby, Reply, Session, SessionOptions, SessionState,
 };
 use jumpgate_protocol::v2::Path;
 use jumpgate_protocol::{ClientMessage, Color, Encoding, Phase, RuleSet, Subprotocol};
@@ -51,10 +53,10 @@ pub struct Seat {
     id: String,
     session: Session,
     updates: watch::Receiver<SessionState>,
-    events: broadcast::Receiver<SessionEvent>,
+    reconnection_feed: broadcast::Receiver<Reconnection>,
     reconnections: Vec<Reconnected>,
-    /// Why the player cannot go on, if it cannot: its room was lost, or events went
-    /// unread.
+    /// Why the player cannot go on, if it cannot: its room was lost, or reconnections
+    /// went unread.
     failed: Option<String>,
 }
 
@@ -74,7 +76,7 @@ impl Seat {
         Ok(Seat {
             id: session.identity().id,
             updates: session.updates(),
-            events: session.events(),
+            reconnection_feed: session.reconnections(),
             session,
             reconnections: Vec::new(),
             failed: None,
@@ -93,7 +95,7 @@ impl Seat {
 
     /// The moves of the current game, as this player last saw them.
     pub fn game_moves(&self) -> Vec<String> {
-        game_moves(&self.updates.borrow())
+        game_moves(&self.updates.borrow()).to_vec()
     }
 
     /// The reconnections read so far, in order.
@@ -101,10 +103,10 @@ impl Seat {
         &self.reconnections
     }
 
-    /// Notes one event from the session.
-    fn take(&mut self, event: Result<SessionEvent, RecvError>) {
-        match event {
-            Ok(SessionEvent::Reconnected(reconnection)) => {
+    /// Notes one reconnection from the session.
+    fn take(&mut self, reconnection: Result<Reconnection, RecvError>) {
+        match reconnection {
+            Ok(reconnection) => {
                 if let Reentry::Lost { room, refusal } = &reconnection.room {
                     self.failed
                         .get_or_insert(format!("could not re-enter {}: {refusal}", room.route()));
@@ -115,11 +117,10 @@ impl Seat {
                     at: Instant::now(),
                 });
             }
-            Ok(_) => {}
-            // A reconnection may have been among them: the figures would be wrong.
+            // The figures would miss them.
             Err(RecvError::Lagged(missed)) => {
                 self.failed
-                    .get_or_insert(format!("{missed} session events went unread"));
+                    .get_or_insert(format!("{missed} reconnections went unread"));
             }
             Err(RecvError::Closed) => {
                 self.failed.get_or_insert("the session stopped".into());
@@ -127,10 +128,10 @@ impl Seat {
         }
     }
 
-    /// Notes every event already waiting.
+    /// Notes every reconnection already waiting.
     fn take_waiting(&mut self) {
         loop {
-            let event = match self.events.try_recv() {
+            let event = match self.reconnection_feed.try_recv() {
                 Ok(event) => Ok(event),
                 Err(broadcast::error::TryRecvError::Empty) => return,
                 Err(broadcast::error::TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
@@ -151,12 +152,12 @@ impl Seat {
 }
 
 /// The moves of the room's current game in `state`.
-fn game_moves(state: &SessionState) -> Vec<String> {
+fn game_moves(state: &SessionState) -> &[String] {
     state
         .room
         .as_ref()
         .and_then(|room| room.game.as_ref())
-        .map_or_else(Vec::new, |game| game.moves.clone())
+        .map_or(&[], |game| game.moves.as_slice())
 }
 
 fn is_playing(state: &SessionState) -> bool {
@@ -264,8 +265,8 @@ impl SeatedLobby {
                 changed = guest.updates.changed() => {
                     changed.map_err(|_| format!("player {} has stopped", guest.id))?;
                 }
-                event = host.events.recv() => host.take(event),
-                event = guest.events.recv() => guest.take(event),
+                reconnection = host.reconnection_feed.recv() => host.take(reconnection),
+                reconnection = guest.reconnection_feed.recv() => guest.take(reconnection),
                 () = sleep_until(limit) => return Ok(false),
             }
         }
@@ -299,20 +300,20 @@ impl SeatedLobby {
     /// (call it once both see the last acknowledged move). Returns once the move is on
     /// the connection; its answer is awaited by a task of its own.
     pub async fn send_move(&mut self) -> Result<SentMove, String> {
-        let (host, guest) = (self.host.state(), self.guest.state());
-        let by_host = self.host_to_move(&host, &guest)?;
-        let (mover, seen) = if by_host {
-            (&self.host, &host)
-        } else {
-            (&self.guest, &guest)
+        let (by_host, path) = {
+            let (host, guest) = (self.host.updates.borrow(), self.guest.updates.borrow());
+            let by_host = self.host_to_move(&host, &guest)?;
+            let seen = if by_host { &host } else { &guest };
+            let path = seen
+                .room
+                .as_ref()
+                .and_then(|room| room.game.as_ref())
+                .and_then(|game| game.legal.first())
+                .cloned()
+                .ok_or("no legal move")?;
+            (by_host, path)
         };
-        let path = seen
-            .room
-            .as_ref()
-            .and_then(|room| room.game.as_ref())
-            .and_then(|game| game.legal.first())
-            .cloned()
-            .ok_or("no legal move")?;
+        let mover = if by_host { &self.host } else { &self.guest };
         let sent_path = path.clone();
         let pending = mover
             .session
@@ -383,24 +384,27 @@ impl SeatedLobby {
         } else {
             &self.guest
         };
-        let state = mover.state();
-        let game = state
-            .room
-            .as_ref()
-            .and_then(|room| room.game.as_ref())
-            .ok_or("no game in play")?;
-        // Nobody else moves meanwhile, so the move at ply n is the one sent.
-        let played = game.last_move.as_ref().filter(|_| game.ply as usize == n);
-        match played {
-            Some(played) if played.path == sent.path => {
-                self.acknowledged.push(played.notation.clone());
-                Ok(Some(acked))
-            }
-            _ => Err(format!(
+        let notation = {
+            let state = mover.updates.borrow();
+            let game = state
+                .room
+                .as_ref()
+                .and_then(|room| room.game.as_ref())
+                .ok_or("no game in play")?;
+            // Nobody else moves meanwhile, so the move at ply n is the one sent.
+            game.last_move
+                .as_ref()
+                .filter(|played| game.ply as usize == n && played.path == sent.path)
+                .map(|played| played.notation.clone())
+        };
+        let Some(notation) = notation else {
+            return Err(format!(
                 "the game's move {n} is not the move sent, {:?}",
                 sent.path
-            )),
-        }
+            ));
+        };
+        self.acknowledged.push(notation);
+        Ok(Some(acked))
     }
 
     /// Sends the next move and waits as [`settle`](Self::settle) does.

@@ -320,6 +320,9 @@ impl From<&[String]> for MoveInput {
     }
 }
 
+/// How many reconnections a [`Session::reconnections`] reader may fall behind.
+const RECONNECTION_CAPACITY: usize = 64;
+
 /// A request for the driver task: the message built from the `seq` it gets, and where
 /// its answer goes.
 type BuildMessage = Box<dyn FnOnce(u32) -> ClientMessage + Send>;
@@ -352,6 +355,7 @@ pub struct Session {
     commands: mpsc::Sender<Command>,
     state: watch::Receiver<SessionState>,
     events: broadcast::Sender<SessionEvent>,
+    reconnections: broadcast::Sender<Reconnection>,
 }
 
 impl std::fmt::Debug for Command {
@@ -388,11 +392,17 @@ impl Session {
             ended: None,
         });
         let (events, _) = broadcast::channel(options.event_capacity.max(1));
-        tokio::spawn(driver::run(client, command_rx, state_tx, events.clone()));
+        let (reconnections, _) = broadcast::channel(RECONNECTION_CAPACITY);
+        let tellers = driver::Tellers {
+            events: events.clone(),
+            reconnections: reconnections.clone(),
+        };
+        tokio::spawn(driver::run(client, command_rx, state_tx, tellers));
         Ok(Session {
             commands,
             state,
             events,
+            reconnections,
         })
     }
 
@@ -425,6 +435,18 @@ impl Session {
     /// A receiver of every [`SessionEvent`] from now on, in order.
     pub fn events(&self) -> broadcast::Receiver<SessionEvent> {
         self.events.subscribe()
+    }
+
+    /// A receiver of every reconnection from now on, in order: why the connection
+    /// before it ended, how many attempts it took, and whether the room was re-entered
+    /// (the same as the [`SessionEvent::Reconnected`] events).
+    ///
+    /// For a reader that needs only these, say to count and time reconnections: an
+    /// [`events`](Self::events) reader is handed a copy of every message as well. One
+    /// that falls more than 64 reconnections behind misses the oldest
+    /// ([`RecvError::Lagged`](broadcast::error::RecvError::Lagged)).
+    pub fn reconnections(&self) -> broadcast::Receiver<Reconnection> {
+        self.reconnections.subscribe()
     }
 
     /// Waits until the state satisfies `pred` (checked at once, then after each
