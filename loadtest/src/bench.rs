@@ -6,6 +6,10 @@
 //! asked for (`--protocol`, both by default) and then on echo; last the saturation
 //! phase on a second Jumpgate with Redis, when `--redis-url` is given, again per
 //! protocol.
+//!
+//! The players are raw `jumpgate_protocol::client::Client`s, not the SDK's `Session`:
+//! a session's driver task would add a channel hop and a task switch to every round
+//! trip measured (see the top of [`driver`](crate::driver)).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -8,7 +8,7 @@
 //! when an event skips a version, and plays the first path of `legal`. The round trip
 //! measured is `move` → its `ack`. Both players then read the resulting state or event
 //! before the next move, so the opponent always answers from what the server sent, and
-//! the frames either received meanwhile are counted ([`crate::metered`]) as the move's
+//! the frames either received meanwhile are counted ([`Client::traffic`]) as the move's
 //! bytes. When a game ends, both leave and the host opens a new lobby.
 //!
 //! An *echo pair* does the same against the echo server: the two connections take
@@ -31,6 +31,14 @@
 //! Echo connections are not paced (the echo server has no limit), so the saturated
 //! echo figure is what the stack itself can carry, not what the pacing lets through.
 //!
+//! Why the raw [`Client`] and not the SDK's `Session`: this is the hot path of `bench`,
+//! thousands of players whose round trips are the figures. A `Session` puts a driver
+//! task between the caller and the socket, so every message would cross two channels
+//! and a task switch before it is timed, and on a loaded two-core machine that hop is
+//! itself part of the latency measured; it also reconnects, which a latency run must
+//! not do silently (a lost connection here is an error to report). The players read
+//! and send on their own connection instead, and count its frames.
+//!
 //! Over 700 lines: every phase shares the same connection plumbing; splitting
 //! it by phase is still to do.
 
@@ -39,7 +47,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use jumpgate_protocol::client::ClientError;
+use jumpgate_protocol::client::{Client, ClientError, Traffic};
 use jumpgate_protocol::codec::{self, Frame};
 use jumpgate_protocol::v2::{Gap, RoomView};
 use jumpgate_protocol::{
@@ -50,8 +58,6 @@ use serde::Serialize;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep_until, timeout_at};
-
-use crate::metered::{MeteredClient, Traffic};
 
 /// How long any single answer may take before the connection counts as failed.
 pub const PATIENCE: Duration = Duration::from_secs(10);
@@ -218,14 +224,14 @@ pub fn new_histogram() -> Histogram<u64> {
 /// One connection with its send pacing.
 #[derive(Debug)]
 struct Conn {
-    client: MeteredClient,
+    client: Client,
     last_send: Option<Instant>,
 }
 
 impl Conn {
     async fn connect(url: &str, protocol: ProtocolVersion, limit: Instant) -> Result<Conn, String> {
         let subprotocol = Subprotocol::new(protocol, Encoding::MsgPack);
-        let client = timeout_at(limit, MeteredClient::connect(url, subprotocol))
+        let client = timeout_at(limit, Client::connect(url, subprotocol))
             .await
             .map_err(|_| format!("connecting to {url} timed out"))?
             .map_err(|e| format!("connecting to {url}: {e}"))?;
@@ -419,7 +425,7 @@ impl Player {
         let mut conn = Conn::connect(url, protocol, limit).await?;
         conn.pace().await;
         conn.last_send = Some(Instant::now());
-        let greeting = timeout_at(limit, conn.client.greet("jumpgate-loadtest"))
+        let greeting = timeout_at(limit, conn.client.greet(None, "jumpgate-loadtest"))
             .await
             .map_err(|_| timed_out("hello"))?
             .map_err(|e| e.to_string())?;

@@ -5,8 +5,8 @@
 //! HAProxy with the deployed configuration in front, so clients reach instances as
 //! they do in production (rooms hashed by code; a refused connect is redispatched to
 //! another instance; an instance failing two health checks leaves the ring). Through
-//! HAProxy, `--rooms` lobbies are opened, each with two players on
-//! `ReconnectingClient`s with the default reconnect policy, and one move is played in
+//! HAProxy, `--rooms` lobbies are opened, each with two players on the
+//! SDK's `Session`s with the default reconnect policy, and one move is played in
 //! each and acknowledged. The instance owning the most rooms (read from Redis,
 //! `jg:{CODE}:fence` field `owner`) is then killed. Right after the kill the player to
 //! move in every room sends the next move (with `--in-flight`, the rooms start
@@ -791,10 +791,7 @@ impl RoomTask {
         let mut lobby = lobby;
         let result = self.after_set_up(&mut lobby, &mut outcome).await;
         outcome.acknowledged = lobby.acknowledged.clone();
-        outcome.seen = [
-            lobby.host.view().game_moves().to_vec(),
-            lobby.guest.view().game_moves().to_vec(),
-        ];
+        outcome.seen = [lobby.host.game_moves(), lobby.guest.game_moves()];
         let killed_at = match *self.stage.borrow() {
             Stage::Killed(killed_at) => Some(killed_at),
             _ => None,

@@ -13,7 +13,7 @@
 //! take to be playable again), `ownership-cost` ([`ownership_cost`]: Redis commands
 //! spent on ownership while rooms sit idle) and `bench-fencing` ([`fencing`]: move
 //! latency and throughput with fencing against a build without it). Their players are
-//! [`seated`] lobbies on reconnecting clients.
+//! [`seated`] lobbies on the SDK's reconnecting sessions.
 //!
 //! `leaderboard` ([`leaderboard`]) times a page of the public leaderboard at growing
 //! board sizes, the players written straight into Redis.
@@ -44,7 +44,6 @@ pub mod failover;
 pub mod fencing;
 pub mod hot_slots;
 pub mod leaderboard;
-pub mod metered;
 pub mod net;
 pub mod ownership_cost;
 pub mod procs;

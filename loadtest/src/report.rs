@@ -334,9 +334,9 @@ impl Report {
                 "B",
                 "≤ 200 B (MessagePack)",
                 Goal::ValueAtMost(200.0),
-                echo.saturated
-                    .as_ref()
-                    .map(|_| crate::metered::frame_bytes(config.move_frame_bytes, false) as f64),
+                echo.saturated.as_ref().map(|_| {
+                    jumpgate_protocol::client::frame_bytes(config.move_frame_bytes, false) as f64
+                }),
                 &|run| {
                     run.jumpgate
                         .saturated

@@ -1,45 +1,39 @@
-//! Lobbies with two seated players, each on a [`ReconnectingClient`], for the
-//! benchmarks that run several instances: like real clients, the players come back by
-//! themselves when their instance dies or their room moves. Everything each player is
-//! told (answers, states, reconnections) is kept, so a benchmark can time it and check
-//! that no acknowledged move went missing.
+//! Lobbies with two seated players, each on the SDK's [`Session`], for the benchmarks
+//! that run several instances: like real clients, the players come back by themselves
+//! when their instance dies or their room moves. What the benchmarks time and check is
+//! kept: when each move was sent and when its answer came, every reconnection, and the
+//! moves each player sees, so that no acknowledged move can go missing unnoticed.
 //!
-//! Each player runs in a task of its own that does nothing but read, and send when
-//! told to, as a real client does. Waiting on both players by racing their `recv`
-//! calls in one task would cancel one player's reconnection whenever the other
-//! receives something; `ReconnectingClient` starts a cancelled reconnection again but
-//! counts it as a failed attempt, and gives up after ten.
+//! Each session's own driver task keeps reading and reconnecting whatever the benchmark
+//! is doing. A move is sent with [`Session::send`], which returns once the move is on
+//! the connection, and its answer is awaited by a task of its own that notes the moment
+//! it came; a benchmark can therefore have a move in flight while it waits for
+//! something else (the kill). Reconnections are read from
+//! [`Session::reconnections`] by [`SeatedLobby::until`], which benchmarks keep calling
+//! while they wait, and are stamped when read. Nothing here copies a room per message:
+//! on a machine shared with the servers, the load tester's own work shows in the
+//! figures.
+//!
+//! The players speak protocol 1 in MessagePack, as these benchmarks always have, so
+//! their figures stay comparable with earlier runs.
 
-use std::collections::HashMap;
-
-use jumpgate_protocol::reconnect::{
-    Event, ReconnectError, ReconnectPolicy, ReconnectingClient, Reentry,
+use jumpgate_protocol::reconnect::{ReconnectPolicy, Reconnection, Reentry};
+use jumpgate_protocol::session::{
+    LobbyAddress, NewLobby, Reply, Session, SessionOptions, SessionState,
 };
-use jumpgate_protocol::{ClientMessage, Color, Encoding, Phase, RoomState, RuleSet, ServerMessage};
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio::time::{Instant, sleep_until};
+use jumpgate_protocol::v2::Path;
+use jumpgate_protocol::{ClientMessage, Color, Encoding, Phase, RuleSet, Subprotocol};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{broadcast, watch};
+use tokio::time::{Instant, sleep_until, timeout_at};
 
 /// What became of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
     /// Acknowledged at this moment.
     Ack(Instant),
-    /// Refused, with the server's code and message.
-    Refused(String),
-}
-
-/// What one player has been told so far.
-#[derive(Debug, Clone, Default)]
-pub struct SeatView {
-    /// The newest state of the lobby.
-    pub state: Option<RoomState>,
-    answers: HashMap<u32, Answer>,
-    /// Each reconnection, in order.
-    pub reconnections: Vec<Reconnected>,
-    /// Errors without a `seq` the server sent.
-    pub notices: Vec<String>,
-    /// Why the player stopped, if it did.
-    pub ended: Option<String>,
+    /// Refused (the server's code and message), or the session ended first.
+    Failed(String),
 }
 
 /// One reconnection that worked.
@@ -49,102 +43,44 @@ pub struct Reconnected {
     pub cause: String,
     /// Connections tried, 1 when the first one worked.
     pub attempts: u32,
-    /// When the client was back.
+    /// When the benchmark read that the client was back.
     pub at: Instant,
 }
 
-impl SeatView {
-    /// The answer to request `seq`, if it came.
-    pub fn answer(&self, seq: u32) -> Option<&Answer> {
-        self.answers.get(&seq)
-    }
-
-    /// The moves of the current game, as last seen.
-    pub fn game_moves(&self) -> &[String] {
-        self.state
-            .as_ref()
-            .and_then(|s| s.game.as_ref())
-            .map_or(&[], |g| g.moves.as_slice())
-    }
-
-    fn is_playing(&self) -> bool {
-        self.state
-            .as_ref()
-            .is_some_and(|s| s.phase == Phase::Playing && s.game.is_some())
-    }
-
-    /// Takes in what the client delivered.
-    fn absorb(&mut self, event: Result<Event, ReconnectError>) -> Result<(), String> {
-        match event.map_err(|e| e.to_string())? {
-            Event::Message(ServerMessage::Ack { seq }) => {
-                self.answers
-                    .entry(seq)
-                    .or_insert(Answer::Ack(Instant::now()));
-            }
-            Event::Message(ServerMessage::Error {
-                seq: Some(seq),
-                code,
-                message,
-            }) => {
-                self.answers
-                    .entry(seq)
-                    .or_insert(Answer::Refused(format!("{code} {message}")));
-            }
-            Event::Message(ServerMessage::Error {
-                seq: None,
-                code,
-                message,
-            }) => self.notices.push(format!("{code} {message}")),
-            Event::Message(ServerMessage::State(state)) => {
-                let same_room = self.state.as_ref().is_none_or(|s| s.code == state.code);
-                if same_room {
-                    self.state = Some(state);
-                }
-            }
-            Event::Message(_) => {}
-            Event::Reconnected(reconnection) => {
-                if let Reentry::Lost { room, refusal } = &reconnection.room {
-                    return Err(format!("could not re-enter {}: {refusal}", room.route()));
-                }
-                self.reconnections.push(Reconnected {
-                    cause: reconnection.cause.to_string(),
-                    attempts: reconnection.attempts,
-                    at: Instant::now(),
-                });
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A request for the player's task: send what `build` makes of the next `seq`, and
-/// answer with that `seq`.
-struct SendRequest {
-    build: Box<dyn FnOnce(u32) -> ClientMessage + Send>,
-    sent: oneshot::Sender<Result<u32, String>>,
-}
-
-/// One player: its task, and what it has been told.
+/// One player: its session, and the reconnections read so far.
 #[derive(Debug)]
 pub struct Seat {
     id: String,
-    sends: mpsc::Sender<SendRequest>,
-    view: watch::Receiver<SeatView>,
+    session: Session,
+    updates: watch::Receiver<SessionState>,
+    reconnection_feed: broadcast::Receiver<Reconnection>,
+    reconnections: Vec<Reconnected>,
+    /// Why the player cannot go on, if it cannot: its room was lost, or reconnections
+    /// went unread.
+    failed: Option<String>,
 }
 
 impl Seat {
-    /// Connects to `url` as a new guest, says `hello`, and starts the player's task.
-    /// The task ends when the seat is dropped.
+    /// Connects to `url` as a new guest and greets the server; the session ends when
+    /// the seat is dropped.
     pub async fn connect(url: &str, policy: ReconnectPolicy) -> Result<Seat, String> {
-        let client =
-            ReconnectingClient::connect(url, Encoding::MsgPack, None, "jumpgate-loadtest", policy)
-                .await
-                .map_err(|e| format!("connecting to {url}: {e}"))?;
-        let id = client.identity().id.clone();
-        let (sends, requests) = mpsc::channel(4);
-        let (report, view) = watch::channel(SeatView::default());
-        tokio::spawn(play_seat(client, requests, report));
-        Ok(Seat { id, sends, view })
+        let options = SessionOptions {
+            subprotocol: Subprotocol::v1(Encoding::MsgPack),
+            client_name: "jumpgate-loadtest".into(),
+            policy,
+            ..SessionOptions::default()
+        };
+        let session = Session::connect(url, options)
+            .await
+            .map_err(|e| format!("connecting to {url}: {e}"))?;
+        Ok(Seat {
+            id: session.identity().id,
+            updates: session.updates(),
+            reconnection_feed: session.reconnections(),
+            session,
+            reconnections: Vec::new(),
+            failed: None,
+        })
     }
 
     /// This player's identity id.
@@ -152,80 +88,96 @@ impl Seat {
         &self.id
     }
 
-    /// What the player has been told so far.
-    pub fn view(&self) -> SeatView {
-        self.view.borrow().clone()
+    /// What the player's session knows now.
+    pub fn state(&self) -> SessionState {
+        self.session.state()
     }
 
-    async fn request(
-        &self,
-        build: impl FnOnce(u32) -> ClientMessage + Send + 'static,
-    ) -> Result<u32, String> {
-        let (sent, seq) = oneshot::channel();
-        let gone = || format!("player {} has stopped", self.id);
-        self.sends
-            .send(SendRequest {
-                build: Box::new(build),
-                sent,
-            })
-            .await
-            .map_err(|_| gone())?;
-        seq.await.map_err(|_| gone())?
+    /// The moves of the current game, as this player last saw them.
+    pub fn game_moves(&self) -> Vec<String> {
+        game_moves(&self.updates.borrow()).to_vec()
     }
-}
 
-/// The player's task: reads everything the client delivers into `report`, and sends
-/// what it is asked to.
-async fn play_seat(
-    mut client: ReconnectingClient,
-    mut requests: mpsc::Receiver<SendRequest>,
-    report: watch::Sender<SeatView>,
-) {
-    loop {
-        // Cancelling `recv` here is harmless for a connected client. A request
-        // arrives only when the benchmark decides to move, which it does on a state
-        // just received (connected) or right at a kill (before a reconnection
-        // attempt has begun: the first waits out a back-off of at least 250 ms).
-        tokio::select! {
-            request = requests.recv() => {
-                let Some(SendRequest { build, sent }) = request else {
-                    return;
-                };
-                let result = client.request(build).await.map_err(|e| e.to_string());
-                let failed = result.as_ref().err().cloned();
-                let _ = sent.send(result);
-                if let Some(why) = failed {
-                    report.send_modify(|view| view.ended = Some(why));
-                    return;
+    /// The reconnections read so far, in order.
+    pub fn reconnections(&self) -> &[Reconnected] {
+        &self.reconnections
+    }
+
+    /// Notes one reconnection from the session.
+    fn take(&mut self, reconnection: Result<Reconnection, RecvError>) {
+        match reconnection {
+            Ok(reconnection) => {
+                if let Reentry::Lost { room, refusal } = &reconnection.room {
+                    self.failed
+                        .get_or_insert(format!("could not re-enter {}: {refusal}", room.route()));
                 }
-            }
-            event = client.recv() => {
-                let mut failed = None;
-                report.send_modify(|view| {
-                    if let Err(why) = view.absorb(event) {
-                        view.ended = Some(why.clone());
-                        failed = Some(why);
-                    }
+                self.reconnections.push(Reconnected {
+                    cause: reconnection.cause.to_string(),
+                    attempts: reconnection.attempts,
+                    at: Instant::now(),
                 });
-                if failed.is_some() {
-                    return;
-                }
+            }
+            // The figures would miss them.
+            Err(RecvError::Lagged(missed)) => {
+                self.failed
+                    .get_or_insert(format!("{missed} reconnections went unread"));
+            }
+            Err(RecvError::Closed) => {
+                self.failed.get_or_insert("the session stopped".into());
             }
         }
     }
+
+    /// Notes every reconnection already waiting.
+    fn take_waiting(&mut self) {
+        loop {
+            let event = match self.reconnection_feed.try_recv() {
+                Ok(event) => Ok(event),
+                Err(broadcast::error::TryRecvError::Empty) => return,
+                Err(broadcast::error::TryRecvError::Lagged(n)) => Err(RecvError::Lagged(n)),
+                Err(broadcast::error::TryRecvError::Closed) => Err(RecvError::Closed),
+            };
+            self.take(event);
+        }
+    }
+
+    /// Why the player cannot go on, if it cannot.
+    fn stopped(&self) -> Option<String> {
+        let why = self
+            .failed
+            .clone()
+            .or_else(|| self.updates.borrow().ended.clone())?;
+        Some(format!("player {}: {why}", self.id))
+    }
 }
 
-/// A move sent and not yet known to be acknowledged.
+/// The moves of the room's current game in `state`.
+fn game_moves(state: &SessionState) -> &[String] {
+    state
+        .room
+        .as_ref()
+        .and_then(|room| room.game.as_ref())
+        .map_or(&[], |game| game.moves.as_slice())
+}
+
+fn is_playing(state: &SessionState) -> bool {
+    state
+        .room
+        .as_ref()
+        .is_some_and(|room| room.phase == Phase::Playing && room.game.is_some())
+}
+
+/// A move sent, with its answer to come.
 #[derive(Debug, Clone)]
 pub struct SentMove {
     /// Whether the host sent it.
     pub by_host: bool,
-    /// Its `seq`.
-    pub seq: u32,
-    /// What was played.
-    pub notation: String,
-    /// When it was handed to the client.
+    /// What was played: the start square and every landing square.
+    pub path: Path,
+    /// When it was on the connection.
     pub at: Instant,
+    /// Its answer, once it came.
+    answer: watch::Receiver<Option<Answer>>,
 }
 
 /// A lobby with both seats taken and a game in play.
@@ -237,7 +189,9 @@ pub struct SeatedLobby {
     pub host: Seat,
     /// The player who joined.
     pub guest: Seat,
-    /// Every move acknowledged so far, in order.
+    /// Every move acknowledged so far, in order, by its notation; a move acknowledged
+    /// that neither player came to see is listed as its path, with a note, so that it
+    /// cannot match a stored move.
     pub acknowledged: Vec<String>,
 }
 
@@ -251,92 +205,80 @@ impl SeatedLobby {
         limit: Instant,
     ) -> Result<SeatedLobby, String> {
         let host = Seat::connect(host_url, policy.clone()).await?;
-        let seq = host
-            .request(|seq| ClientMessage::CreateLobby {
-                seq,
-                rule_set: RuleSet::American,
-                series_length: 1,
-                invite_only: false,
-                stake: None,
-                pace: None,
-                draw_rules: None,
-            })
-            .await?;
-        let opened = |v: &SeatView| v.answer(seq).is_some() && v.state.is_some();
-        if !wait_for(&host, limit, opened).await? {
-            return Err("no answer to create_lobby in time".into());
-        }
-        let view = host.view();
-        if let Some(Answer::Refused(why)) = view.answer(seq) {
-            return Err(format!("create_lobby refused: {why}"));
-        }
-        let code = view
-            .state
-            .map(|s| s.code)
-            .ok_or("no state after create_lobby")?;
+        let lobby = NewLobby {
+            rule_set: RuleSet::American,
+            series_length: 1,
+            ..NewLobby::default()
+        };
+        let code = timeout_at(limit, host.session.create_lobby(lobby))
+            .await
+            .map_err(|_| "no answer to create_lobby in time")?
+            .map_err(|e| format!("create_lobby: {e}"))?
+            .code;
         let guest = Seat::connect(&guest_url(&code), policy).await?;
-        let join = code.clone();
-        let seq = guest
-            .request(|seq| ClientMessage::JoinLobby {
-                seq,
-                code: join,
-                invite: None,
-            })
-            .await?;
+        timeout_at(limit, guest.session.join(&LobbyAddress::code(&code)))
+            .await
+            .map_err(|_| format!("{code}: no answer to join_lobby in time"))?
+            .map_err(|e| format!("{code}: join_lobby: {e}"))?;
         let mut lobby = SeatedLobby {
             code,
             host,
             guest,
             acknowledged: Vec::new(),
         };
-        let seated = |host: &SeatView, guest: &SeatView| {
-            guest.answer(seq).is_some() && host.is_playing() && guest.is_playing()
-        };
-        if !lobby.until(limit, seated).await? {
-            if let Some(Answer::Refused(why)) = lobby.guest.view().answer(seq) {
-                return Err(format!("join_lobby refused: {why}"));
-            }
+        if !lobby
+            .until(limit, |h, g| is_playing(h) && is_playing(g))
+            .await?
+        {
             return Err(format!("{}: the game did not start in time", lobby.code));
         }
         Ok(lobby)
     }
 
-    /// Waits until `done` holds for what the two players have been told; false if
-    /// `limit` passed first, an error if a player stopped.
+    /// Waits until `done` holds for the two players' states, noting their
+    /// reconnections meanwhile; false if `limit` passed first, an error if a player
+    /// stopped. Benchmarks call it while they wait for anything else, so that
+    /// reconnections are read (and stamped) as they happen.
     pub async fn until(
         &mut self,
         limit: Instant,
-        done: impl Fn(&SeatView, &SeatView) -> bool,
+        done: impl Fn(&SessionState, &SessionState) -> bool,
     ) -> Result<bool, String> {
         loop {
+            self.host.take_waiting();
+            self.guest.take_waiting();
             {
-                let host = self.host.view.borrow_and_update();
-                let guest = self.guest.view.borrow_and_update();
+                let host = self.host.updates.borrow_and_update();
+                let guest = self.guest.updates.borrow_and_update();
                 if done(&host, &guest) {
                     return Ok(true);
                 }
-                for (id, view) in [(&self.host.id, &host), (&self.guest.id, &guest)] {
-                    if let Some(why) = &view.ended {
-                        return Err(format!("player {id}: {why}"));
-                    }
-                }
             }
-            let stopped = |seat: &Seat| format!("player {} has stopped", seat.id);
+            if let Some(why) = self.host.stopped().or_else(|| self.guest.stopped()) {
+                return Err(why);
+            }
+            let (host, guest) = (&mut self.host, &mut self.guest);
             tokio::select! {
-                changed = self.host.view.changed() => changed.map_err(|_| stopped(&self.host))?,
-                changed = self.guest.view.changed() => changed.map_err(|_| stopped(&self.guest))?,
+                changed = host.updates.changed() => {
+                    changed.map_err(|_| format!("player {} has stopped", host.id))?;
+                }
+                changed = guest.updates.changed() => {
+                    changed.map_err(|_| format!("player {} has stopped", guest.id))?;
+                }
+                reconnection = host.reconnection_feed.recv() => host.take(reconnection),
+                reconnection = guest.reconnection_feed.recv() => guest.take(reconnection),
                 () = sleep_until(limit) => return Ok(false),
             }
         }
     }
 
-    /// Whether the host is to move, from the newest state either player has.
-    fn host_to_move(&self, host: &SeatView, guest: &SeatView) -> Result<bool, String> {
-        let newest = [&host.state, &guest.state]
+    /// Whether the host is to move, from the newest room either player has.
+    fn host_to_move(&self, host: &SessionState, guest: &SessionState) -> Result<bool, String> {
+        let newest = [&host.room, &guest.room]
             .into_iter()
             .flatten()
-            .max_by_key(|s| s.version)
-            .ok_or("no state yet")?;
+            .max_by_key(|room| room.version)
+            .ok_or("no room yet")?;
         let game = newest.game.as_ref().ok_or("no game in play")?;
         if game.result.is_some() {
             return Err("the game is over".into());
@@ -355,36 +297,48 @@ impl SeatedLobby {
     }
 
     /// The player to move sends the first legal move of the position it has seen
-    /// (call it once both see the last acknowledged move).
+    /// (call it once both see the last acknowledged move). Returns once the move is on
+    /// the connection; its answer is awaited by a task of its own.
     pub async fn send_move(&mut self) -> Result<SentMove, String> {
-        let (host, guest) = (self.host.view(), self.guest.view());
-        let by_host = self.host_to_move(&host, &guest)?;
-        let (mover, view) = if by_host {
-            (&self.host, &host)
-        } else {
-            (&self.guest, &guest)
+        let (by_host, path) = {
+            let (host, guest) = (self.host.updates.borrow(), self.guest.updates.borrow());
+            let by_host = self.host_to_move(&host, &guest)?;
+            let seen = if by_host { &host } else { &guest };
+            let path = seen
+                .room
+                .as_ref()
+                .and_then(|room| room.game.as_ref())
+                .and_then(|game| game.legal.first())
+                .cloned()
+                .ok_or("no legal move")?;
+            (by_host, path)
         };
-        let notation = view
-            .state
-            .as_ref()
-            .and_then(|s| s.game.as_ref())
-            .and_then(|g| g.legal_moves.first())
-            .map(|m| m.notation.clone())
-            .ok_or("no legal move")?;
-        let text = notation.clone();
-        let at = Instant::now();
-        let seq = mover
-            .request(move |seq| ClientMessage::Move {
+        let mover = if by_host { &self.host } else { &self.guest };
+        let sent_path = path.clone();
+        let pending = mover
+            .session
+            .send(move |seq| ClientMessage::Move {
                 seq,
-                notation: Some(text),
-                path: None,
+                notation: None,
+                path: Some(sent_path),
             })
-            .await?;
+            .await
+            .map_err(|e| format!("player {}: sending a move: {e}", mover.id))?;
+        let at = Instant::now();
+        let (answered, answer) = watch::channel(None);
+        tokio::spawn(async move {
+            let answer = match pending.answer().await {
+                Ok(Reply::Ack) => Answer::Ack(Instant::now()),
+                Ok(other) => Answer::Failed(format!("answered {other:?}")),
+                Err(e) => Answer::Failed(e.to_string()),
+            };
+            let _ = answered.send(Some(answer));
+        });
         Ok(SentMove {
             by_host,
-            seq,
-            notation,
+            path,
             at,
+            answer,
         })
     }
 
@@ -395,29 +349,61 @@ impl SeatedLobby {
         sent: &SentMove,
         limit: Instant,
     ) -> Result<Option<Instant>, String> {
-        let (by_host, seq) = (sent.by_host, sent.seq);
-        let answer = move |host: &SeatView, guest: &SeatView| {
-            let mover = if by_host { host } else { guest };
-            mover.answer(seq).cloned()
-        };
-        if !self.until(limit, |h, g| answer(h, g).is_some()).await? {
-            return Ok(None);
-        }
-        let acked = match answer(&self.host.view(), &self.guest.view()) {
-            Some(Answer::Ack(at)) => at,
-            Some(Answer::Refused(why)) => {
-                return Err(format!("move {} refused: {why}", sent.notation));
+        let mut answer = sent.answer.clone();
+        let acked = loop {
+            if let Some(came) = answer.borrow_and_update().clone() {
+                break came;
             }
-            None => return Err("the answer went missing".into()),
+            tokio::select! {
+                changed = answer.changed() => {
+                    changed.map_err(|_| "the answer went missing".to_owned())?;
+                }
+                read = self.until(limit, |_, _| false) => {
+                    read?;
+                    return Ok(None);
+                }
+            }
         };
-        self.acknowledged.push(sent.notation.clone());
-        let n = self.acknowledged.len();
-        let seen = move |host: &SeatView, guest: &SeatView| {
-            host.game_moves().len() >= n && guest.game_moves().len() >= n
+        let acked = match acked {
+            Answer::Ack(at) => at,
+            Answer::Failed(why) => return Err(format!("move {:?}: {why}", sent.path)),
+        };
+        let n = self.acknowledged.len() + 1;
+        let seen = move |host: &SessionState, guest: &SessionState| {
+            game_moves(host).len() >= n && game_moves(guest).len() >= n
         };
         if !self.until(limit, seen).await? {
+            self.acknowledged.push(format!(
+                "{} (acknowledged, never seen)",
+                sent.path.join("-")
+            ));
             return Ok(None);
         }
+        let mover = if sent.by_host {
+            &self.host
+        } else {
+            &self.guest
+        };
+        let notation = {
+            let state = mover.updates.borrow();
+            let game = state
+                .room
+                .as_ref()
+                .and_then(|room| room.game.as_ref())
+                .ok_or("no game in play")?;
+            // Nobody else moves meanwhile, so the move at ply n is the one sent.
+            game.last_move
+                .as_ref()
+                .filter(|played| game.ply as usize == n && played.path == sent.path)
+                .map(|played| played.notation.clone())
+        };
+        let Some(notation) = notation else {
+            return Err(format!(
+                "the game's move {n} is not the move sent, {:?}",
+                sent.path
+            ));
+        };
+        self.acknowledged.push(notation);
         Ok(Some(acked))
     }
 
@@ -427,36 +413,10 @@ impl SeatedLobby {
         self.settle(&sent, limit).await
     }
 
-    /// Reconnections of both players.
+    /// Reconnections of both players read so far.
     pub fn reconnections(&self) -> Vec<Reconnected> {
-        let mut all = self.host.view().reconnections;
-        all.extend(self.guest.view().reconnections);
+        let mut all = self.host.reconnections().to_vec();
+        all.extend_from_slice(self.guest.reconnections());
         all
-    }
-}
-
-/// Waits until `done` holds for one player.
-async fn wait_for(
-    seat: &Seat,
-    limit: Instant,
-    done: impl Fn(&SeatView) -> bool,
-) -> Result<bool, String> {
-    let mut view = seat.view.clone();
-    loop {
-        {
-            let now = view.borrow_and_update();
-            if done(&now) {
-                return Ok(true);
-            }
-            if let Some(why) = &now.ended {
-                return Err(format!("player {}: {why}", seat.id));
-            }
-        }
-        tokio::select! {
-            changed = view.changed() => {
-                changed.map_err(|_| format!("player {} has stopped", seat.id))?;
-            }
-            () = sleep_until(limit) => return Ok(false),
-        }
     }
 }

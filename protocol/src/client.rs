@@ -109,12 +109,73 @@ impl From<tungstenite::Error> for ClientError {
 /// The client's WebSocket read buffer.
 const READ_BUFFER_BYTES: usize = 8 * 1024;
 
+/// The bytes one WebSocket frame carrying `payload` bytes takes on the connection, as
+/// RFC 6455 section 5.2 lays it out: a 2-byte header, 2 or 8 more bytes of length for
+/// a payload over 125 or 65,535 bytes, and a 4-byte mask on every frame a client sends
+/// (`masked`). TCP and IP headers are not included.
+///
+/// ```
+/// use jumpgate_protocol::client::frame_bytes;
+///
+/// assert_eq!(frame_bytes(31, true), 37); // a small message from a client
+/// assert_eq!(frame_bytes(200, false), 204); // a larger one from the server
+/// ```
+pub fn frame_bytes(payload: usize, masked: bool) -> u64 {
+    let length = match payload {
+        0..=125 => 0,
+        126..=65_535 => 2,
+        _ => 8,
+    };
+    let mask = if masked { 4 } else { 0 };
+    (2 + length + mask + payload) as u64
+}
+
+/// The data frames (messages) one [`Client`] has sent and received since it
+/// connected, and their bytes on the connection by [`frame_bytes`]. Control frames
+/// (ping, pong, close) and the HTTP upgrade are not counted.
+///
+/// Counting costs two additions per frame; read it with [`Client::traffic`], and take
+/// the difference of two readings with [`since`](Self::since) to see what one exchange
+/// cost, as the load tester does for each move.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Frames received from the server.
+    pub frames_in: u64,
+    /// Their bytes, headers included.
+    pub bytes_in: u64,
+    /// Frames sent to the server.
+    pub frames_out: u64,
+    /// Their bytes, headers and masks included.
+    pub bytes_out: u64,
+}
+
+impl Traffic {
+    /// What was counted between the reading `earlier` and this one.
+    pub fn since(self, earlier: Traffic) -> Traffic {
+        Traffic {
+            frames_in: self.frames_in - earlier.frames_in,
+            bytes_in: self.bytes_in - earlier.bytes_in,
+            frames_out: self.frames_out - earlier.frames_out,
+            bytes_out: self.bytes_out - earlier.bytes_out,
+        }
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: Traffic) {
+        self.frames_in += other.frames_in;
+        self.bytes_in += other.bytes_in;
+        self.frames_out += other.frames_out;
+        self.bytes_out += other.bytes_out;
+    }
+}
+
 /// One connection to a Jumpgate server.
 #[derive(Debug)]
 pub struct Client {
     socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
     subprotocol: Subprotocol,
     last_seq: u32,
+    traffic: Traffic,
 }
 
 impl Client {
@@ -191,7 +252,13 @@ impl Client {
             socket,
             subprotocol,
             last_seq: 0,
+            traffic: Traffic::default(),
         })
+    }
+
+    /// The frames and bytes sent and received so far on this connection.
+    pub fn traffic(&self) -> Traffic {
+        self.traffic
     }
 
     /// The encoding this connection uses.
@@ -227,19 +294,24 @@ impl Client {
             Frame::Text(text) => Message::text(text),
             Frame::Binary(bytes) => Message::binary(bytes),
         };
-        self.socket.send(message).await?;
-        Ok(())
+        self.send_frame(message).await
     }
 
     /// Sends a text frame as is, whatever the encoding; for testing bad input.
     pub async fn send_raw_text(&mut self, text: String) -> Result<(), ClientError> {
-        self.socket.send(Message::text(text)).await?;
-        Ok(())
+        self.send_frame(Message::text(text)).await
     }
 
-    /// Sends a binary frame as is, whatever the encoding; for testing bad input.
+    /// Sends a binary frame as is, whatever the encoding; for testing bad input, or
+    /// frames of a chosen size.
     pub async fn send_raw_binary(&mut self, bytes: Vec<u8>) -> Result<(), ClientError> {
-        self.socket.send(Message::binary(bytes)).await?;
+        self.send_frame(Message::binary(bytes)).await
+    }
+
+    async fn send_frame(&mut self, message: Message) -> Result<(), ClientError> {
+        self.traffic.frames_out += 1;
+        self.traffic.bytes_out += frame_bytes(message.len(), true);
+        self.socket.send(message).await?;
         Ok(())
     }
 
@@ -256,11 +328,13 @@ impl Client {
                 });
             };
             let (kind, payload) = match message? {
-                Message::Text(text) => (FrameKind::Text, text.as_bytes().to_vec()),
-                Message::Binary(bytes) => (FrameKind::Binary, bytes.to_vec()),
+                Message::Text(text) => (FrameKind::Text, tungstenite::Bytes::from(text)),
+                Message::Binary(bytes) => (FrameKind::Binary, bytes),
                 Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => continue,
                 Message::Close(frame) => return Err(closed(frame)),
             };
+            self.traffic.frames_in += 1;
+            self.traffic.bytes_in += frame_bytes(payload.len(), false);
             return Ok(codec::decode_server_frame(
                 self.subprotocol.encoding,
                 kind,
@@ -364,5 +438,142 @@ fn closed(frame: Option<CloseFrame>) -> ClientError {
             code: CLOSE_NO_STATUS,
             reason: String::new(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::net::TcpListener;
+    use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+
+    use super::*;
+
+    #[test]
+    fn frame_sizes_follow_rfc_6455() {
+        assert_eq!(frame_bytes(0, false), 2);
+        assert_eq!(frame_bytes(125, false), 127);
+        assert_eq!(frame_bytes(126, false), 130);
+        assert_eq!(frame_bytes(65_535, false), 65_539);
+        assert_eq!(frame_bytes(65_536, false), 65_546);
+        assert_eq!(frame_bytes(31, true), 37);
+        assert_eq!(frame_bytes(126, true), 134);
+    }
+
+    #[test]
+    fn traffic_differences_and_sums() {
+        let earlier = Traffic {
+            frames_in: 1,
+            bytes_in: 40,
+            frames_out: 2,
+            bytes_out: 60,
+        };
+        let mut later = Traffic {
+            frames_in: 4,
+            bytes_in: 300,
+            frames_out: 3,
+            bytes_out: 97,
+        };
+        let step = later.since(earlier);
+        assert_eq!(
+            step,
+            Traffic {
+                frames_in: 3,
+                bytes_in: 260,
+                frames_out: 1,
+                bytes_out: 37,
+            }
+        );
+        later.add(step);
+        assert_eq!((later.frames_in, later.bytes_out), (7, 134));
+    }
+
+    /// A real WebSocket server in the test: it reads the client's two frames and
+    /// answers with a short message and a long one (over 125 bytes, so its header has
+    /// two more length bytes). The client's counts must be the frames' sizes exactly.
+    #[tokio::test]
+    async fn traffic_counts_every_frame_with_its_header_and_mask() {
+        let encoding = Encoding::Json;
+        let short = codec::encode_server(encoding, &ServerMessage::Ack { seq: 1 });
+        let long = codec::encode_server(
+            encoding,
+            &ServerMessage::Error {
+                seq: Some(2),
+                code: ErrorCode::MalformedMessage,
+                message: "a reason long enough to need the longer header ".repeat(4),
+            },
+        );
+        assert!(short.len() <= 125 && (126..=65_535).contains(&long.len()));
+        let replies = [short.as_bytes().to_vec(), long.as_bytes().to_vec()];
+
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            #[allow(
+                clippy::result_large_err,
+                reason = "tungstenite's handshake callback returns its own error type"
+            )]
+            let choose = |_: &Request, mut response: Response| {
+                response.headers_mut().insert(
+                    SEC_WEBSOCKET_PROTOCOL,
+                    HeaderValue::from_static(Subprotocol::from(encoding).name()),
+                );
+                Ok(response)
+            };
+            let mut socket = tokio_tungstenite::accept_hdr_async(stream, choose)
+                .await
+                .unwrap();
+            let mut received = Vec::new();
+            for _ in 0..2 {
+                received.push(socket.next().await.unwrap().unwrap().len());
+            }
+            for reply in replies {
+                let text = String::from_utf8(reply).unwrap();
+                socket.send(Message::text(text)).await.unwrap();
+            }
+            // Stay open until the client has read both.
+            while let Some(Ok(message)) = socket.next().await {
+                if message.is_close() {
+                    break;
+                }
+            }
+            received
+        });
+
+        let mut client = Client::connect(&format!("ws://{addr}/ws"), encoding)
+            .await
+            .unwrap();
+        assert_eq!(client.traffic(), Traffic::default());
+        let ping = ClientMessage::Ping { seq: 1 };
+        let ping_len = codec::encode_client(encoding, &ping).len();
+        client.send(&ping).await.unwrap();
+        client.send_raw_text("x".repeat(200)).await.unwrap();
+        let sent = client.traffic();
+        assert_eq!(
+            (sent.frames_out, sent.bytes_out),
+            (2, (ping_len + 6 + 200 + 8) as u64),
+            "2 header bytes and a 4-byte mask; 2 more length bytes over 125"
+        );
+        assert_eq!(client.recv().await.unwrap(), ServerMessage::Ack { seq: 1 });
+        assert!(matches!(
+            client.recv().await.unwrap(),
+            ServerMessage::Error { seq: Some(2), .. }
+        ));
+        assert_eq!(
+            client.traffic().since(sent),
+            Traffic {
+                frames_in: 2,
+                bytes_in: (short.len() + 2 + long.len() + 4) as u64,
+                frames_out: 0,
+                bytes_out: 0,
+            },
+            "no mask on the server's frames"
+        );
+        client.close().await.unwrap();
+        assert_eq!(
+            server.await.unwrap(),
+            [ping_len, 200],
+            "what the server read"
+        );
     }
 }

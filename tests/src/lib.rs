@@ -61,7 +61,14 @@ impl Drop for TestServer {
     }
 }
 
-/// A connected, greeted client with its identity.
+/// A connected, greeted client with its identity, at the wire level: one plain
+/// [`Client`] whose every frame the test sends and reads itself.
+///
+/// Not the SDK's `Session` on purpose: the tests of the wire protocol assert on the
+/// exact messages the server sends (each `state`, `ack`, `error` and close code, in
+/// order) and send what a session never would (a wrong `seq`, a repeated request, a
+/// malformed frame), so they need the raw frames. Tests of games that must survive
+/// reconnections use [`table`], which is built on `Session`.
 #[derive(Debug)]
 pub struct Player {
     pub client: Client,

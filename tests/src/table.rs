@@ -1,11 +1,22 @@
-//! Games played by clients that reconnect by themselves
-//! ([`ReconnectingClient`]), with the books the fault tests check: every
-//! move acknowledged, in order, to compare with what the store holds.
+//! Games played by clients that reconnect by themselves (the SDK's
+//! [`Session`]), with the books the fault tests check: every move
+//! acknowledged, in order, to compare with what the store holds, and each
+//! player's newest room.
+//!
+//! The players speak protocol 1 in MessagePack: the SDK keeps its room as
+//! a protocol 2 snapshot either way, and protocol 1's whole `state`s let
+//! each player also check, message by message, that the room's version
+//! never goes down across failovers.
 
 use std::time::Duration;
 
-use jumpgate_protocol::reconnect::{Backoff, Event, ReconnectPolicy, ReconnectingClient};
-use jumpgate_protocol::{ClientMessage, Encoding, RoomState, RuleSet, ServerMessage};
+use jumpgate_protocol::reconnect::{Backoff, ReconnectPolicy};
+use jumpgate_protocol::session::{
+    LobbyAddress, NewLobby, Session, SessionError, SessionEvent, SessionOptions,
+};
+use jumpgate_protocol::v2::RoomSnapshot;
+use jumpgate_protocol::{Encoding, RuleSet, ServerMessage, Subprotocol};
+use tokio::sync::broadcast::{self, error::TryRecvError};
 
 use crate::PATIENCE;
 
@@ -27,92 +38,104 @@ pub fn policy() -> ReconnectPolicy {
     }
 }
 
-/// One player on a reconnecting client, with its newest room state.
+/// The options of every player here: protocol 1 in MessagePack, [`policy`].
+pub fn options() -> SessionOptions {
+    SessionOptions {
+        subprotocol: Subprotocol::v1(Encoding::MsgPack),
+        client_name: "jumpgate-e2e".into(),
+        policy: policy(),
+        ..SessionOptions::default()
+    }
+}
+
+/// `request` within [`OUTAGE_PATIENCE`]; panics on a refusal or the end of
+/// the session, saying what was asked.
+async fn answered<T>(what: &str, request: impl Future<Output = Result<T, SessionError>>) -> T {
+    tokio::time::timeout(OUTAGE_PATIENCE, request)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within {OUTAGE_PATIENCE:?}"))
+        .unwrap_or_else(|err| panic!("{what}: {err}"))
+}
+
+/// One player on a session that reconnects by itself.
 #[derive(Debug)]
 pub struct Seat {
-    pub client: ReconnectingClient,
-    pub state: Option<RoomState>,
+    pub session: Session,
+    /// Every message the session received, read to check room versions.
+    events: broadcast::Receiver<SessionEvent>,
+    /// The newest room version a `state` carried, by room code.
+    newest: Option<(String, u64)>,
 }
 
 impl Seat {
     /// Connects to `url` (`ws://…/ws`, with `?room=CODE` to reach a room).
     pub async fn connect(url: &str) -> Seat {
-        let connecting =
-            ReconnectingClient::connect(url, Encoding::MsgPack, None, "jumpgate-e2e", policy());
-        let client = tokio::time::timeout(PATIENCE, connecting)
+        let session = tokio::time::timeout(PATIENCE, Session::connect(url, options()))
             .await
             .expect("connected in time")
             .expect("connected and welcomed");
+        let events = session.events();
         Seat {
-            client,
-            state: None,
+            session,
+            events,
+            newest: None,
         }
     }
 
-    /// Whether it is this player's move in its newest state.
-    pub fn to_move(&self) -> bool {
-        let Some(state) = &self.state else {
-            return false;
-        };
-        let Some(game) = &state.game else {
-            return false;
-        };
-        let me = &self.client.identity().id;
-        let seat = state
-            .players
-            .iter()
-            .position(|p| p.as_ref().is_some_and(|p| &p.id == me));
-        let dark = seat == Some(usize::from(game.dark_seat));
-        game.result.is_none() && dark == (game.turn == jumpgate_protocol::Color::Dark)
+    /// The newest room this player has, if in one.
+    pub fn room(&self) -> Option<RoomSnapshot> {
+        self.session.room()
     }
 
-    /// Takes events until `done` says so; panics on a refusal of `seq`.
-    async fn until(&mut self, seq: Option<u32>, done: impl Fn(&Seat, &Event) -> bool) {
-        let deadline = tokio::time::Instant::now() + OUTAGE_PATIENCE;
+    /// How many times this player's connection was replaced.
+    pub fn reconnections(&self) -> u32 {
+        self.session.state().reconnections
+    }
+
+    /// Waits for a room matching `pred`, and returns it.
+    pub async fn room_until(&mut self, pred: impl Fn(&RoomSnapshot) -> bool) -> RoomSnapshot {
+        let state = self
+            .session
+            .wait_for_within(OUTAGE_PATIENCE, |s| s.room.as_ref().is_some_and(&pred))
+            .await
+            .expect("the session keeps going")
+            .unwrap_or_else(|| panic!("no matching room within {OUTAGE_PATIENCE:?}"));
+        self.check_versions();
+        state.room.expect("the predicate saw a room")
+    }
+
+    /// Watches the lobby `code` as a spectator.
+    pub async fn watch(&mut self, code: &str) -> RoomSnapshot {
+        let room = answered("watch", self.session.watch(&LobbyAddress::code(code))).await;
+        self.check_versions();
+        room
+    }
+
+    /// Reads the messages received since the last look and checks that no
+    /// `state` took its room's version back. (The session itself keeps the
+    /// newest room and would hide an older one.)
+    fn check_versions(&mut self) {
         loop {
-            let event = tokio::time::timeout_at(deadline, self.client.recv())
-                .await
-                .expect("an event in time")
-                .expect("the client keeps going");
-            if let Event::Message(ServerMessage::State(state)) = &event {
-                if let Some(old) = &self.state {
-                    assert!(state.version >= old.version, "versions never go down");
+            match self.events.try_recv() {
+                Ok(SessionEvent::Message(ServerMessage::State(state))) => {
+                    if let Some((code, version)) = &self.newest
+                        && *code == state.code
+                    {
+                        assert!(
+                            state.version >= *version,
+                            "{code}: versions never go down ({} after {version})",
+                            state.version
+                        );
+                    }
+                    self.newest = Some((state.code, state.version));
                 }
-                self.state = Some(state.clone());
-            }
-            if let Event::Message(ServerMessage::Error {
-                seq: Some(refused),
-                code,
-                message,
-            }) = &event
-                && Some(*refused) == seq
-            {
-                panic!("request {refused} refused: {code}: {message}");
-            }
-            if done(self, &event) {
-                return;
+                Ok(_) => {}
+                // A player that fell this far behind misses some checks, not
+                // some state: the session's room is current regardless.
+                Err(TryRecvError::Lagged(_)) => {}
+                Err(TryRecvError::Empty | TryRecvError::Closed) => return,
             }
         }
-    }
-
-    /// Sends a request and waits for its `ack`.
-    pub async fn request(&mut self, build: impl FnOnce(u32) -> ClientMessage) {
-        let seq = self.client.request(build).await.expect("sent");
-        self.until(
-            Some(seq),
-            |_, e| matches!(e, Event::Message(ServerMessage::Ack { seq: s }) if *s == seq),
-        )
-        .await;
-    }
-
-    /// Waits for a state matching `pred`.
-    pub async fn state_until(&mut self, pred: impl Fn(&RoomState) -> bool) -> RoomState {
-        if let Some(state) = self.state.as_ref().filter(|s| pred(s)) {
-            return state.clone();
-        }
-        self.until(None, |seat, _| seat.state.as_ref().is_some_and(&pred))
-            .await;
-        self.state.clone().expect("a state")
     }
 }
 
@@ -129,51 +152,27 @@ impl Table {
     /// The host creates a lobby at `ws` (anywhere); the guest joins it
     /// naming the code in the address, as an invite link does.
     pub async fn open(ws: &str, rule_set: RuleSet) -> Table {
-        let mut host = Seat::connect(ws).await;
-        host.request(|seq| ClientMessage::CreateLobby {
-            seq,
+        let host = Seat::connect(ws).await;
+        let lobby = NewLobby {
             rule_set,
             series_length: 1,
-            invite_only: false,
-            stake: None,
-            pace: None,
-            draw_rules: None,
-        })
-        .await;
-        let code = host.state_until(|_| true).await.code;
-        let mut guest = Seat::connect(&format!("{ws}?room={code}")).await;
-        let join = code.clone();
-        guest
-            .request(|seq| ClientMessage::JoinLobby {
-                seq,
-                code: join,
-                invite: None,
-            })
-            .await;
+            ..NewLobby::default()
+        };
+        let code = answered("create_lobby", host.session.create_lobby(lobby))
+            .await
+            .code;
+        let guest = Seat::connect(&format!("{ws}?room={code}")).await;
+        answered("join_lobby", guest.session.join(&LobbyAddress::code(&code))).await;
         let mut table = Table {
             code,
             seats: [host, guest],
             acknowledged: Vec::new(),
         };
         for seat in &mut table.seats {
-            seat.state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == 0))
+            seat.room_until(|room| room.game.as_ref().is_some_and(|g| g.ply == 0))
                 .await;
         }
         table
-    }
-
-    /// The ply both players have seen.
-    pub fn ply(&self) -> u32 {
-        self.seats
-            .iter()
-            .map(|s| {
-                s.state
-                    .as_ref()
-                    .and_then(|s| s.game.as_ref())
-                    .map_or(0, |g| g.ply)
-            })
-            .min()
-            .unwrap_or(0)
     }
 
     /// The side to move plays its first legal move; returns once it is
@@ -181,28 +180,32 @@ impl Table {
     pub async fn play(&mut self) {
         let ply = self.acknowledged.len() as u32;
         for seat in &mut self.seats {
-            seat.state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == ply))
+            seat.room_until(|room| room.game.as_ref().is_some_and(|g| g.ply == ply))
                 .await;
         }
         let mover = self
             .seats
             .iter()
-            .position(Seat::to_move)
+            .position(|seat| seat.session.state().my_turn())
             .expect("someone is to move");
-        let state = self.seats[mover].state.clone().unwrap();
-        let notation = state.game.as_ref().unwrap().legal_moves[0].notation.clone();
-        let sent = notation.clone();
-        self.seats[mover]
-            .request(|seq| ClientMessage::Move {
-                seq,
-                notation: Some(sent),
-                path: None,
-            })
-            .await;
-        self.acknowledged.push(notation);
+        let path = self.seats[mover].session.state().legal_paths()[0].clone();
+        answered("move", self.seats[mover].session.play(path.clone())).await;
+        let mut seen = Vec::new();
         for seat in &mut self.seats {
-            seat.state_until(|s| s.game.as_ref().is_some_and(|g| g.ply > ply))
-                .await;
+            seen.push(
+                seat.room_until(|room| room.game.as_ref().is_some_and(|g| g.ply > ply))
+                    .await,
+            );
         }
+        // Nobody else moves meanwhile, so the mover's room is the one its move made.
+        let game = seen[mover].game.as_ref().expect("a game");
+        let last = game.last_move.as_ref().expect("the move just played");
+        assert_eq!(
+            (game.ply, &last.path),
+            (ply + 1, &path),
+            "{}: the move acknowledged is the one sent",
+            self.code
+        );
+        self.acknowledged.push(last.notation.clone());
     }
 }

@@ -8,3 +8,4 @@ mod dormant;
 mod edge;
 mod leaderboard;
 mod resume;
+mod seated;

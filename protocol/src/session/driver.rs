@@ -8,7 +8,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use super::{Command, Reply, SessionError, SessionEvent, SessionState};
 use crate::codec::ProtocolVersion;
 use crate::message::{ClientMessage, ServerMessage};
-use crate::reconnect::{Event, ReconnectError, ReconnectingClient, Reentry, Room};
+use crate::reconnect::{Event, ReconnectError, ReconnectingClient, Reconnection, Reentry, Room};
 use crate::v2::{RoomSnapshot, RoomView, Update};
 
 /// A request waiting for its answer.
@@ -22,12 +22,20 @@ struct Waiting {
 struct Books {
     version: ProtocolVersion,
     state: watch::Sender<SessionState>,
-    events: broadcast::Sender<SessionEvent>,
+    tellers: Tellers,
     waiting: HashMap<u32, Waiting>,
     /// Protocol 2: the room as the events build it.
     view: RoomView,
     /// The `seq` of the session's own `resync`, while it is unanswered.
     resync: Option<u32>,
+}
+
+/// Where the driver tells what happens, besides the state.
+pub(super) struct Tellers {
+    /// Every event, for [`Session::events`](super::Session::events).
+    pub(super) events: broadcast::Sender<SessionEvent>,
+    /// Reconnections only, for [`Session::reconnections`](super::Session::reconnections).
+    pub(super) reconnections: broadcast::Sender<Reconnection>,
 }
 
 /// Runs the session until it is closed, every handle is dropped, or the connection
@@ -36,12 +44,12 @@ pub(super) async fn run(
     mut client: ReconnectingClient,
     mut commands: mpsc::Receiver<Command>,
     state: watch::Sender<SessionState>,
-    events: broadcast::Sender<SessionEvent>,
+    tellers: Tellers,
 ) {
     let mut books = Books {
         version: client.subprotocol().version,
         state,
-        events,
+        tellers,
         waiting: HashMap::new(),
         view: RoomView::new(),
         resync: None,
@@ -57,13 +65,15 @@ pub(super) async fn run(
                 Some(Command::Close { done }) => {
                     break ("the session was closed".to_owned(), Some(done));
                 }
-                Some(Command::Request { build, answer }) => {
+                Some(Command::Request { build, answer, sent }) => {
                     let seq = client.next_seq();
                     let message = build(seq);
                     books.waiting.insert(seq, Waiting { kind: message.kind(), answer });
                     if let Err(err) = client.send(message).await {
                         break (err.to_string(), None);
                     }
+                    // A sender that stopped waiting still gets its answer.
+                    let _ = sent.send(seq);
                 }
             },
             event = client.recv() => match event {
@@ -120,6 +130,8 @@ impl Books {
                         None => {}
                     }
                 });
+                // No reader is no error.
+                let _ = self.tellers.reconnections.send(reconnection.clone());
                 self.tell(SessionEvent::Reconnected(reconnection));
             }
         }
@@ -276,7 +288,7 @@ impl Books {
 
     fn tell(&self, event: SessionEvent) {
         // No reader is no error.
-        let _ = self.events.send(event);
+        let _ = self.tellers.events.send(event);
     }
 
     /// Stops: every waiting request fails, and the state says why.

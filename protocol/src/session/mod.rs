@@ -33,6 +33,9 @@
 //! a protocol 2 [`RoomSnapshot`] (a protocol 1 `state` is converted), kept current by
 //! applying `moved` and `changed` events on protocol 2, and asking `resync` when a
 //! version was missed.
+//!
+//! Over 700 lines: most of them are the handle's request methods, one short method
+//! per message, which read best side by side; the driver task is in its own module.
 
 mod address;
 mod driver;
@@ -317,6 +320,9 @@ impl From<&[String]> for MoveInput {
     }
 }
 
+/// How many reconnections a [`Session::reconnections`] reader may fall behind.
+const RECONNECTION_CAPACITY: usize = 64;
+
 /// A request for the driver task: the message built from the `seq` it gets, and where
 /// its answer goes.
 type BuildMessage = Box<dyn FnOnce(u32) -> ClientMessage + Send>;
@@ -325,6 +331,8 @@ enum Command {
     Request {
         build: BuildMessage,
         answer: oneshot::Sender<Result<Reply, SessionError>>,
+        /// Told the request's `seq` once it has been handed to the connection.
+        sent: oneshot::Sender<u32>,
     },
     Close {
         done: oneshot::Sender<()>,
@@ -347,6 +355,7 @@ pub struct Session {
     commands: mpsc::Sender<Command>,
     state: watch::Receiver<SessionState>,
     events: broadcast::Sender<SessionEvent>,
+    reconnections: broadcast::Sender<Reconnection>,
 }
 
 impl std::fmt::Debug for Command {
@@ -383,11 +392,17 @@ impl Session {
             ended: None,
         });
         let (events, _) = broadcast::channel(options.event_capacity.max(1));
-        tokio::spawn(driver::run(client, command_rx, state_tx, events.clone()));
+        let (reconnections, _) = broadcast::channel(RECONNECTION_CAPACITY);
+        let tellers = driver::Tellers {
+            events: events.clone(),
+            reconnections: reconnections.clone(),
+        };
+        tokio::spawn(driver::run(client, command_rx, state_tx, tellers));
         Ok(Session {
             commands,
             state,
             events,
+            reconnections,
         })
     }
 
@@ -420,6 +435,18 @@ impl Session {
     /// A receiver of every [`SessionEvent`] from now on, in order.
     pub fn events(&self) -> broadcast::Receiver<SessionEvent> {
         self.events.subscribe()
+    }
+
+    /// A receiver of every reconnection from now on, in order: why the connection
+    /// before it ended, how many attempts it took, and whether the room was re-entered
+    /// (the same as the [`SessionEvent::Reconnected`] events).
+    ///
+    /// For a reader that needs only these, say to count and time reconnections: an
+    /// [`events`](Self::events) reader is handed a copy of every message as well. One
+    /// that falls more than 64 reconnections behind misses the oldest
+    /// ([`RecvError::Lagged`](broadcast::error::RecvError::Lagged)).
+    pub fn reconnections(&self) -> broadcast::Receiver<Reconnection> {
+        self.reconnections.subscribe()
     }
 
     /// Waits until the state satisfies `pred` (checked at once, then after each
@@ -469,15 +496,56 @@ impl Session {
         &self,
         build: impl FnOnce(u32) -> ClientMessage + Send + 'static,
     ) -> Result<Reply, SessionError> {
+        self.send(build).await?.answer().await
+    }
+
+    /// Sends the message `build` makes from the next `seq`, and returns as soon as the
+    /// driver task has handed it to the connection (written it, or, in the middle of a
+    /// reconnection, queued it for the next connection), with its answer still to come.
+    ///
+    /// [`request`](Self::request) is this followed by [`PendingRequest::answer`]. Use
+    /// the two steps to know when a request left and under which `seq`, say to time its
+    /// answer, or to have several requests out before waiting for any.
+    ///
+    /// ```no_run
+    /// # async fn example(session: jumpgate_protocol::session::Session)
+    /// # -> Result<(), jumpgate_protocol::session::SessionError> {
+    /// use jumpgate_protocol::ClientMessage;
+    ///
+    /// let started = std::time::Instant::now();
+    /// let ping = session.send(|seq| ClientMessage::Ping { seq }).await?;
+    /// let seq = ping.seq();
+    /// ping.answer().await?;
+    /// println!("ping {seq} answered in {:?}", started.elapsed());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn send(
+        &self,
+        build: impl FnOnce(u32) -> ClientMessage + Send + 'static,
+    ) -> Result<PendingRequest, SessionError> {
         let (answer, reply) = oneshot::channel();
+        let (sent, handed_over) = oneshot::channel();
         let command = Command::Request {
             build: Box::new(build),
             answer,
+            sent,
         };
         if self.commands.send(command).await.is_err() {
             return Err(self.ended());
         }
-        reply.await.unwrap_or_else(|_| Err(self.ended()))
+        match handed_over.await {
+            Ok(seq) => Ok(PendingRequest {
+                seq,
+                reply,
+                state: self.state.clone(),
+            }),
+            // The session ended before the request went out; its answer says why.
+            Err(_) => Err(match reply.await {
+                Ok(Err(err)) => err,
+                _ => self.ended(),
+            }),
+        }
     }
 
     /// Sends a request answered by `ack`.
@@ -681,9 +749,37 @@ impl Session {
     }
 
     fn ended(&self) -> SessionError {
-        let reason = self.state.borrow().ended.clone();
-        SessionError::Ended(reason.unwrap_or_else(|| "the session was closed".to_owned()))
+        ended(&self.state)
     }
+}
+
+/// A request a [`Session`] has sent whose answer is still to come; from
+/// [`Session::send`].
+#[derive(Debug)]
+pub struct PendingRequest {
+    seq: u32,
+    reply: oneshot::Receiver<Result<Reply, SessionError>>,
+    state: watch::Receiver<SessionState>,
+}
+
+impl PendingRequest {
+    /// The `seq` the request went with (and goes with again after a reconnection).
+    pub fn seq(&self) -> u32 {
+        self.seq
+    }
+
+    /// Waits for the answer, as [`Session::request`] does: `Ok` for `ack` or the
+    /// answering message, [`SessionError::Refused`] for an `error` with its `seq`.
+    pub async fn answer(self) -> Result<Reply, SessionError> {
+        let PendingRequest { reply, state, .. } = self;
+        reply.await.unwrap_or_else(|_| Err(ended(&state)))
+    }
+}
+
+/// The error for a request made to a session that has stopped, with its reason.
+fn ended(state: &watch::Receiver<SessionState>) -> SessionError {
+    let reason = state.borrow().ended.clone();
+    SessionError::Ended(reason.unwrap_or_else(|| "the session was closed".to_owned()))
 }
 
 /// A reply of another kind than the request's: the server broke the protocol.

@@ -213,8 +213,8 @@ async fn nothing_lost(redis: &RedisServer, tables: &[Table]) {
             table.code
         );
         for seat in &table.seats {
-            let state = seat.state.as_ref().unwrap();
-            let game = state.game.as_ref().unwrap();
+            let room = seat.room().expect("in the room");
+            let game = room.game.as_ref().unwrap();
             assert!(game.result.is_none(), "{}: no game ended", table.code);
             assert_eq!(game.ply as usize, table.acknowledged.len());
         }
@@ -262,7 +262,7 @@ async fn killing_one_of_three_instances_loses_no_move_and_no_game() {
     let reconnections: u32 = tables
         .iter()
         .flat_map(|t| &t.seats)
-        .map(|s| s.client.reconnections())
+        .map(|s| s.reconnections())
         .sum();
     assert!(
         reconnections > 0,
@@ -429,12 +429,7 @@ async fn handovers_cut_by_redis_stalls_lose_nothing_and_leave_one_owner() {
         let code = table.code.clone();
         let watcher = tokio::spawn(async move {
             let mut seat = jumpgate_e2e::table::Seat::connect(&url).await;
-            seat.request(|seq| ClientMessage::Watch {
-                seq,
-                code,
-                invite: None,
-            })
-            .await;
+            seat.watch(&code).await;
             seat
         });
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
@@ -445,7 +440,7 @@ async fn handovers_cut_by_redis_stalls_lose_nothing_and_leave_one_owner() {
         let mut watcher = watcher.await.unwrap();
         let ply = table.acknowledged.len() as u32;
         watcher
-            .state_until(|s| s.game.as_ref().is_some_and(|g| g.ply >= ply))
+            .room_until(|s| s.game.as_ref().is_some_and(|g| g.ply >= ply))
             .await;
     }
     table.play().await;

@@ -1,7 +1,9 @@
 //! The SDK's `Session` against the real server, in both protocol versions and both
-//! encodings: answers matched to concurrent requests, typed refusals, the room kept
+//! encodings: answers matched to concurrent requests (and to requests sent in two
+//! steps), typed refusals, the room kept
 //! equal to a fresh full state after every event, and, across a kill -9 of a `jumpgate`
-//! process on Redis, the seat resumed and an in-flight move applied once; solo games.
+//! process on Redis, the seat resumed (and the reconnection told) and an in-flight move
+//! applied once; solo games.
 //! The examples
 //! `random_bot` and `spectator`, built by cargo and run as processes, play and follow a
 //! whole game.
@@ -12,7 +14,7 @@ use std::time::Duration;
 use jumpgate_e2e::{JumpgateProcess, PATIENCE, RedisServer, TestServer};
 use jumpgate_protocol::client::Client;
 use jumpgate_protocol::codec::{Encoding, ProtocolVersion, Subprotocol};
-use jumpgate_protocol::reconnect::{Backoff, ReconnectPolicy};
+use jumpgate_protocol::reconnect::{Backoff, ReconnectPolicy, Reentry};
 use jumpgate_protocol::session::{
     LobbyAddress, NewLobby, NewSoloGame, Reply, Session, SessionError, SessionEvent,
     SessionOptions, SessionState,
@@ -197,6 +199,15 @@ async fn sessions_match_concurrent_answers_and_type_refusals() {
         assert_eq!(version_ack.unwrap(), Reply::Ack);
         guest_ping.unwrap();
 
+        // In two steps: each request is sent, with its `seq`, before either answer is
+        // awaited; the answers come to the right one whatever order they are awaited in.
+        let first = soon(host.send(|seq| ClientMessage::Ping { seq })).await;
+        let second = soon(host.send(|seq| ClientMessage::Ping { seq })).await;
+        let (first, second) = (first.unwrap(), second.unwrap());
+        assert!(second.seq() > first.seq(), "{subprotocol}");
+        assert_eq!(soon(second.answer()).await.unwrap(), Reply::Ack);
+        assert_eq!(soon(first.answer()).await.unwrap(), Reply::Ack);
+
         // Typed refusals, with the server's codes.
         let mover = mover(&host, &guest);
         let illegal = soon(mover.play(vec!["a1".to_owned(), "h8".to_owned()])).await;
@@ -364,6 +375,7 @@ async fn after_kill_9_a_session_resumes_its_seat_and_its_move_counts_once() {
     };
     let seat = sender.state().seat();
     let in_flight = sender.state().legal_paths().remove(0);
+    let mut reconnections = sender.reconnections();
     first.signal("STOP");
     let sending = tokio::spawn({
         let sender = sender.clone();
@@ -411,6 +423,13 @@ async fn after_kill_9_a_session_resumes_its_seat_and_its_move_counts_once() {
         assert_eq!(game.last_move.as_ref().unwrap().path, in_flight);
     }
     assert_eq!(sender.state().seat(), seat, "the same seat");
+    // The reconnection, as the reconnections feed tells it: back in the room.
+    let reconnection = reconnections.try_recv().expect("the reconnection was told");
+    assert!(
+        matches!(reconnection.room, Reentry::Rejoined(_)),
+        "{reconnection:?}"
+    );
+    assert!(reconnection.attempts >= 1);
     // Play goes on, with the other player's move.
     soon(other.wait_for(|s| s.my_turn())).await.unwrap();
     let reply = other.state().legal_paths().remove(0);
