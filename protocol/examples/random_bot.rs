@@ -17,11 +17,13 @@ use rand::seq::IndexedRandom;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (options, args) = common::session_options("jumpgate-random-bot/1")?;
+    let usage = "usage: random_bot WS_URL CODE_OR_INVITE_LINK [--protocol 1|2] [--json]";
+    let (options, args) = match common::session_options("jumpgate-random-bot/1") {
+        Ok(parsed) => parsed,
+        Err(err) => return common::usage_or(err, usage),
+    };
     let [url, lobby] = args.as_slice() else {
-        return Err(
-            "usage: random_bot WS_URL CODE_OR_INVITE_LINK [--protocol 1|2] [--json]".into(),
-        );
+        return Err(usage.into());
     };
     let address: LobbyAddress = lobby.parse()?;
     let session = Session::connect(url, options).await?;

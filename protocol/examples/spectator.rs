@@ -17,14 +17,15 @@ use tokio::sync::broadcast::error::RecvError;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (options, mut args) = common::session_options("jumpgate-spectator/1")?;
+    let usage = "usage: spectator WS_URL CODE_OR_INVITE_LINK [--follow] [--protocol 1|2] [--json]";
+    let (options, mut args) = match common::session_options("jumpgate-spectator/1") {
+        Ok(parsed) => parsed,
+        Err(err) => return common::usage_or(err, usage),
+    };
     let follow = args.iter().any(|arg| arg == "--follow");
     args.retain(|arg| arg != "--follow");
     let [url, lobby] = args.as_slice() else {
-        return Err(
-            "usage: spectator WS_URL CODE_OR_INVITE_LINK [--follow] [--protocol 1|2] [--json]"
-                .into(),
-        );
+        return Err(usage.into());
     };
     let address: LobbyAddress = lobby.parse()?;
     let session = Session::connect(url, options).await?;

@@ -287,6 +287,49 @@ export class Session {
   }
 
   /**
+   * Resolves with the room view once `predicate` holds for it: at once if it
+   * already does, else at the first `view` event after which it does. Rejects
+   * with {@link SessionEndedError} if the session ends first, and with an
+   * `Error` after `timeoutMs` when one is given.
+   *
+   * A request's promise resolves on its `ack`, which the server sends before
+   * the `snapshot` or event the request caused: after `await joinLobby(code)`
+   * or `await move(path)` the view may not show it yet. Wait with this.
+   */
+  waitForView(predicate: (view: RoomView | undefined) => boolean, timeoutMs?: number): Promise<RoomView | undefined> {
+    if (predicate(this.view)) {
+      return Promise.resolve(this.view);
+    }
+    if (this.#ended !== undefined) {
+      return Promise.reject(this.#ended);
+    }
+    return new Promise((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const stop = (): void => {
+        offView();
+        offEnded();
+        clearTimeout(timer);
+      };
+      const offView = this.on("view", (view) => {
+        if (predicate(view)) {
+          stop();
+          resolve(view);
+        }
+      });
+      const offEnded = this.on("ended", (err) => {
+        stop();
+        reject(err);
+      });
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          stop();
+          reject(new Error(`waitForView: no matching view within ${timeoutMs} ms`));
+        }, timeoutMs);
+      }
+    });
+  }
+
+  /**
    * Sends `request` with the next `seq` and resolves with its answer (`ack`,
    * or `lobby_info` / `my_games` for those questions). Rejects with
    * {@link JumpgateError} when the server refuses it, after the session has
@@ -326,7 +369,11 @@ export class Session {
     return this.request({ type: "leave" });
   }
 
-  /** Plays a move by notation (`"11-15"`) or by path (`["c3", "d4"]`, as listed in `legal_moves`). */
+  /**
+   * Plays a move by notation (`"11-15"`) or by path (`["c3", "d4"]`: one of
+   * the game's `legal` paths in protocol 2, a `legal_moves` entry's `path` in
+   * protocol 1).
+   */
   move(move: string | string[]): Promise<ServerAck> {
     return this.request(typeof move === "string" ? { type: "move", notation: move } : { type: "move", path: move });
   }

@@ -198,5 +198,29 @@ for (const encoding of ["json", "msgpack"]) {
       assert.ok(hello.includes("state") && !hello.includes("snapshot"));
       session.close();
     });
+
+    test("waitForView sees what a request caused, after its ack", { timeout: LIMIT }, async () => {
+      const connect = () => Session.connect({ url: server.wsUrl, encoding, WebSocket: WebSocketClass });
+      const [host, guest] = [await connect(), await connect()];
+      await host.createLobby({ rule_set: "american", series_length: 1 });
+      const lobby = await host.waitForView((v) => v?.kind === "lobby_v2", 10_000);
+      await guest.joinLobby(lobby.state.code);
+      const playing = await guest.waitForView((v) => v?.kind === "lobby_v2" && v.state.game !== undefined, 10_000);
+      assert.equal(playing.state.phase, "playing");
+      // Already true: resolves at once with the view held.
+      assert.deepEqual(await guest.waitForView(() => true), guest.view);
+      const mover = playing.state.game.dark_seat === 0 ? host : guest;
+      const before = (await mover.waitForView((v) => v?.state.game !== undefined, 10_000)).state.version;
+      const [path] = (await mover.waitForView((v) => (v?.state.game?.legal.length ?? 0) > 0, 10_000)).state.game.legal;
+      await mover.move(path);
+      const after = await mover.waitForView((v) => v.state.version > before, 10_000);
+      assert.deepEqual(after.state.game.last_move.path, path);
+      // A timeout rejects; an ended session rejects.
+      await assert.rejects(guest.waitForView(() => false, 50), /within 50 ms/);
+      const pending = guest.waitForView(() => false);
+      guest.close();
+      await assert.rejects(pending);
+      host.close();
+    });
   });
 }

@@ -28,6 +28,7 @@ async fn typescript_client_passes_its_tests_against_a_real_server() {
         "typescript",
         "json-schema-to-typescript",
         "ws",
+        "esbuild",
     ] {
         let path = package.join("node_modules").join(installed);
         assert!(
