@@ -3,7 +3,7 @@
 //! The WebSocket subprotocol fixes the encoding for the whole connection:
 //! MessagePack maps with field names in binary frames, or JSON objects in text frames.
 //! Decoding enforces [`MAX_MESSAGE_BYTES`], accepts exactly the same messages in both
-//! encodings (a MessagePack message must say only what JSON can: see [`crate::outline`]),
+//! encodings (a MessagePack message must say only what JSON can: see `PROTOCOL.md`, section 2),
 //! tells an unknown `type` apart from other garbage so the server can answer with the
 //! right [`ErrorCode`], and keeps the `seq` of a refused message whenever it can be read.
 

@@ -189,9 +189,21 @@ impl Player {
 
     /// Plays the first legal move (it must be this player's turn).
     pub async fn play_first_legal(&mut self) -> String {
-        let state = self.state.clone().expect("a state");
-        let game = state.game.expect("a game");
-        let notation = game.legal_moves[0].notation.clone();
+        let (seq, notation) = self.send_first_legal().await;
+        self.expect_ack(seq).await;
+        notation
+    }
+
+    /// The notation of the first legal move in the newest state.
+    pub fn first_legal_notation(&self) -> String {
+        let game = self.state.as_ref().and_then(|s| s.game.as_ref());
+        game.expect("a game").legal_moves[0].notation.clone()
+    }
+
+    /// Sends the first legal move by notation, without waiting for its answer:
+    /// its `seq` and notation.
+    pub async fn send_first_legal(&mut self) -> (u32, String) {
+        let notation = self.first_legal_notation();
         let text = notation.clone();
         let seq = self
             .send(|seq| ClientMessage::Move {
@@ -200,8 +212,7 @@ impl Player {
                 path: None,
             })
             .await;
-        self.expect_ack(seq).await;
-        notation
+        (seq, notation)
     }
 
     /// Whether it is this player's turn in the newest state.

@@ -139,24 +139,7 @@ async fn redis_outage_refuses_moves_then_recovers_without_restart() {
     } else {
         &mut guest
     };
-    let notation = mover
-        .state
-        .as_ref()
-        .unwrap()
-        .game
-        .as_ref()
-        .unwrap()
-        .legal_moves[0]
-        .notation
-        .clone();
-    let text = notation.clone();
-    let seq = mover
-        .send(|seq| ClientMessage::Move {
-            seq,
-            notation: Some(text),
-            path: None,
-        })
-        .await;
+    let (seq, notation) = mover.send_first_legal().await;
     let code_seen = mover.expect_error(Some(seq)).await;
     assert_eq!(code_seen, ErrorCode::StorageUnavailable);
     assert!(code_seen.is_retryable());

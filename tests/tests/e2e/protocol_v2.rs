@@ -361,24 +361,7 @@ async fn nothing_unconfirmed_reaches_v2_members_during_a_stall() {
 
     redis.pause(1_500).await;
     let (seq, code) = if mover_is_host {
-        let notation = host
-            .state
-            .as_ref()
-            .unwrap()
-            .game
-            .as_ref()
-            .unwrap()
-            .legal_moves[0]
-            .notation
-            .clone();
-        let text = notation.clone();
-        let seq = host
-            .send(|seq| ClientMessage::Move {
-                seq,
-                notation: Some(text),
-                path: None,
-            })
-            .await;
+        let (seq, _) = host.send_first_legal().await;
         (seq, host.expect_error(Some(seq)).await)
     } else {
         let path = guest.room().game.unwrap().legal[0].clone();
@@ -412,16 +395,7 @@ async fn nothing_unconfirmed_reaches_v2_members_during_a_stall() {
     // After the stall: the same move again, same seq, is acknowledged.
     tokio::time::sleep(std::time::Duration::from_millis(1_200)).await;
     if mover_is_host {
-        let notation = host
-            .state
-            .as_ref()
-            .unwrap()
-            .game
-            .as_ref()
-            .unwrap()
-            .legal_moves[0]
-            .notation
-            .clone();
+        let notation = host.first_legal_notation();
         host.client
             .send(&ClientMessage::Move {
                 seq,

@@ -301,9 +301,7 @@ async fn a_stall_in_a_run_of_appends_stores_each_move_once() {
     for round in 0..3 {
         redis.pause(STALL_MS).await;
         let m = mover(&mut a, &mut b);
-        let notation = m.state.clone().unwrap().game.unwrap().legal_moves[0]
-            .notation
-            .clone();
+        let notation = m.first_legal_notation();
         let seq = m.seq();
         send_move(m, seq, &notation).await;
         assert_eq!(
@@ -375,9 +373,7 @@ async fn a_fenced_owner_appends_nothing() {
     // in its (old) view sends a move there.
     first.signal("CONT");
     let stale = mover(&mut a, &mut b);
-    let notation = stale.state.clone().unwrap().game.unwrap().legal_moves[0]
-        .notation
-        .clone();
+    let notation = stale.first_legal_notation();
     let seq = stale.seq();
     let _ = stale
         .client

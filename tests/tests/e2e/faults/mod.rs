@@ -251,9 +251,7 @@ async fn a_move_during_a_stall_is_resolved_never_guessed_and_survives_kill_9() {
     // than its Redis timeout, then thawed: whatever it answers, the retry
     // with the same seq is acknowledged and the move is stored once.
     let m = mover(&mut a, &mut b);
-    let notation = m.state.clone().unwrap().game.unwrap().legal_moves[0]
-        .notation
-        .clone();
+    let notation = m.first_legal_notation();
     let seq = m.seq();
     send_move(m, seq, &notation).await;
     signal(&server, "STOP");
@@ -459,9 +457,7 @@ async fn clocks_stand_still_while_the_store_is_away() {
     // A stall twice the move clock, right after a move is sent.
     redis.pause(3_000).await;
     let m = mover(&mut a, &mut b);
-    let notation = m.state.clone().unwrap().game.unwrap().legal_moves[0]
-        .notation
-        .clone();
+    let notation = m.first_legal_notation();
     let seq = m.seq();
     send_move(m, seq, &notation).await;
     assert_eq!(m.answer(seq).await, Err(ErrorCode::StorageUnavailable));
