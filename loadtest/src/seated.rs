@@ -10,9 +10,10 @@
 //! it came; a benchmark can therefore have a move in flight while it waits for
 //! something else (the kill). Reconnections are read from
 //! [`Session::reconnections`] by [`SeatedLobby::until`], which benchmarks keep calling
-//! while they wait, and are stamped when read. Nothing here copies a room per message:
-//! on a machine shared with the servers, the load tester's own work shows in the
-//! figures.
+//! while they wait, and are stamped when read. Nothing here copies a room per message
+//! (the session's driver does: it converts each protocol 1 `state` to its snapshot and
+//! compares it); on a machine shared with the servers, the load tester's own work shows
+//! in the figures.
 //!
 //! The players speak protocol 1 in MessagePack, as these benchmarks always have, so
 //! their figures stay comparable with earlier runs.

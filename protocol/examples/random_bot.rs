@@ -18,9 +18,9 @@ use rand::seq::IndexedRandom;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let usage = "usage: random_bot WS_URL CODE_OR_INVITE_LINK [--protocol 1|2] [--json]";
-    let (options, args) = match common::session_options("jumpgate-random-bot/1") {
-        Ok(parsed) => parsed,
-        Err(err) => return common::usage_or(err, usage),
+    let Some((options, args)) = common::session_options("jumpgate-random-bot/1")? else {
+        println!("{usage}");
+        return Ok(());
     };
     let [url, lobby] = args.as_slice() else {
         return Err(usage.into());

@@ -18,9 +18,9 @@ use tokio::sync::broadcast::error::RecvError;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let usage = "usage: spectator WS_URL CODE_OR_INVITE_LINK [--follow] [--protocol 1|2] [--json]";
-    let (options, mut args) = match common::session_options("jumpgate-spectator/1") {
-        Ok(parsed) => parsed,
-        Err(err) => return common::usage_or(err, usage),
+    let Some((options, mut args)) = common::session_options("jumpgate-spectator/1")? else {
+        println!("{usage}");
+        return Ok(());
     };
     let follow = args.iter().any(|arg| arg == "--follow");
     args.retain(|arg| arg != "--follow");
@@ -51,6 +51,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             SessionEvent::MovePlayed { notation } => println!("move {notation}"),
             SessionEvent::Reconnected(reconnection) => {
                 println!("reconnected after {}", reconnection.cause);
+            }
+            SessionEvent::Ended(reason) => {
+                println!("the session ended: {reason}");
+                break;
             }
             SessionEvent::Message(_) | SessionEvent::Undecodable(_) => {}
         }

@@ -27,9 +27,9 @@ use tokio::sync::mpsc;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let usage = "usage: terminal WS_URL (--create [--rule-set NAME] [--series N] \
                  [--invite-only] | CODE_OR_INVITE_LINK [--watch]) [--protocol 1|2] [--json]";
-    let (options, args) = match common::session_options("jumpgate-terminal/1") {
-        Ok(parsed) => parsed,
-        Err(err) => return common::usage_or(err, usage),
+    let Some((options, args)) = common::session_options("jumpgate-terminal/1")? else {
+        println!("{usage}");
+        return Ok(());
     };
     let Some((url, rest)) = args.split_first() else {
         return Err(usage.into());

@@ -309,9 +309,11 @@ impl Client {
     }
 
     async fn send_frame(&mut self, message: Message) -> Result<(), ClientError> {
-        self.traffic.frames_out += 1;
-        self.traffic.bytes_out += frame_bytes(message.len(), true);
+        let bytes = frame_bytes(message.len(), true);
         self.socket.send(message).await?;
+        // Counted once written: a failed send put nothing on the wire.
+        self.traffic.frames_out += 1;
+        self.traffic.bytes_out += bytes;
         Ok(())
     }
 

@@ -130,9 +130,11 @@ impl Seat {
                     self.newest = Some((state.code, state.version));
                 }
                 Ok(_) => {}
-                // A player that fell this far behind misses some checks, not
-                // some state: the session's room is current regardless.
-                Err(TryRecvError::Lagged(_)) => {}
+                // Skipped messages would be skipped checks: a test that loses
+                // them fails rather than passing unchecked.
+                Err(TryRecvError::Lagged(missed)) => {
+                    panic!("{missed} messages went unchecked: read the events more often")
+                }
                 Err(TryRecvError::Empty | TryRecvError::Closed) => return,
             }
         }

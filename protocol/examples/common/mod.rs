@@ -7,9 +7,10 @@ use jumpgate_protocol::{Color, PieceView};
 
 /// The command line after the program's name, with `--protocol N` and `--json` taken
 /// out and turned into session options; the other arguments are returned in order.
-pub fn session_options(client_name: &str) -> Result<(SessionOptions, Vec<String>), String> {
+/// `None` when `--help` or `-h` was given: the example prints its usage.
+pub fn session_options(client_name: &str) -> Result<Option<(SessionOptions, Vec<String>)>, String> {
     if std::env::args().any(|arg| arg == "--help" || arg == "-h") {
-        return Err(HELP.into());
+        return Ok(None);
     }
     let mut version = 2;
     let mut encoding = Encoding::MsgPack;
@@ -38,7 +39,7 @@ pub fn session_options(client_name: &str) -> Result<(SessionOptions, Vec<String>
         client_name: client_name.to_owned(),
         ..SessionOptions::default()
     };
-    Ok((options, rest))
+    Ok(Some((options, rest)))
 }
 
 /// An 8×8 board as text, rank 8 at the top: `x`/`X` for Dark's men and kings, `o`/`O`
@@ -92,19 +93,4 @@ fn square_index(square: &str) -> Option<(usize, usize)> {
         return None;
     }
     Some((file as usize - 'a' as usize, rank - 1))
-}
-
-/// What [`session_options`] returns when `--help` or `-h` was given: the
-/// example prints its usage and exits successfully (see [`usage_or`]).
-pub const HELP: &str = "help";
-
-/// Turns a [`HELP`] request into the example's usage on stdout and success;
-/// any other error passes through.
-pub fn usage_or(err: String, usage: &str) -> Result<(), Box<dyn std::error::Error>> {
-    if err == HELP {
-        println!("{usage}");
-        Ok(())
-    } else {
-        Err(err.into())
-    }
 }

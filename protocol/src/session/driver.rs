@@ -300,6 +300,7 @@ impl Books {
         }
         self.state
             .send_modify(|state| state.ended = Some(reason.to_owned()));
+        self.tell(SessionEvent::Ended(reason.to_owned()));
     }
 }
 

@@ -245,6 +245,10 @@ pub enum SessionEvent {
     Reconnected(Reconnection),
     /// A message from the server could not be decoded and was skipped.
     Undecodable(String),
+    /// The session stopped for good, for this reason (closed, refused, or reconnecting
+    /// gave up); the last event. The channel itself stays open while any handle of the
+    /// session lives, so readers learn of the end from this event.
+    Ended(String),
 }
 
 /// A new lobby's settings for [`Session::create_lobby`]. The default is a free, public,
@@ -432,7 +436,8 @@ impl Session {
         self.state.clone()
     }
 
-    /// A receiver of every [`SessionEvent`] from now on, in order.
+    /// A receiver of every [`SessionEvent`] from now on, in order, ending with
+    /// [`SessionEvent::Ended`].
     pub fn events(&self) -> broadcast::Receiver<SessionEvent> {
         self.events.subscribe()
     }
@@ -444,7 +449,9 @@ impl Session {
     /// For a reader that needs only these, say to count and time reconnections: an
     /// [`events`](Self::events) reader is handed a copy of every message as well. One
     /// that falls more than 64 reconnections behind misses the oldest
-    /// ([`RecvError::Lagged`](broadcast::error::RecvError::Lagged)).
+    /// ([`RecvError::Lagged`](broadcast::error::RecvError::Lagged)). The feed says
+    /// nothing when the session ends: watch [`updates`](Self::updates) (or
+    /// [`events`](Self::events)) for that.
     pub fn reconnections(&self) -> broadcast::Receiver<Reconnection> {
         self.reconnections.subscribe()
     }
@@ -502,6 +509,9 @@ impl Session {
     /// Sends the message `build` makes from the next `seq`, and returns as soon as the
     /// driver task has handed it to the connection (written it, or, in the middle of a
     /// reconnection, queued it for the next connection), with its answer still to come.
+    /// A solo game's `move` or `undo` is not queued across a reconnection: one handed
+    /// over during an outage is never written, and its answer is
+    /// [`SessionError::OutcomeUnknown`].
     ///
     /// [`request`](Self::request) is this followed by [`PendingRequest::answer`]. Use
     /// the two steps to know when a request left and under which `seq`, say to time its

@@ -273,11 +273,21 @@ async fn a_closed_session_fails_requests_with_ended() {
         while let Some(Ok(_)) = conn.socket.next().await {}
     });
     let session = Session::connect(&url, options(subprotocol)).await.unwrap();
+    let mut events = session.events();
     let answer = tokio::time::timeout(PATIENCE, session.ping())
         .await
         .unwrap();
     assert!(matches!(answer, Err(SessionError::Ended(_))), "{answer:?}");
     assert!(session.state().ended.is_some());
     assert!(matches!(session.ping().await, Err(SessionError::Ended(_))));
+    // Event readers are told, last: the channel stays open while `session` lives.
+    let last = loop {
+        match tokio::time::timeout(PATIENCE, events.recv()).await.unwrap() {
+            Ok(SessionEvent::Ended(reason)) => break reason,
+            Ok(_) => {}
+            Err(err) => panic!("{err:?}"),
+        }
+    };
+    assert_eq!(Some(last), session.state().ended);
     server.await.unwrap();
 }
