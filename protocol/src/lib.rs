@@ -69,6 +69,10 @@
 //! The `schema` cargo feature adds [`schema`], the JSON Schemas of both message sets,
 //! generated from these types; `protocol/schema/` holds them for other languages.
 
+// Every public item is documented, the wire types' fields included: their docs are
+// also the JSON Schemas' descriptions.
+#![warn(missing_docs)]
+
 /// Gives a fieldless wire enum its wire names: an `ALL` list, `as_str`, `Display`, and a
 /// `Deserialize` that accepts exactly those strings.
 ///
@@ -126,10 +130,7 @@ macro_rules! wire_names {
     };
 }
 
-// Every public item of the client side is documented; the lint is per module until
-// the message types' fields all are.
 #[cfg(feature = "client")]
-#[warn(missing_docs)]
 pub mod client;
 pub mod codec;
 mod error_code;
@@ -137,13 +138,11 @@ mod game;
 mod message;
 mod outline;
 #[cfg(feature = "client")]
-#[warn(missing_docs)]
 pub mod reconnect;
 mod room;
 #[cfg(feature = "schema")]
 pub mod schema;
 #[cfg(feature = "client")]
-#[warn(missing_docs)]
 pub mod session;
 pub mod v2;
 

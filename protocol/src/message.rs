@@ -23,6 +23,8 @@ pub enum ClientMessage {
     /// The first message on every connection: protocol version and, to resume an
     /// identity, its token.
     Hello {
+        /// This message's number, counting up and carried on across connections; an
+        /// `error` refusing the `hello` carries it back (`welcome` does not).
         seq: u32,
         /// The protocol version the client speaks: the one its subprotocol names (1 on
         /// `jumpgate.v1.*`, 2 on `jumpgate.v2.*`).
@@ -39,13 +41,16 @@ pub enum ClientMessage {
     },
     /// Create a lobby and sit in seat 0 as its host.
     CreateLobby {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
         seq: u32,
         #[serde(default)]
+        /// The rules every game is played by; absent: `american`.
         rule_set: RuleSet,
         /// 1, 3, 5 or 7.
         #[serde(default = "default_series_length")]
         series_length: u8,
         #[serde(default)]
+        /// Whether joining and watching need the invite; absent: false.
         invite_only: bool,
         /// Bold Points each player stakes, 10 to 1,000; absent or 0 for a
         /// free lobby. Staked lobbies need an account.
@@ -60,7 +65,9 @@ pub enum ClientMessage {
     },
     /// Take the free seat of a lobby.
     JoinLobby {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
         seq: u32,
+        /// The lobby's code (8 characters; any case).
         code: String,
         /// Needed for an invite-only lobby.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,16 +75,22 @@ pub enum ClientMessage {
     },
     /// Watch a lobby as a spectator.
     Watch {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
         seq: u32,
+        /// The lobby's code (8 characters; any case).
         code: String,
         /// Needed for an invite-only lobby.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         invite: Option<String>,
     },
     /// Leave the lobby; mid-series this concedes the series.
-    Leave { seq: u32 },
+    Leave {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
+        seq: u32,
+    },
     /// Play a move, given as exactly one of `notation` or `path`.
     Move {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
         seq: u32,
         /// The move in the rule set's notation, e.g. "11-15".
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -87,52 +100,97 @@ pub enum ClientMessage {
         path: Option<Vec<String>>,
     },
     /// Offer a draw, on your own turn.
-    OfferDraw { seq: u32 },
+    OfferDraw {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
+        seq: u32,
+    },
     /// Accept the opponent's standing draw offer.
-    AcceptDraw { seq: u32 },
+    AcceptDraw {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
+        seq: u32,
+    },
     /// Decline the opponent's standing draw offer.
-    DeclineDraw { seq: u32 },
+    DeclineDraw {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
+        seq: u32,
+    },
     /// Resign, conceding the whole series.
-    Resign { seq: u32 },
+    Resign {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
+        seq: u32,
+    },
     /// Ask to end the break between rounds early.
-    NextRound { seq: u32 },
+    NextRound {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
+        seq: u32,
+    },
     /// Call a rematch, or accept the one the opponent called.
-    Rematch { seq: u32 },
+    Rematch {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
+        seq: u32,
+    },
     /// End the match for everyone (host only).
-    EndMatch { seq: u32 },
+    EndMatch {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
+        seq: u32,
+    },
     /// Protocol 1: ask for a full `state`. Protocol 2: ask for the events after
     /// `since`, the last room version the client holds (or a `snapshot` if the server no
     /// longer has them, or `since` is 0).
-    Resync { seq: u32, since: u64 },
+    Resync {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
+        seq: u32,
+        /// The room version the client holds; 0 when it holds none.
+        since: u64,
+    },
     /// Keep-alive and round-trip probe; answered by `ack`.
-    Ping { seq: u32 },
+    Ping {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
+        seq: u32,
+    },
     /// Start a game against the computer, or a same-device game (one
     /// connection plays both sides). Ranked games need an account and the
     /// Executive.
     StartSolo {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
         seq: u32,
         #[serde(default)]
+        /// The rules every game is played by; absent: `american`.
         rule_set: RuleSet,
         #[serde(default)]
+        /// Against the computer, or two people on one device; absent: `computer`.
         mode: SoloMode,
         /// The computer's level (computer mode); the Executive if absent.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         level: Option<BotLevel>,
         #[serde(default)]
+        /// Whether the game counts for the leaderboards (an account and the Executive needed); absent: false.
         ranked: bool,
     },
     /// Take back your last turn and the computer's reply (or, on one
     /// device, the last move). A ranked game becomes practice.
-    Undo { seq: u32 },
+    Undo {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
+        seq: u32,
+    },
     /// Come back to your unfinished solo game (after a refresh or restart).
-    ResumeSolo { seq: u32 },
+    ResumeSolo {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
+        seq: u32,
+    },
     /// In a correspondence lobby: end the game in play as a win for you,
     /// because your opponent, to move, has not moved within the claim window.
-    ClaimForfeit { seq: u32 },
+    ClaimForfeit {
+        /// This request's number, counting up; the `ack` or `error` answering it carries it back.
+        seq: u32,
+    },
     /// What a lobby is (rule set, pace, series length, stake, host), to show
     /// before `join_lobby`; answered by `lobby_info`. Enters nothing.
     LobbyInfo {
+        /// This request's number, counting up; the `lobby_info` or `error` answering it
+        /// carries it back.
         seq: u32,
+        /// The lobby's code (8 characters; any case).
         code: String,
         /// Needed for an invite-only lobby.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,7 +198,11 @@ pub enum ClientMessage {
     },
     /// The lobbies you hold a seat in and your solo game, where not finished;
     /// answered by `my_games`.
-    MyGames { seq: u32 },
+    MyGames {
+        /// This request's number, counting up; the `my_games` or `error` answering it
+        /// carries it back.
+        seq: u32,
+    },
 }
 
 impl ClientMessage {
@@ -263,12 +325,16 @@ pub enum ServerMessage {
         accounts: bool,
     },
     /// The message with this `seq` was accepted.
-    Ack { seq: u32 },
+    Ack {
+        /// The accepted message's `seq`.
+        seq: u32,
+    },
     /// A message was refused, or something went wrong.
     Error {
         /// The refused message's `seq`, when it could be read.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         seq: Option<u32>,
+        /// The stable code to branch on (PROTOCOL.md section 15).
         code: ErrorCode,
         /// A sentence for people; clients branch on `code`, not on this.
         message: String,
@@ -276,18 +342,33 @@ pub enum ServerMessage {
     /// A full snapshot of the room; its fields sit beside `type`.
     State(RoomState),
     /// This connection is no longer in the lobby with this code.
-    Left { code: String },
+    Left {
+        /// The lobby's code.
+        code: String,
+    },
     /// The server is about to restart; reconnect after the delay.
     Shutdown {
+        /// Why, for people (e.g. a restart for an update).
         reason: String,
+        /// Milliseconds to wait before reconnecting.
         reconnect_after_ms: u32,
     },
     /// The full state of your solo game, after every change.
     SoloState(SoloState),
     /// The answer to `lobby_info`: what the lobby is, before joining it.
-    LobbyInfo { seq: u32, lobby: LobbySummary },
+    LobbyInfo {
+        /// The `seq` of the `lobby_info` this answers.
+        seq: u32,
+        /// The lobby.
+        lobby: LobbySummary,
+    },
     /// The answer to `my_games`: your unfinished lobbies and solo game.
-    MyGames { seq: u32, games: Vec<MyGame> },
+    MyGames {
+        /// The `seq` of the `my_games` this answers.
+        seq: u32,
+        /// Each unfinished lobby and solo game.
+        games: Vec<MyGame>,
+    },
     /// Protocol 2 only, in place of `state`: the whole room; its fields sit beside
     /// `type`.
     Snapshot(crate::v2::RoomSnapshot),
@@ -364,9 +445,13 @@ wire_names!(SoloMode {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum BotLevel {
+    /// The weakest: a shallow search that often picks a weaker move on purpose.
     Tamer,
+    /// A little deeper, still making deliberate slips.
     Driver,
+    /// A search within a fixed node budget.
     Warden,
+    /// The strongest: a timed search with an opening book and endgame knowledge.
     Executive,
 }
 
@@ -385,8 +470,11 @@ pub struct SoloState {
     pub version: u64,
     /// The game's id.
     pub id: String,
+    /// The rules of the game.
     pub rule_set: RuleSet,
+    /// Against the computer, or two people on one device.
     pub mode: SoloMode,
+    /// The computer's level; absent on one device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level: Option<BotLevel>,
     /// Still counts for the leaderboard (false once undo was used, and for

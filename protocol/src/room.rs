@@ -101,6 +101,7 @@ pub struct RecordView {
     pub series_won: u32,
     /// Series won in a row in this lobby's rule set.
     pub streak: u32,
+    /// The longest such run so far.
     pub best_streak: u32,
 }
 
@@ -110,6 +111,7 @@ pub struct RecordView {
 pub struct HeadToHead {
     /// Series won, by seat.
     pub wins: Vec<u32>,
+    /// Series drawn.
     pub draws: u32,
 }
 
@@ -264,10 +266,15 @@ impl DrawRules {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LobbySummary {
+    /// The lobby's code.
     pub code: String,
+    /// The rules every game is played by.
     pub rule_set: RuleSet,
+    /// Live (a move clock) or correspondence (days per move).
     pub pace: Pace,
+    /// Games in the series: 1, 3, 5 or 7.
     pub series_length: u8,
+    /// Whether joining and watching need the invite.
     pub invite_only: bool,
     /// Bold Points each player stakes; 0 for a free lobby.
     pub stake: u32,
@@ -279,6 +286,7 @@ pub struct LobbySummary {
     pub players: Vec<Option<String>>,
     /// Connections watching.
     pub spectators: u32,
+    /// Where the lobby is in its life: waiting, playing, break or finished.
     pub phase: Phase,
     /// Correspondence lobbies: when the lobby expires unless a move is played.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -293,7 +301,9 @@ pub struct LobbySummary {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum GameKind {
+    /// A lobby, entered by `join_lobby` with its code.
     Lobby,
+    /// A solo game, entered by `resume_solo`.
     Solo,
 }
 
@@ -308,7 +318,9 @@ wire_names!(GameKind {
 pub struct MyGame {
     /// The lobby's code, or the solo game's id (`S` and a code).
     pub code: String,
+    /// A lobby or a solo game.
     pub kind: GameKind,
+    /// The rules it is played by.
     pub rule_set: RuleSet,
     /// `live` for solo games.
     pub pace: Pace,

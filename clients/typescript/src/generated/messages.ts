@@ -199,6 +199,10 @@ export interface ClientHello {
    * `jumpgate.v1.*`, 2 on `jumpgate.v2.*`).
    */
   protocol: number;
+  /**
+   * This message's number, counting up and carried on across connections; an
+   * `error` refusing the `hello` carries it back (`welcome` does not).
+   */
   seq: number;
   /**
    * The token from an earlier `welcome`; absent to start as a new guest.
@@ -214,12 +218,21 @@ export interface ClientCreateLobby {
    * Which draw rules the lobby's games are judged by; absent: `standard`.
    */
   draw_rules?: DrawRules | null;
+  /**
+   * Whether joining and watching need the invite; absent: false.
+   */
   invite_only?: boolean;
   /**
    * How fast the lobby is played; absent: `live` (the move clock).
    */
   pace?: Pace | null;
+  /**
+   * The rules every game is played by; absent: `american`.
+   */
   rule_set?: RuleSet & string;
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   /**
    * 1, 3, 5 or 7.
@@ -236,11 +249,17 @@ export interface ClientCreateLobby {
  * Take the free seat of a lobby.
  */
 export interface ClientJoinLobby {
+  /**
+   * The lobby's code (8 characters; any case).
+   */
   code: string;
   /**
    * Needed for an invite-only lobby.
    */
   invite?: string | null;
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "join_lobby";
 }
@@ -248,11 +267,17 @@ export interface ClientJoinLobby {
  * Watch a lobby as a spectator.
  */
 export interface ClientWatch {
+  /**
+   * The lobby's code (8 characters; any case).
+   */
   code: string;
   /**
    * Needed for an invite-only lobby.
    */
   invite?: string | null;
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "watch";
 }
@@ -260,6 +285,9 @@ export interface ClientWatch {
  * Leave the lobby; mid-series this concedes the series.
  */
 export interface ClientLeave {
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "leave";
 }
@@ -275,6 +303,9 @@ export interface ClientMove {
    * The start square and every landing square, e.g. ["c3", "e5", "g7"].
    */
   path?: string[] | null;
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "move";
 }
@@ -282,6 +313,9 @@ export interface ClientMove {
  * Offer a draw, on your own turn.
  */
 export interface ClientOfferDraw {
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "offer_draw";
 }
@@ -289,6 +323,9 @@ export interface ClientOfferDraw {
  * Accept the opponent's standing draw offer.
  */
 export interface ClientAcceptDraw {
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "accept_draw";
 }
@@ -296,6 +333,9 @@ export interface ClientAcceptDraw {
  * Decline the opponent's standing draw offer.
  */
 export interface ClientDeclineDraw {
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "decline_draw";
 }
@@ -303,6 +343,9 @@ export interface ClientDeclineDraw {
  * Resign, conceding the whole series.
  */
 export interface ClientResign {
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "resign";
 }
@@ -310,6 +353,9 @@ export interface ClientResign {
  * Ask to end the break between rounds early.
  */
 export interface ClientNextRound {
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "next_round";
 }
@@ -317,6 +363,9 @@ export interface ClientNextRound {
  * Call a rematch, or accept the one the opponent called.
  */
 export interface ClientRematch {
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "rematch";
 }
@@ -324,6 +373,9 @@ export interface ClientRematch {
  * End the match for everyone (host only).
  */
 export interface ClientEndMatch {
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "end_match";
 }
@@ -333,7 +385,13 @@ export interface ClientEndMatch {
  * longer has them, or `since` is 0).
  */
 export interface ClientResync {
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
+  /**
+   * The room version the client holds; 0 when it holds none.
+   */
   since: number;
   type: "resync";
 }
@@ -341,6 +399,9 @@ export interface ClientResync {
  * Keep-alive and round-trip probe; answered by `ack`.
  */
 export interface ClientPing {
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "ping";
 }
@@ -354,9 +415,21 @@ export interface ClientStartSolo {
    * The computer's level (computer mode); the Executive if absent.
    */
   level?: BotLevel | null;
+  /**
+   * Against the computer, or two people on one device; absent: `computer`.
+   */
   mode?: SoloMode & string;
+  /**
+   * Whether the game counts for the leaderboards (an account and the Executive needed); absent: false.
+   */
   ranked?: boolean;
+  /**
+   * The rules every game is played by; absent: `american`.
+   */
   rule_set?: RuleSet & string;
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "start_solo";
 }
@@ -365,6 +438,9 @@ export interface ClientStartSolo {
  * device, the last move). A ranked game becomes practice.
  */
 export interface ClientUndo {
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "undo";
 }
@@ -372,6 +448,9 @@ export interface ClientUndo {
  * Come back to your unfinished solo game (after a refresh or restart).
  */
 export interface ClientResumeSolo {
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "resume_solo";
 }
@@ -380,6 +459,9 @@ export interface ClientResumeSolo {
  * because your opponent, to move, has not moved within the claim window.
  */
 export interface ClientClaimForfeit {
+  /**
+   * This request's number, counting up; the `ack` or `error` answering it carries it back.
+   */
   seq: number;
   type: "claim_forfeit";
 }
@@ -388,11 +470,18 @@ export interface ClientClaimForfeit {
  * before `join_lobby`; answered by `lobby_info`. Enters nothing.
  */
 export interface ClientLobbyInfo {
+  /**
+   * The lobby's code (8 characters; any case).
+   */
   code: string;
   /**
    * Needed for an invite-only lobby.
    */
   invite?: string | null;
+  /**
+   * This request's number, counting up; the `lobby_info` or `error` answering it
+   * carries it back.
+   */
   seq: number;
   type: "lobby_info";
 }
@@ -401,6 +490,10 @@ export interface ClientLobbyInfo {
  * answered by `my_games`.
  */
 export interface ClientMyGames {
+  /**
+   * This request's number, counting up; the `my_games` or `error` answering it
+   * carries it back.
+   */
   seq: number;
   type: "my_games";
 }
@@ -453,6 +546,9 @@ export interface Identity {
  * The message with this `seq` was accepted.
  */
 export interface ServerAck {
+  /**
+   * The accepted message's `seq`.
+   */
   seq: number;
   type: "ack";
 }
@@ -460,6 +556,9 @@ export interface ServerAck {
  * A message was refused, or something went wrong.
  */
 export interface ServerError {
+  /**
+   * The stable code to branch on (PROTOCOL.md section 15).
+   */
   code: ErrorCode;
   /**
    * A sentence for people; clients branch on `code`, not on this.
@@ -789,6 +888,9 @@ export interface Boosts {
  * The all-time series results between the two seated accounts.
  */
 export interface HeadToHead {
+  /**
+   * Series drawn.
+   */
   draws: number;
   /**
    * Series won, by seat.
@@ -820,6 +922,9 @@ export interface PlayerView {
  * A player's record as others see it.
  */
 export interface RecordView {
+  /**
+   * The longest such run so far.
+   */
   best_streak: number;
   /**
    * Rookie, Contender, Hustler, Shark, Kingpin or Legend.
@@ -880,6 +985,9 @@ export interface SeriesResult {
  * This connection is no longer in the lobby with this code.
  */
 export interface ServerLeft {
+  /**
+   * The lobby's code.
+   */
   code: string;
   type: "left";
 }
@@ -887,7 +995,13 @@ export interface ServerLeft {
  * The server is about to restart; reconnect after the delay.
  */
 export interface ServerShutdown {
+  /**
+   * Why, for people (e.g. a restart for an update).
+   */
   reason: string;
+  /**
+   * Milliseconds to wait before reconnecting.
+   */
   reconnect_after_ms: number;
   type: "shutdown";
 }
@@ -904,13 +1018,22 @@ export interface SoloState {
    * The game's id.
    */
   id: string;
+  /**
+   * The computer's level; absent on one device.
+   */
   level?: BotLevel | null;
+  /**
+   * Against the computer, or two people on one device.
+   */
   mode: SoloMode;
   /**
    * Still counts for the leaderboard (false once undo was used, and for
    * practice games).
    */
   ranked: boolean;
+  /**
+   * The rules of the game.
+   */
   rule_set: RuleSet;
   /**
    * The computer is choosing its move.
@@ -929,7 +1052,13 @@ export interface SoloState {
  * The answer to `lobby_info`: what the lobby is, before joining it.
  */
 export interface ServerLobbyInfo {
+  /**
+   * The lobby.
+   */
   lobby: LobbySummary;
+  /**
+   * The `seq` of the `lobby_info` this answers.
+   */
   seq: number;
   type: "lobby_info";
 }
@@ -938,6 +1067,9 @@ export interface ServerLobbyInfo {
  * `GET /r/{CODE}`).
  */
 export interface LobbySummary {
+  /**
+   * The lobby's code.
+   */
   code: string;
   /**
    * Which draw rules the games are judged by; absent: `standard`.
@@ -952,14 +1084,29 @@ export interface LobbySummary {
    * when the creator left); absent if the host holds no seat.
    */
   host_name?: string | null;
+  /**
+   * Whether joining and watching need the invite.
+   */
   invite_only: boolean;
+  /**
+   * Live (a move clock) or correspondence (days per move).
+   */
   pace: Pace;
+  /**
+   * Where the lobby is in its life: waiting, playing, break or finished.
+   */
   phase: Phase;
   /**
    * Display names by seat; `null` (`None`) for an empty seat.
    */
   players: (string | null)[];
+  /**
+   * The rules every game is played by.
+   */
   rule_set: RuleSet;
+  /**
+   * Games in the series: 1, 3, 5 or 7.
+   */
   series_length: number;
   /**
    * Connections watching.
@@ -974,7 +1121,13 @@ export interface LobbySummary {
  * The answer to `my_games`: your unfinished lobbies and solo game.
  */
 export interface ServerMyGames {
+  /**
+   * Each unfinished lobby and solo game.
+   */
   games: MyGame[];
+  /**
+   * The `seq` of the `my_games` this answers.
+   */
   seq: number;
   type: "my_games";
 }
@@ -996,6 +1149,9 @@ export interface MyGame {
    * Correspondence lobbies: when the lobby expires unless a move is played.
    */
   expires_at?: number | null;
+  /**
+   * A lobby or a solo game.
+   */
   kind: GameKind;
   /**
    * When the last move was played (Unix milliseconds); absent before the first.
@@ -1014,6 +1170,9 @@ export interface MyGame {
    * The lobby's phase; absent for solo games.
    */
   phase?: Phase | null;
+  /**
+   * The rules it is played by.
+   */
   rule_set: RuleSet;
   /**
    * Whether a game is in play and it is your move.
