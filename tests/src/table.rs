@@ -23,6 +23,23 @@ use crate::PATIENCE;
 /// How long anything may take across a failover.
 pub const OUTAGE_PATIENCE: Duration = Duration::from_secs(60);
 
+/// Quick retries, enough of them to outlast a restart (and the takeover of the rooms
+/// of an instance that vanished), but never endless: the policy of the e2e tests that
+/// restart or kill a server under a reconnecting client.
+pub fn restart_policy() -> ReconnectPolicy {
+    ReconnectPolicy {
+        backoff: Backoff {
+            first: Duration::from_millis(100),
+            max: Duration::from_secs(1),
+            jitter: 0.5,
+        },
+        max_attempts: 60,
+        give_up_after: Duration::from_secs(45),
+        step_timeout: PATIENCE,
+        ..ReconnectPolicy::default()
+    }
+}
+
 /// Quick retries, enough to outlast a takeover, never endless.
 pub fn policy() -> ReconnectPolicy {
     ReconnectPolicy {

@@ -23,6 +23,13 @@ use crate::golden_v2::{changed_connected, moved_quiet, snapshot_playing};
 
 const PATIENCE: Duration = Duration::from_secs(10);
 
+/// A loopback port for the stand-in server, and the URL a session connects to.
+async fn listen() -> (TcpListener, String) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/ws", listener.local_addr().unwrap());
+    (listener, url)
+}
+
 /// One connection of the stand-in server, speaking `subprotocol`.
 struct StandIn {
     socket: WebSocketStream<TcpStream>,
@@ -116,8 +123,7 @@ async fn room_at(session: &Session, version: u64) -> RoomSnapshot {
 async fn a_v2_session_applies_events_and_resyncs_after_a_gap() {
     for encoding in Encoding::ALL {
         let subprotocol = Subprotocol::v2(encoding);
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("ws://{}/ws", listener.local_addr().unwrap());
+        let (listener, url) = listen().await;
         let server = tokio::spawn(async move {
             let mut conn = StandIn::accept(&listener, subprotocol).await;
             conn.welcome().await;
@@ -192,8 +198,7 @@ async fn a_v2_session_applies_events_and_resyncs_after_a_gap() {
 async fn concurrent_requests_get_their_own_answers_in_any_order() {
     for encoding in Encoding::ALL {
         let subprotocol = Subprotocol::v2(encoding);
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("ws://{}/ws", listener.local_addr().unwrap());
+        let (listener, url) = listen().await;
         let server = tokio::spawn(async move {
             let mut conn = StandIn::accept(&listener, subprotocol).await;
             conn.welcome().await;
@@ -254,8 +259,7 @@ async fn concurrent_requests_get_their_own_answers_in_any_order() {
 #[tokio::test]
 async fn a_closed_session_fails_requests_with_ended() {
     let subprotocol = Subprotocol::v2(Encoding::Json);
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("ws://{}/ws", listener.local_addr().unwrap());
+    let (listener, url) = listen().await;
     let server = tokio::spawn(async move {
         let mut conn = StandIn::accept(&listener, subprotocol).await;
         conn.welcome().await;

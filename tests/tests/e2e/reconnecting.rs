@@ -6,32 +6,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use jumpgate_e2e::table::{OUTAGE_PATIENCE, restart_policy};
 use jumpgate_e2e::{JumpgateProcess, PATIENCE, RedisServer};
-use jumpgate_protocol::reconnect::{
-    Backoff, Event, ReconnectPolicy, ReconnectingClient, Reconnection, Reentry, Room,
-};
+use jumpgate_protocol::reconnect::{Event, ReconnectingClient, Reconnection, Reentry, Room};
 use jumpgate_protocol::{
     ClientMessage, Color, Encoding, ErrorCode, Phase, RoomState, ServerMessage,
 };
-
-/// How long a test waits for anything that may span a restart.
-const OUTAGE_PATIENCE: Duration = Duration::from_secs(60);
-
-/// Quick retries, and enough of them to outlast a restart (and the takeover of the
-/// rooms of an instance that vanished), but never endless.
-fn policy() -> ReconnectPolicy {
-    ReconnectPolicy {
-        backoff: Backoff {
-            first: Duration::from_millis(100),
-            max: Duration::from_secs(1),
-            jitter: 0.5,
-        },
-        max_attempts: 60,
-        give_up_after: Duration::from_secs(45),
-        step_timeout: PATIENCE,
-        ..ReconnectPolicy::default()
-    }
-}
 
 /// A player on a reconnecting client, with the newest room state and the answers
 /// received so far.
@@ -45,7 +25,8 @@ struct Seat {
 
 impl Seat {
     async fn connect(url: &str, encoding: Encoding) -> Seat {
-        let connecting = ReconnectingClient::connect(url, encoding, None, "jumpgate-e2e", policy());
+        let connecting =
+            ReconnectingClient::connect(url, encoding, None, "jumpgate-e2e", restart_policy());
         let client = tokio::time::timeout(PATIENCE, connecting)
             .await
             .expect("connected in time")

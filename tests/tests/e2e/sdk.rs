@@ -11,10 +11,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use jumpgate_e2e::table::{OUTAGE_PATIENCE, restart_policy};
 use jumpgate_e2e::{JumpgateProcess, PATIENCE, RedisServer, TestServer};
 use jumpgate_protocol::client::Client;
 use jumpgate_protocol::codec::{Encoding, ProtocolVersion, Subprotocol};
-use jumpgate_protocol::reconnect::{Backoff, ReconnectPolicy, Reentry};
+use jumpgate_protocol::reconnect::Reentry;
 use jumpgate_protocol::session::{
     LobbyAddress, NewLobby, NewSoloGame, Reply, Session, SessionError, SessionEvent,
     SessionOptions, SessionState,
@@ -23,9 +24,6 @@ use jumpgate_protocol::v2::RoomSnapshot;
 use jumpgate_protocol::{
     BotLevel, ClientMessage, Color, ErrorCode, Phase, ServerMessage, SoloMode,
 };
-
-/// How long anything that may span a server restart may take.
-const OUTAGE_PATIENCE: Duration = Duration::from_secs(60);
 
 /// Every subprotocol the SDK speaks.
 fn subprotocols() -> [Subprotocol; 4] {
@@ -42,17 +40,7 @@ fn options(subprotocol: Subprotocol) -> SessionOptions {
     SessionOptions {
         subprotocol,
         client_name: "jumpgate-e2e-sdk".into(),
-        policy: ReconnectPolicy {
-            backoff: Backoff {
-                first: Duration::from_millis(100),
-                max: Duration::from_secs(1),
-                jitter: 0.5,
-            },
-            max_attempts: 60,
-            give_up_after: Duration::from_secs(45),
-            step_timeout: PATIENCE,
-            ..ReconnectPolicy::default()
-        },
+        policy: restart_policy(),
         ..SessionOptions::default()
     }
 }
