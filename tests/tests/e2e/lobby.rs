@@ -265,6 +265,12 @@ async fn get_body(server: &TestServer, path: &str, accept: &str) -> (u16, String
 /// a wrong one), and the browser page, which is the same for any code.
 /// Its seated players come back without the invite; the invite link's
 /// `?invite=` opens the summary and the games.
+/// `invite` with its last character changed to another, so never the invite itself.
+fn wrong_invite(invite: &str) -> String {
+    let last = if invite.ends_with('x') { 'y' } else { 'x' };
+    format!("{}{last}", &invite[..invite.len() - 1])
+}
+
 #[tokio::test]
 async fn an_invite_only_lobby_is_indistinguishable_from_no_lobby_without_its_invite() {
     let server = TestServer::start(|_| {}).await;
@@ -318,7 +324,7 @@ async fn an_invite_only_lobby_is_indistinguishable_from_no_lobby_without_its_inv
         let nobody = refusal(&mut stranger, absent, None, false).await;
         assert_eq!(nobody, (ErrorCode::UnknownLobby, nobody_message()));
         let lower = code.to_lowercase();
-        let wrong = format!("{}x", &invite[..invite.len() - 1]);
+        let wrong = wrong_invite(&invite);
         for (c, invite, watch) in [
             (code.as_str(), None, false),
             (code.as_str(), None, true),
@@ -366,7 +372,7 @@ async fn an_invite_only_lobby_is_indistinguishable_from_no_lobby_without_its_inv
     assert_eq!(not_found.0, 404);
     assert!(not_found.1.contains("\"unknown_lobby\""), "{not_found:?}");
     assert!(not_found.1.contains(&nobody_message()), "{not_found:?}");
-    let wrong = format!("{}x", &invite[..invite.len() - 1]);
+    let wrong = wrong_invite(&invite);
     for c in [code.clone(), code.to_lowercase()] {
         for path in [
             format!("/r/{c}"),
