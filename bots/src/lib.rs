@@ -382,11 +382,10 @@ fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Mo
     let pos: Position = *game.position();
     let quiet_plies = game.plies_without_progress();
     let weights = if since_v2 {
-        search::Evaluation::Tuned(
-            config
-                .weights
-                .unwrap_or_else(|| tuned::TunedWeights::for_rule_set(game.rule_set())),
-        )
+        search::Evaluation::Tuned(config.weights.unwrap_or_else(|| match config.executive {
+            ExecutiveVersion::V2 => tuned::TunedWeights::second_version(game.rule_set()),
+            _ => tuned::TunedWeights::for_rule_set(game.rule_set()),
+        }))
     } else {
         search::Evaluation::HandSet(eval::Weights::for_rule_set(game.rule_set()))
     };

@@ -5,18 +5,24 @@
 //!
 //! The features are the hand-set evaluation's ([`crate::eval`]) and a few
 //! more: men with a free run to the crown, the side to move's pieces that
-//! the opponent can take next move, and a king held alone. The lower
+//! the opponent can take next move, a king held alone, and where each man
+//! stands (one feature per square, seen from its owner's side). The lower
 //! levels keep the hand-set evaluation, so they play as they always did.
 
-use jumpgate_rules::{Bitboard, Color, Direction, Position, RuleSet, Rules};
+use jumpgate_rules::{Bitboard, Color, Direction, Position, RuleSet, Rules, Square};
 
 use crate::endgame;
 
+/// The features that are not squares: [`NAMES`].
+pub const NAMED_FEATURES: usize = 13;
+/// Men by square: one feature per playing square, counted from the man's
+/// own side (Light's squares turned half a turn), after the named ones.
+pub const MAN_SQUARES: usize = 32;
 /// How many features a position has.
-pub const FEATURES: usize = 13;
+pub const FEATURES: usize = NAMED_FEATURES + MAN_SQUARES;
 
-/// The features' names, in order, for the tuning tool's output.
-pub const NAMES: [&str; FEATURES] = [
+/// The named features, in order, for the tuning tool's output.
+pub const NAMES: [&str; NAMED_FEATURES] = [
     "men",
     "kings",
     "back_rank",
@@ -31,6 +37,34 @@ pub const NAMES: [&str; FEATURES] = [
     "threatened",
     "to_move",
 ];
+
+/// A feature's name: one of [`NAMES`], or `man_<square>` for a man on
+/// that square of its own side's board (Dark's view).
+pub fn feature_name(i: usize) -> String {
+    match NAMES.get(i) {
+        Some(name) => (*name).to_string(),
+        None => {
+            let square =
+                Square::new(((i - NAMED_FEATURES) * 2 + (i - NAMED_FEATURES) / 4 % 2) as u8);
+            format!(
+                "man_{}{}",
+                (b'a' + square.file()) as char,
+                square.rank() + 1
+            )
+        }
+    }
+}
+
+/// The man-square feature of a man of `us` on `sq`: the squares are
+/// numbered 0–31 from a1 along the ranks, Light's turned half a turn so
+/// that every man sees the board from its own side.
+fn man_square(us: Color, sq: Square) -> usize {
+    let own = match us {
+        Color::Dark => sq.index(),
+        Color::Light => 63 - sq.index(),
+    };
+    NAMED_FEATURES + own / 2
+}
 
 /// Features counted for the side to move only (the rest are Dark's count
 /// minus Light's, then seen from the side to move).
@@ -59,11 +93,14 @@ pub struct Features {
 impl Features {
     /// The weights' verdict on these features, before endgame knowledge.
     pub fn score(&self, w: &TunedWeights) -> i32 {
-        let (mut mg, mut eg) = (0i64, 0i64);
+        // Weights stay within a few thousand and values within a few
+        // dozen, so the sums fit in 32 bits (and vectorise).
+        let (mut mg, mut eg) = (0i32, 0i32);
         for i in 0..FEATURES {
-            mg += i64::from(w.mg[i]) * i64::from(self.values[i]);
-            eg += i64::from(w.eg[i]) * i64::from(self.values[i]);
+            mg += w.mg[i] * self.values[i];
+            eg += w.eg[i] * self.values[i];
         }
+        let (mg, eg) = (i64::from(mg), i64::from(eg));
         let (full, emptied) = (i64::from(self.full), i64::from(self.emptied));
         ((mg * (full - emptied) + eg * emptied) / full) as i32
     }
@@ -160,6 +197,7 @@ fn side<R: Rules>(pos: &Position, us: Color) -> [i32; FEATURES] {
         if theirs.0 & CONES[us.index()][sq.index()] == 0 {
             f[8] += 1;
         }
+        f[man_square(us, sq)] += 1;
     }
     let posts = if R::FLYING_KINGS {
         MAIN_DIAGONAL
@@ -240,6 +278,15 @@ impl TunedWeights {
         }
     }
 
+    /// The weights the second Executive (V2) plays with, frozen for
+    /// matches: the first fits, before the man squares.
+    pub const fn second_version(rule_set: RuleSet) -> &'static TunedWeights {
+        match rule_set {
+            RuleSet::Russian => &crate::weights::V2_RUSSIAN,
+            _ => TunedWeights::for_rule_set(rule_set),
+        }
+    }
+
     /// The hand-set weights of [`crate::eval::Weights`] in this form: the
     /// tuning's starting point.
     pub const fn from_hand_set(w: &crate::eval::Weights) -> TunedWeights {
@@ -273,11 +320,27 @@ impl TunedWeights {
             0,
             0,
         ];
-        TunedWeights {
-            mg,
-            eg,
-            start_men: w.start_men,
+        TunedWeights::named(mg, eg, w.start_men)
+    }
+
+    /// Weights for the named features only, every man square at zero.
+    pub const fn named(
+        mg: [i32; NAMED_FEATURES],
+        eg: [i32; NAMED_FEATURES],
+        start_men: i32,
+    ) -> TunedWeights {
+        let mut w = TunedWeights {
+            mg: [0; FEATURES],
+            eg: [0; FEATURES],
+            start_men,
+        };
+        let mut i = 0;
+        while i < NAMED_FEATURES {
+            w.mg[i] = mg[i];
+            w.eg[i] = eg[i];
+            i += 1;
         }
+        w
     }
 }
 
@@ -295,6 +358,50 @@ mod tests {
             let mut expected = [0; FEATURES];
             expected[TO_MOVE] = 1;
             assert_eq!(f.values, expected, "{rs}");
+        }
+    }
+
+    #[test]
+    fn man_squares_are_seen_from_each_side() {
+        use jumpgate_rules::Setup;
+        let square = |name: &str| {
+            let b = name.as_bytes();
+            Square::from_coords(b[0] - b'a', b[1] - b'1').unwrap()
+        };
+        // A Dark man on c3 and a Light man on f6 (c3 turned half a turn)
+        // stand on the same square of their own boards: level.
+        let mirrored = Position::from_setup(Setup {
+            by_color: [square("c3").bb(), square("f6").bb()],
+            kings: Bitboard::EMPTY,
+            turn: Color::Dark,
+        })
+        .unwrap();
+        let f = features::<jumpgate_rules::variant::Russian>(&mirrored, 12);
+        assert!(f.values[NAMED_FEATURES..].iter().all(|&v| v == 0));
+        // Against a Light man on d6 instead, Dark's c3 counts +1 and
+        // Light's d6 (e3 from its side) −1, under their own names.
+        let other = Position::from_setup(Setup {
+            by_color: [square("c3").bb(), square("d6").bb()],
+            kings: Bitboard::EMPTY,
+            turn: Color::Dark,
+        })
+        .unwrap();
+        let f = features::<jumpgate_rules::variant::Russian>(&other, 12);
+        let named: Vec<(String, i32)> = (NAMED_FEATURES..FEATURES)
+            .filter(|&i| f.values[i] != 0)
+            .map(|i| (feature_name(i), f.values[i]))
+            .collect();
+        assert_eq!(
+            named,
+            [("man_c3".to_string(), 1), ("man_e3".to_string(), -1)]
+        );
+        // Every man square is a playing square, each named once.
+        let names: std::collections::HashSet<String> =
+            (NAMED_FEATURES..FEATURES).map(feature_name).collect();
+        assert_eq!(names.len(), MAN_SQUARES);
+        for sq in Square::playable() {
+            let name = format!("man_{}{}", (b'a' + sq.file()) as char, sq.rank() + 1);
+            assert!(names.contains(&name), "{name}");
         }
     }
 

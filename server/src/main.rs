@@ -423,7 +423,7 @@ fn read_weights(
     path: &std::path::Path,
     rule_set: jumpgate_server::rules::RuleSet,
 ) -> Result<jumpgate_server::bots::tuned::TunedWeights, String> {
-    use jumpgate_server::bots::tuned::{FEATURES, TunedWeights};
+    use jumpgate_server::bots::tuned::{FEATURES, NAMED_FEATURES, TunedWeights};
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let list = |name: &str| -> Result<[i32; FEATURES], String> {
         let start = text
@@ -435,9 +435,15 @@ fn read_weights(
             .split(',')
             .map(|v| v.trim().parse::<i32>().map_err(|e| e.to_string()))
             .collect::<Result<_, _>>()?;
-        values
-            .try_into()
-            .map_err(|_| format!("{name} needs {FEATURES} weights"))
+        // A list of the named features alone leaves every man square at 0.
+        let mut all = [0; FEATURES];
+        if values.len() != FEATURES && values.len() != NAMED_FEATURES {
+            return Err(format!(
+                "{name} needs {NAMED_FEATURES} or {FEATURES} weights"
+            ));
+        }
+        all[..values.len()].copy_from_slice(&values);
+        Ok(all)
     };
     Ok(TunedWeights {
         mg: list("mg")?,
@@ -529,7 +535,7 @@ struct TuneArgs {
 
 fn run_tune(args: &TuneArgs) -> Result<(), String> {
     use jumpgate_server::bots::texel::{self, Sample};
-    use jumpgate_server::bots::tuned::{NAMES, TunedWeights};
+    use jumpgate_server::bots::tuned::{FEATURES, TunedWeights, feature_name};
     let mut samples = Vec::new();
     for path in &args.data {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -555,7 +561,8 @@ fn run_tune(args: &TuneArgs) -> Result<(), String> {
         fit.error_before,
         fit.error_after
     );
-    println!("//   {}", NAMES.join(", "));
+    let names: Vec<String> = (0..FEATURES).map(feature_name).collect();
+    println!("//   {}", names.join(", "));
     let list = |w: &[i32]| w.iter().map(i32::to_string).collect::<Vec<_>>().join(", ");
     println!(
         "pub(crate) const {}: TunedWeights = TunedWeights {{\n    mg: [{}],\n    eg: [{}],\n    start_men: {},\n}};",
