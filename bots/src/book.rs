@@ -130,7 +130,8 @@ fn choose_in(book: &[u8], pos: &Position, legal: &[Move], seed: u64) -> Option<M
 /// Builds a rule set's book: every position within `full_plies` of the
 /// start has all its moves followed, deeper ones (to `max_plies`) only
 /// their book moves. Each position's moves are scored by a search of
-/// `nodes` nodes a move with the Executive's evaluation; `progress` hears
+/// `nodes` nodes a move with the second Executive's (V2's) evaluation;
+/// `progress` hears
 /// the number of positions done. Returns the file's bytes.
 pub fn build(
     rule_set: RuleSet,
@@ -197,11 +198,12 @@ fn score_moves<R: Rules>(rule_set: RuleSet, pos: &Position, nodes: u64) -> Vec<(
         deadline: None,
         soft_deadline: None,
         plan: None,
-        // The books in the crate were built with the unrefined search; it
-        // stays so that the commands rebuild them exactly.
+        // The books in the crate were built with the unrefined search and
+        // the first fit's weights (V2's); both stay so that the commands
+        // rebuild them exactly.
         features: SearchFeatures::NONE,
     };
-    let eval = Evaluation::Tuned(TunedWeights::for_rule_set(rule_set));
+    let eval = Evaluation::Tuned(TunedWeights::second_version(rule_set));
     let history = History {
         hashes: vec![zobrist(pos)],
     };

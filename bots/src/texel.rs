@@ -22,14 +22,22 @@ pub struct Sample {
     pub dark_result: f64,
 }
 
-/// Self-play: `games` games of the Executive against itself on `nodes`
-/// nodes a move (deterministic), each from a random opening of 4 to 9
-/// plies drawn from `seed`. Returns the quiet positions after the
-/// opening (no capture to make) with their game's result.
-pub fn self_play(rule_set: RuleSet, games: usize, seed: u64, nodes: u64) -> Vec<Sample> {
+/// Self-play: `games` games of the Executive, evaluating with `weights`,
+/// against itself on `nodes` nodes a move (deterministic), each from a
+/// random opening of 4 to 9 plies drawn from `seed`. Returns the quiet
+/// positions after the opening (no capture to make) with their game's
+/// result.
+pub fn self_play(
+    rule_set: RuleSet,
+    games: usize,
+    seed: u64,
+    nodes: u64,
+    weights: &'static TunedWeights,
+) -> Vec<Sample> {
     let bot = BotConfig::new(Level::Executive)
         .with_node_limit(nodes)
-        .with_time_budget(Duration::from_secs(600));
+        .with_time_budget(Duration::from_secs(600))
+        .with_weights(weights);
     let mut rng = SplitMix64::new(seed ^ (rule_set as u64).rotate_left(40));
     let mut samples = Vec::new();
     for _ in 0..games {
@@ -215,7 +223,13 @@ mod tests {
     /// worse than it started.
     #[test]
     fn the_fit_lowers_the_error() {
-        let samples = self_play(RuleSet::American, 6, 5, 400);
+        let samples = self_play(
+            RuleSet::American,
+            6,
+            5,
+            400,
+            TunedWeights::for_rule_set(RuleSet::American),
+        );
         assert!(!samples.is_empty());
         let mut start = *TunedWeights::for_rule_set(RuleSet::American);
         start.mg[0] = 50;

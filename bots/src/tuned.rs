@@ -287,6 +287,19 @@ impl TunedWeights {
         }
     }
 
+    /// The weights an Executive version evaluates with in `rule_set`;
+    /// none for V1, which keeps the hand-set evaluation.
+    pub const fn of_version(
+        version: crate::ExecutiveVersion,
+        rule_set: RuleSet,
+    ) -> Option<&'static TunedWeights> {
+        match version {
+            crate::ExecutiveVersion::Current => Some(TunedWeights::for_rule_set(rule_set)),
+            crate::ExecutiveVersion::V2 => Some(TunedWeights::second_version(rule_set)),
+            crate::ExecutiveVersion::V1 => None,
+        }
+    }
+
     /// The hand-set weights of [`crate::eval::Weights`] in this form: the
     /// tuning's starting point.
     pub const fn from_hand_set(w: &crate::eval::Weights) -> TunedWeights {

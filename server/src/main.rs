@@ -495,13 +495,31 @@ struct SelfplayArgs {
     /// result Dark's (1, 0.5 or 0).
     #[arg(long)]
     out: std::path::PathBuf,
+    /// Whose weights the players evaluate with: current or v2 (the first
+    /// fit, which made the data of the current Russian weights).
+    #[arg(long, default_value = "current")]
+    weights_of: jumpgate_server::bots::ExecutiveVersion,
+}
+
+/// The weights a tuned Executive version evaluates with (V1 has none).
+fn weights_of(
+    version: jumpgate_server::bots::ExecutiveVersion,
+    rule_set: jumpgate_server::rules::RuleSet,
+) -> Result<&'static jumpgate_server::bots::tuned::TunedWeights, String> {
+    jumpgate_server::bots::tuned::TunedWeights::of_version(version, rule_set)
+        .ok_or_else(|| "v1 has no fitted weights: choose current or v2".to_string())
 }
 
 fn run_selfplay(args: &SelfplayArgs) -> Result<(), String> {
     use std::fmt::Write as _;
     let started = Instant::now();
-    let samples =
-        jumpgate_server::bots::texel::self_play(args.rule_set, args.games, args.seed, args.nodes);
+    let samples = jumpgate_server::bots::texel::self_play(
+        args.rule_set,
+        args.games,
+        args.seed,
+        args.nodes,
+        weights_of(args.weights_of, args.rule_set)?,
+    );
     let mut text = String::new();
     for s in &samples {
         let fen = fen::write(args.rule_set, &s.position);
@@ -531,11 +549,15 @@ struct TuneArgs {
     /// (in men) of each weight from its start is added to the error.
     #[arg(long, default_value_t = 0.001)]
     prior: f64,
+    /// The weights the fit starts from (and `--prior` pulls towards):
+    /// current or v2 (the first fit, where the current Russian fit began).
+    #[arg(long, default_value = "current")]
+    start: jumpgate_server::bots::ExecutiveVersion,
 }
 
 fn run_tune(args: &TuneArgs) -> Result<(), String> {
     use jumpgate_server::bots::texel::{self, Sample};
-    use jumpgate_server::bots::tuned::{FEATURES, TunedWeights, feature_name};
+    use jumpgate_server::bots::tuned::{FEATURES, feature_name};
     let mut samples = Vec::new();
     for path in &args.data {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -551,7 +573,7 @@ fn run_tune(args: &TuneArgs) -> Result<(), String> {
             });
         }
     }
-    let start = TunedWeights::for_rule_set(args.rule_set);
+    let start = weights_of(args.start, args.rule_set)?;
     let fit = texel::fit(args.rule_set, &samples, start, args.steps, args.prior);
     println!(
         "// {}: {} positions, k {:.5}, mean squared error {:.5} -> {:.5}",
