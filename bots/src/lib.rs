@@ -383,13 +383,16 @@ fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Mo
     };
     let pos: Position = *game.position();
     let quiet_plies = game.plies_without_progress();
-    let weights = if since_v2 {
-        search::Evaluation::Tuned(config.weights.unwrap_or_else(|| match config.executive {
-            ExecutiveVersion::V2 => tuned::TunedWeights::second_version(game.rule_set()),
-            _ => tuned::TunedWeights::for_rule_set(game.rule_set()),
-        }))
-    } else {
-        search::Evaluation::HandSet(eval::Weights::for_rule_set(game.rule_set()))
+    // `--weights` tries a fit for the current version; every other
+    // version since V2 evaluates with its own, V1 and the lower levels
+    // with the hand-set weights.
+    let fitted = config.weights.or(tuned::TunedWeights::of_version(
+        config.executive,
+        game.rule_set(),
+    ));
+    let weights = match fitted {
+        Some(w) if since_v2 => search::Evaluation::Tuned(w),
+        _ => search::Evaluation::HandSet(eval::Weights::for_rule_set(game.rule_set())),
     };
     let history = History {
         hashes: reversible_history(game),

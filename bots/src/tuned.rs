@@ -9,6 +9,7 @@
 //! stands (one feature per square, seen from its owner's side). The lower
 //! levels keep the hand-set evaluation, so they play as they always did.
 
+use jumpgate_rules::notation::board_name;
 use jumpgate_rules::{Bitboard, Color, Direction, Position, RuleSet, Rules, Square};
 
 use crate::endgame;
@@ -39,18 +40,17 @@ pub const NAMES: [&str; NAMED_FEATURES] = [
 ];
 
 /// A feature's name: one of [`NAMES`], or `man_<square>` for a man on
-/// that square of its own side's board (Dark's view).
-pub fn feature_name(i: usize) -> String {
+/// that square of its own side's board (Dark's view, named on the rule
+/// set's real board).
+pub fn feature_name(rule_set: RuleSet, i: usize) -> String {
     match NAMES.get(i) {
         Some(name) => (*name).to_string(),
         None => {
-            let square =
-                Square::new(((i - NAMED_FEATURES) * 2 + (i - NAMED_FEATURES) / 4 % 2) as u8);
-            format!(
-                "man_{}{}",
-                (b'a' + square.file()) as char,
-                square.rank() + 1
-            )
+            // `man_square` numbers the playing squares in index order.
+            let square = Square::playable()
+                .nth(i - NAMED_FEATURES)
+                .expect("a man-square feature is one of the 32 playing squares");
+            format!("man_{}", board_name(rule_set, square))
         }
     }
 }
@@ -377,43 +377,41 @@ mod tests {
     #[test]
     fn man_squares_are_seen_from_each_side() {
         use jumpgate_rules::Setup;
-        let square = |name: &str| {
-            let b = name.as_bytes();
-            Square::from_coords(b[0] - b'a', b[1] - b'1').unwrap()
+        use jumpgate_rules::notation::parse_board_name;
+        use jumpgate_rules::variant::Russian;
+        // Dark to move with one man a side.
+        let men = |dark: &str, light: &str| {
+            let square = |name| parse_board_name(RuleSet::Russian, name).unwrap();
+            let pos = Position::from_setup(Setup {
+                by_color: [square(dark).bb(), square(light).bb()],
+                kings: Bitboard::EMPTY,
+                turn: Color::Dark,
+            })
+            .unwrap();
+            features::<Russian>(&pos, 12)
         };
         // A Dark man on c3 and a Light man on f6 (c3 turned half a turn)
         // stand on the same square of their own boards: level.
-        let mirrored = Position::from_setup(Setup {
-            by_color: [square("c3").bb(), square("f6").bb()],
-            kings: Bitboard::EMPTY,
-            turn: Color::Dark,
-        })
-        .unwrap();
-        let f = features::<jumpgate_rules::variant::Russian>(&mirrored, 12);
+        let f = men("c3", "f6");
         assert!(f.values[NAMED_FEATURES..].iter().all(|&v| v == 0));
         // Against a Light man on d6 instead, Dark's c3 counts +1 and
         // Light's d6 (e3 from its side) −1, under their own names.
-        let other = Position::from_setup(Setup {
-            by_color: [square("c3").bb(), square("d6").bb()],
-            kings: Bitboard::EMPTY,
-            turn: Color::Dark,
-        })
-        .unwrap();
-        let f = features::<jumpgate_rules::variant::Russian>(&other, 12);
+        let f = men("c3", "d6");
         let named: Vec<(String, i32)> = (NAMED_FEATURES..FEATURES)
             .filter(|&i| f.values[i] != 0)
-            .map(|i| (feature_name(i), f.values[i]))
+            .map(|i| (feature_name(RuleSet::Russian, i), f.values[i]))
             .collect();
         assert_eq!(
             named,
             [("man_c3".to_string(), 1), ("man_e3".to_string(), -1)]
         );
         // Every man square is a playing square, each named once.
-        let names: std::collections::HashSet<String> =
-            (NAMED_FEATURES..FEATURES).map(feature_name).collect();
+        let names: std::collections::HashSet<String> = (NAMED_FEATURES..FEATURES)
+            .map(|i| feature_name(RuleSet::Russian, i))
+            .collect();
         assert_eq!(names.len(), MAN_SQUARES);
         for sq in Square::playable() {
-            let name = format!("man_{}{}", (b'a' + sq.file()) as char, sq.rank() + 1);
+            let name = format!("man_{}", board_name(RuleSet::Russian, sq));
             assert!(names.contains(&name), "{name}");
         }
     }

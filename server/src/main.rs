@@ -583,7 +583,9 @@ fn run_tune(args: &TuneArgs) -> Result<(), String> {
         fit.error_before,
         fit.error_after
     );
-    let names: Vec<String> = (0..FEATURES).map(feature_name).collect();
+    let names: Vec<String> = (0..FEATURES)
+        .map(|i| feature_name(args.rule_set, i))
+        .collect();
     println!("//   {}", names.join(", "));
     let list = |w: &[i32]| w.iter().map(i32::to_string).collect::<Vec<_>>().join(", ");
     println!(
