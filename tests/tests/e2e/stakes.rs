@@ -370,6 +370,21 @@ mod played {
         json["balance"].as_i64().unwrap()
     }
 
+    /// The balance once a series' settlement is written. The room pays out
+    /// just after it stores and announces the result, so a balance read the
+    /// moment a snapshot shows the end may not show it yet. Waits up to ten
+    /// seconds for `expected` and returns what the wallet says then.
+    async fn settled_balance(server: &TestServer, account: &str, expected: i64) -> i64 {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let now = balance(server, account).await;
+            if now == expected || tokio::time::Instant::now() >= deadline {
+                return now;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn resign_pays_the_winner_end_match_refunds_and_short_wallets_cannot_start() {
         let redis = RedisServer::start().await;
@@ -451,8 +466,8 @@ mod played {
             .clone()
             .expect("two accounts have a head-to-head");
         assert_eq!((h2h.wins.clone(), h2h.draws), (vec![1, 0], 0));
-        assert_eq!(balance(&server, "a_ann").await, 1400);
-        assert_eq!(balance(&server, "a_bob").await, 600);
+        assert_eq!(settled_balance(&server, "a_ann", 1400).await, 1400);
+        assert_eq!(settled_balance(&server, "a_bob", 600).await, 600);
 
         // Rematch; the host ends the match: every stake comes back.
         for p in [&mut ann, &mut bob] {
@@ -464,8 +479,8 @@ mod played {
         let seq = ann.send(|seq| ClientMessage::EndMatch { seq }).await;
         ann.expect_ack(seq).await;
         ann.phase(Phase::Ended).await;
-        assert_eq!(balance(&server, "a_ann").await, 1400);
-        assert_eq!(balance(&server, "a_bob").await, 600);
+        assert_eq!(settled_balance(&server, "a_ann", 1400).await, 1400);
+        assert_eq!(settled_balance(&server, "a_bob", 600).await, 600);
 
         // Bob leaves mid-series in a new lobby: he concedes the pot.
         let code2 = {
@@ -482,7 +497,7 @@ mod played {
         let seq = bob.send(|seq| ClientMessage::Leave { seq }).await;
         bob.expect_ack(seq).await;
         ann.state_until(|s| s.series.result.is_some()).await;
-        assert_eq!(balance(&server, "a_ann").await, 2000);
+        assert_eq!(settled_balance(&server, "a_ann", 2000).await, 2000);
         assert_eq!(balance(&server, "a_bob").await, 0);
 
         // Bob cannot cover a stake now: nothing is taken from anyone.
