@@ -72,6 +72,10 @@ pub struct AppState {
     /// Flips to true when the server starts shutting down: it stops taking
     /// rooms and connections, and hands its rooms over.
     pub draining: watch::Sender<bool>,
+    /// The heartbeat task, once started: it stops when the instance drains,
+    /// and the instance says it is gone only after that, so no beat in
+    /// flight can mark it alive again.
+    heartbeat: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Flips to true once the rooms are handed over: connections close.
     pub shutdown: watch::Sender<bool>,
     /// WebSocket connections still running; shutdown waits for zero.
@@ -120,6 +124,7 @@ impl AppState {
             adoptions: Mutex::new(HashMap::new()),
             asking: Mutex::new(std::collections::HashSet::new()),
             draining: watch::channel(false).0,
+            heartbeat: Mutex::new(None),
             shutdown: watch::channel(false).0,
             live_connections: watch::channel(0).0,
             resumed: watch::channel(true).0,
@@ -526,7 +531,7 @@ pub async fn run(
     let notify = state.clone();
     tokio::spawn(async move {
         shutdown.await;
-        let _ = notify.draining.send(true);
+        notify.draining.send_replace(true);
         // Half the grace for handing over, the rest for the connections.
         let budget = notify.settings.shutdown_grace / 2;
         match tokio::time::timeout(budget, ownership::hand_over_all(&notify)).await {
@@ -538,6 +543,10 @@ pub async fn run(
             Err(_) => tracing::warn!("handing rooms over took longer than the shutdown grace"),
         }
         if notify.store.is_durable() {
+            // A beat stored after the retirement would say this instance is
+            // alive for another heartbeat TTL, holding off the takeover of
+            // whatever it could not hand over.
+            ownership::stop_heartbeat(&notify).await;
             let _ = notify.store.retire(&notify.settings.instance_id).await;
         }
         let _ = notify.shutdown.send(true);

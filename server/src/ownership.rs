@@ -382,9 +382,14 @@ pub async fn start_heartbeat(state: &Arc<AppState>) {
         tokio::time::sleep(ttl / 3).await;
     }
     let beat = state.clone();
-    tokio::spawn(async move {
-        while !beat.is_draining() {
-            tokio::time::sleep(ttl / 3).await;
+    let mut draining = state.draining.subscribe();
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                // Draining (or the state gone): no more beats.
+                _ = draining.wait_for(|d| *d) => break,
+                () = tokio::time::sleep(ttl / 3) => {}
+            }
             match beat.store.heartbeat(&me, &token, ttl).await {
                 // Counted dead meanwhile (frozen, cut off): others may have
                 // taken rooms over. Rooms that are no longer ours stop now,
@@ -404,6 +409,21 @@ pub async fn start_heartbeat(state: &Arc<AppState>) {
             }
         }
     });
+    *state.heartbeat.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+}
+
+/// Stops the heartbeat and waits for it: a beat already sent is stored
+/// (or has failed) when this returns, and no other follows.
+pub async fn stop_heartbeat(state: &AppState) {
+    state.draining.send_replace(true);
+    let task = state
+        .heartbeat
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(task) = task {
+        let _ = task.await;
+    }
 }
 
 /// Starts the tasks that keep ownership going until the instance drains:

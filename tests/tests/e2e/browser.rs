@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use jumpgate_e2e::balancer::{Balancer, SERVERS};
-use jumpgate_e2e::{RedisServer, TestServer};
+use jumpgate_e2e::{JumpgateProcess, RedisServer, TestServer};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 /// Each scenario (a few browsers, a few games) normally takes seconds.
@@ -71,12 +71,13 @@ async fn run_scenario(script: &str, artifacts: &Path) {
         settings.break_time = Duration::from_secs(2);
     })
     .await;
-    run_against(script, &server, artifacts).await;
+    run_against(script, &server.http_url(""), artifacts).await;
 }
 
-/// Runs one Playwright script against `server`; fails as [`run_scenario`] does.
-async fn run_against(script: &str, server: &TestServer, artifacts: &Path) {
-    let child = node(script, &server.http_url(""), artifacts)
+/// Runs one Playwright script against the server at `base` (its HTTP root);
+/// fails as [`run_scenario`] does.
+async fn run_against(script: &str, base: &str, artifacts: &Path) {
+    let child = node(script, base, artifacts)
         .spawn()
         .unwrap_or_else(|e| panic!("could not start node ({e}); run .ci/test"));
     let output = tokio::time::timeout(SCENARIO_LIMIT, child.wait_with_output())
@@ -128,20 +129,29 @@ async fn web_client_friend_game_flow_in_chromium() {
 /// claim window (2 s here) and granted after it; axe-core on the preview
 /// and on the home page with its list. The lobby is unloaded while nobody
 /// is in it, as idle correspondence lobbies are, before the friend opens it.
+///
+/// The server is a process of its own: the script reads its unload counter
+/// from `/metrics`, which in this test binary's process every in-process
+/// server shares.
 #[tokio::test(flavor = "multi_thread")]
 async fn web_client_plays_a_correspondence_game_in_chromium() {
     let artifacts = workspace_root().join("target/browser-artifacts/correspondence");
     let redis = RedisServer::start().await;
-    let server = TestServer::start(|settings| {
-        settings.redis_url = Some(redis.url());
-        settings.correspondence_claim = Duration::from_secs(2);
-        settings.correspondence_expiry = Duration::from_secs(120);
+    let server = JumpgateProcess::start(&[
+        ("JUMPGATE_REDIS_URL", redis.url()),
+        ("JUMPGATE_CORRESPONDENCE_CLAIM_SECS", "2".to_owned()),
+        ("JUMPGATE_CORRESPONDENCE_EXPIRY_SECS", "120".to_owned()),
         // Unloaded a second after its last page goes: the friend's preview
         // and join load it back from Redis.
-        settings.correspondence_unload = Duration::from_secs(1);
-    })
+        ("JUMPGATE_CORRESPONDENCE_UNLOAD_SECS", "1".to_owned()),
+    ])
     .await;
-    run_against("correspondence.mjs", &server, &artifacts).await;
+    run_against(
+        "correspondence.mjs",
+        &format!("http://{}", server.addr),
+        &artifacts,
+    )
+    .await;
     assert!(
         artifacts.join("preview.png").exists() && artifacts.join("claimed.png").exists(),
         "screenshots of the preview and the claimed game were saved"

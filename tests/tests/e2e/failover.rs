@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use jumpgate_e2e::balancer::Balancer;
 use jumpgate_e2e::table::Table;
-use jumpgate_e2e::{JumpgateProcess, PATIENCE, Player, RedisServer, lobby_pair};
+use jumpgate_e2e::{JumpgateProcess, PATIENCE, Player, RedisServer, TestServer, lobby_pair};
 use jumpgate_protocol::client::ClientError;
 use jumpgate_protocol::{ClientMessage, Encoding, RuleSet, ServerMessage};
 use jumpgate_server::store::{RedisStore, Store};
@@ -56,6 +56,54 @@ async fn closed_without_ack(player: &mut Player, seq: u32) -> (u16, bool) {
 /// move its still-connected player sends is not acknowledged, its players
 /// are told to reconnect, and the store holds exactly the acknowledged
 /// moves, in order, none doubled.
+/// A stopped instance stays dead to the others: its heartbeat ends before
+/// it deletes its alive key, so no beat in flight marks it alive again
+/// (which would hold off the takeover of whatever it could not hand over
+/// for another TTL). In process, where the runtime outlives the server, a
+/// beat after the retirement could not hide in the process's exit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_instance_never_beats_again() {
+    // Stopped on a good day, and while Redis stalls for longer than the
+    // command timeout: a beat and the retirement are then both in doubt,
+    // queued in Redis and run when the stall ends.
+    for stall_ms in [None, Some(1_500)] {
+        let redis = RedisServer::start().await;
+        let server = TestServer::start(|s| {
+            s.redis_url = Some(redis.url());
+            s.redis_timeout = Duration::from_millis(300);
+            s.instance_id = "e2e-retiring".into();
+            s.heartbeat_ttl = Duration::from_millis(600);
+        })
+        .await;
+        let alive = || redis.command(&["EXISTS", "jg:alive:{e2e-retiring}"]);
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while alive().await != ":1\r\n" {
+            assert!(tokio::time::Instant::now() < deadline, "never alive");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // A few beats, so that the next one is due at any moment.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if let Some(ms) = stall_ms {
+            redis.pause(ms).await;
+        }
+        drop(server);
+        // Deleted, or (after a stall) expired.
+        while alive().await != ":0\r\n" {
+            assert!(tokio::time::Instant::now() < deadline, "never retired");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // Two TTLs, over six beat intervals: the key never comes back.
+        for _ in 0..120 {
+            assert_eq!(
+                alive().await,
+                ":0\r\n",
+                "a retired instance beat again (stall {stall_ms:?})"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_owner_is_fenced_after_its_room_is_taken_over() {
     let redis = RedisServer::start().await;

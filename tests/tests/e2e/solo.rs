@@ -85,6 +85,17 @@ async fn play_first(p: &mut Player, s: &SoloState) -> Result<(), ErrorCode> {
     }
 }
 
+/// Waits until the solo game's task has done what follows its last answer:
+/// it scores a finished ranked game after it acknowledges the ending
+/// request and before it reads the next one, so the `ack` of a `resync`
+/// sent now comes after the leaderboard write.
+async fn scored(player: &mut Player) {
+    player
+        .request(|seq| ClientMessage::Resync { seq, since: 0 })
+        .await
+        .unwrap();
+}
+
 async fn board(server: &TestServer) -> serde_json::Value {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
@@ -201,6 +212,7 @@ async fn ranked_games_score_undo_makes_practice_and_results_stay() {
     ann.request(|seq| ClientMessage::Resign { seq })
         .await
         .unwrap();
+    scored(&mut ann).await;
     let b = board(&server).await;
     assert_eq!(
         b["entries"][0]["games"], 1,
@@ -215,6 +227,7 @@ async fn ranked_games_score_undo_makes_practice_and_results_stay() {
     ann.request(|seq| ClientMessage::Resign { seq })
         .await
         .unwrap();
+    scored(&mut ann).await;
     let b = board(&server).await;
     assert_eq!(b["entries"][0]["games"], 2);
     assert_eq!(b["entries"][0]["losses"], 1);
@@ -662,7 +675,13 @@ async fn a_replaced_ranked_game_left_pending_counts_once_and_closes() {
     assert_eq!(board(&first).await["entries"][0]["games"], 1);
     drop(first);
     drop(dee);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The next instance takes over only what a dead one owned: wait until
+    // the first one has said it is gone.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while redis.command(&["KEYS", "jg:alive:*"]).await != "*0\r\n" {
+        assert!(tokio::time::Instant::now() < deadline, "never retired");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     reopen(&redis, &ranked.id).await;
     let room = format!("jg:{{{}}}:room", ranked.id);

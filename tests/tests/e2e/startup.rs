@@ -204,10 +204,20 @@ async fn one_owner_and_every_move(
     let store = RedisStore::open(url, Duration::from_secs(5)).unwrap();
     let codes: Vec<String> = lobbies.iter().map(|(code, _)| code.clone()).collect();
     let fences = store.fences(&codes).await.unwrap();
-    let mut live = 0.0;
-    for process in instances {
-        live += metric(process.addr, "jumpgate_lobbies_live{").await;
-    }
+    // A resumed lobby counts itself live when its task first runs, which
+    // can be just after the instance says it is ready: wait for the count
+    // to reach the stored number (more would be two owners).
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let live = loop {
+        let mut live = 0.0;
+        for process in instances {
+            live += metric(process.addr, "jumpgate_lobbies_live{").await;
+        }
+        if live as usize >= lobbies.len() || tokio::time::Instant::now() >= deadline {
+            break live;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(
         live as usize,
         lobbies.len(),
