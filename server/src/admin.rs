@@ -192,7 +192,28 @@ async fn grant(
     }
 }
 
+/// At start, until the stored rooms without a live owner are taken back,
+/// the unresumable list is not complete: the room endpoints say so (`503
+/// starting`, retry after a second) rather than answer from part of it.
+fn still_starting(state: &AppState) -> Option<Response> {
+    if *state.resumed.borrow() {
+        return None;
+    }
+    let mut response = error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "starting",
+        "the stored rooms are still being taken back; ask again in a moment",
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    Some(response)
+}
+
 async fn unresumable(State(state): State<Arc<AppState>>) -> Response {
+    if let Some(starting) = still_starting(&state) {
+        return starting;
+    }
     let list = state
         .unresumable
         .lock()
@@ -211,6 +232,9 @@ async fn settle_unresumable(
         Ok(path) => path,
         Err(_) => return bad_path(),
     };
+    if let Some(starting) = still_starting(&state) {
+        return starting;
+    }
     let stakes = state
         .unresumable
         .lock()

@@ -8,7 +8,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use jumpgate_e2e::{PATIENCE, Player, TestServer};
+use jumpgate_e2e::{JumpgateProcess, PATIENCE, Player, TestServer};
 use jumpgate_protocol::client::Client;
 use jumpgate_protocol::{ClientMessage, Encoding, ErrorCode, RuleSet, ServerMessage};
 use jumpgate_server::limits::{LimitSettings, parse_proxy};
@@ -64,9 +64,9 @@ async fn upgrade_from(
 }
 
 /// A greeted player connected from the loopback address `from`.
-async fn player_from(from: [u8; 4], server: &TestServer) -> Client {
-    let stream = tcp_from(from, server.addr).await;
-    let mut client = Client::connect_on(stream, &server.ws_url(), Encoding::Json)
+async fn player_from(from: [u8; 4], server: SocketAddr) -> Client {
+    let stream = tcp_from(from, server).await;
+    let mut client = Client::connect_on(stream, &format!("ws://{server}/ws"), Encoding::Json)
         .await
         .unwrap();
     client.greet(None, "limits-test").await.unwrap();
@@ -139,12 +139,12 @@ async fn one_address_gets_its_share_of_connections() {
         };
     })
     .await;
-    let first = player_from([127, 0, 0, 2], &server).await;
-    let _second = player_from([127, 0, 0, 2], &server).await;
+    let first = player_from([127, 0, 0, 2], server.addr).await;
+    let _second = player_from([127, 0, 0, 2], server.addr).await;
     let (status, head, _) = upgrade_from([127, 0, 0, 2], server.addr, &[]).await;
     assert_eq!(status, 429, "{head}");
     assert!(head.to_ascii_lowercase().contains("retry-after:"), "{head}");
-    let _other = player_from([127, 0, 0, 3], &server).await;
+    let _other = player_from([127, 0, 0, 3], server.addr).await;
     drop(first);
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
@@ -269,7 +269,7 @@ async fn new_rooms_are_rate_limited_per_identity_and_address() {
         draw_rules: None,
     };
     let leave = |seq| ClientMessage::Leave { seq };
-    let mut a = player_from([127, 0, 0, 7], &server).await;
+    let mut a = player_from([127, 0, 0, 7], server.addr).await;
     for _ in 0..2 {
         assert!(matches!(
             ask(&mut a, create).await,
@@ -294,7 +294,7 @@ async fn new_rooms_are_rate_limited_per_identity_and_address() {
     );
     // Another identity on the same address has one left of the address's
     // three; a solo game counts like a lobby.
-    let mut b = player_from([127, 0, 0, 7], &server).await;
+    let mut b = player_from([127, 0, 0, 7], server.addr).await;
     let solo = |seq| ClientMessage::StartSolo {
         seq,
         rule_set: RuleSet::American,
@@ -315,7 +315,7 @@ async fn new_rooms_are_rate_limited_per_identity_and_address() {
         "per address: {refused:?}"
     );
     // Another address is not affected.
-    let mut c = player_from([127, 0, 0, 8], &server).await;
+    let mut c = player_from([127, 0, 0, 8], server.addr).await;
     assert!(matches!(
         ask(&mut c, create).await,
         ServerMessage::Ack { .. }
@@ -324,23 +324,20 @@ async fn new_rooms_are_rate_limited_per_identity_and_address() {
 
 /// Many connections from one address share one message rate: past it their
 /// messages wait (nothing is dropped or refused), and another address is
-/// not held back.
+/// not held back. The server is a process of its own, so that the
+/// throttle counter it reads counts this test's messages alone.
 #[tokio::test]
 async fn one_address_shares_one_message_rate_across_connections() {
-    let server = TestServer::start(|s| {
-        s.limits = LimitSettings {
-            messages_per_second: 20,
-            ..LimitSettings::unlimited()
-        };
-    })
-    .await;
+    let server =
+        JumpgateProcess::start(&[("JUMPGATE_MESSAGES_PER_SECOND_PER_ADDRESS", "20".to_owned())])
+            .await;
     let before = metric(
         &jumpgate_e2e::http_get(server.addr, "/metrics").await.1,
         "jumpgate_messages_throttled_total",
     );
     let mut flooders = Vec::new();
     for _ in 0..4 {
-        flooders.push(player_from([127, 0, 0, 9], &server).await);
+        flooders.push(player_from([127, 0, 0, 9], server.addr).await);
     }
     // 4 × 25 pings: more than the burst of 40, under each connection's own
     // limit of 40 a second.
@@ -354,7 +351,7 @@ async fn one_address_shares_one_message_rate_across_connections() {
         }
         sent.push(seqs);
     }
-    let mut innocent = player_from([127, 0, 0, 10], &server).await;
+    let mut innocent = player_from([127, 0, 0, 10], server.addr).await;
     assert!(matches!(
         ask(&mut innocent, |seq| ClientMessage::Ping { seq }).await,
         ServerMessage::Ack { .. }
@@ -462,16 +459,13 @@ async fn health_answers_on_the_internal_listener_when_the_public_one_is_full() {
 }
 
 /// WebSocket pings count against the address's message rate like messages
-/// (a flood of them is held back, not answered at full speed).
+/// (a flood of them is held back, not answered at full speed). A process
+/// of its own, for its own throttle counter.
 #[tokio::test]
 async fn pings_count_against_the_address_message_rate() {
-    let server = TestServer::start(|s| {
-        s.limits = LimitSettings {
-            messages_per_second: 5,
-            ..LimitSettings::unlimited()
-        };
-    })
-    .await;
+    let server =
+        JumpgateProcess::start(&[("JUMPGATE_MESSAGES_PER_SECOND_PER_ADDRESS", "5".to_owned())])
+            .await;
     let throttled = || async {
         metric(
             &jumpgate_e2e::http_get(server.addr, "/metrics").await.1,

@@ -519,18 +519,50 @@ async fn weak_secrets_and_an_admin_token_without_its_address_stop_the_start() {
 }
 
 /// While an instance takes its stored rooms back (here: Redis stalls at
-/// start), it is alive (`/healthz` 200) but not ready (`/readyz` 503); it
-/// becomes ready once they are back.
+/// start), it is alive (`/healthz` 200) but not ready (`/readyz` 503), and
+/// the operator API's room endpoints say `starting` rather than answer
+/// from an unfinished list; it becomes ready once they are back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthz_answers_while_the_stored_rooms_are_taken_back() {
     let redis = jumpgate_e2e::RedisServer::start().await;
+    let admin = loopback(free_port());
     redis.pause(2_500).await;
-    let server = jumpgate_e2e::JumpgateProcess::start(&[("JUMPGATE_REDIS_URL", redis.url())]).await;
+    let server = jumpgate_e2e::JumpgateProcess::start(&[
+        ("JUMPGATE_REDIS_URL", redis.url()),
+        ("JUMPGATE_ADMIN_LISTEN", admin.to_string()),
+        (
+            "JUMPGATE_ADMIN_TOKEN",
+            "ops-secret-0123456789abcdef0123456789".into(),
+        ),
+    ])
+    .await;
     let (status, _) = jumpgate_e2e::http_get(server.addr, "/healthz").await;
     assert_eq!(status, 200, "alive while starting");
     let (status, body) = jumpgate_e2e::http_get(server.addr, "/readyz").await;
     assert_eq!(status, 503, "not ready while starting: {body}");
     assert!(body.contains("starting"), "{body}");
+    listening(admin).await;
+    let token = [(
+        "Authorization",
+        "Bearer ops-secret-0123456789abcdef0123456789",
+    )];
+    let unresumable = "/api/admin/rooms/unresumable";
+    let (status, response) = http_get_with(admin, unresumable, &token).await;
+    assert_eq!(status, 503, "no list while starting: {response}");
+    assert_eq!(json_body(&response)["error"], "starting", "{response}");
+    assert!(
+        response.to_ascii_lowercase().contains("retry-after: 1"),
+        "{response}"
+    );
+    let (status, response) = jumpgate_e2e::http_exchange(
+        admin,
+        "POST",
+        "/api/admin/rooms/K7QP2DXM/settle",
+        &token,
+        "",
+    )
+    .await;
+    assert_eq!(status, 503, "nothing settled while starting: {response}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let (status, _) = jumpgate_e2e::http_get(server.addr, "/readyz").await;
@@ -540,4 +572,7 @@ async fn healthz_answers_while_the_stored_rooms_are_taken_back() {
         assert!(std::time::Instant::now() < deadline, "never ready");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    let (status, response) = http_get_with(admin, unresumable, &token).await;
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(json_body(&response)["rooms"], serde_json::json!([]));
 }

@@ -512,12 +512,21 @@ async fn chaos_of_stalls_and_kill_9_loses_no_point_and_no_acknowledged_move() {
     // A last kill -9: every stored lobby resumes.
     server.kill_9();
     let _server = JumpgateProcess::start_at(addr, &env).await;
-    let (status, body) = jumpgate_e2e::http_get_with(
-        admin_addr(&env),
-        "/api/admin/rooms/unresumable",
-        &[("Authorization", &format!("Bearer {ADMIN}"))],
-    )
-    .await;
+    // The list is complete once the start-up resume is: until then it is
+    // answered 503 `starting`.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let (status, body) = loop {
+        let (status, body) = jumpgate_e2e::http_get_with(
+            admin_addr(&env),
+            "/api/admin/rooms/unresumable",
+            &[("Authorization", &format!("Bearer {ADMIN}"))],
+        )
+        .await;
+        if status != 503 || tokio::time::Instant::now() >= deadline {
+            break (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(status, 200, "{body}");
     assert!(
         body.contains(r#"{"rooms":[]}"#),
