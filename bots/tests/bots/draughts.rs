@@ -77,6 +77,14 @@ fn two_for_one(rs: RuleSet) -> Game {
     Game::from_position(rs, position(&dark, &light, Color::Dark))
 }
 
+/// A level searching a bounded number of nodes, with a clock far beyond
+/// them: what it finds does not depend on how busy the machine is.
+fn tactic_config(level: Level) -> BotConfig {
+    BotConfig::new(level)
+        .with_time_budget(Duration::from_secs(60))
+        .with_node_limit(300_000)
+}
+
 #[test]
 fn stronger_levels_find_a_two_for_one_shot() {
     for rs in [
@@ -87,7 +95,7 @@ fn stronger_levels_find_a_two_for_one_shot() {
     ] {
         let game = two_for_one(rs);
         for level in [Level::Warden, Level::Executive] {
-            let config = BotConfig::new(level).with_time_budget(Duration::from_millis(300));
+            let config = tactic_config(level);
             let (m, info) = bots::think(&game, &config).expect("a move");
             assert_eq!(
                 (m.from(), m.to()),
@@ -107,7 +115,7 @@ fn stronger_levels_find_a_forced_win_and_play_it_out() {
     for rs in [RuleSet::American, RuleSet::Italian, RuleSet::Spanish] {
         let start = Game::from_position(rs, position(&[(5, 1), (0, 0)], &[(7, 3)], Color::Dark));
         for level in [Level::Warden, Level::Executive] {
-            let config = BotConfig::new(level).with_time_budget(Duration::from_millis(300));
+            let config = tactic_config(level);
             let (m, info) = bots::think(&start, &config).expect("a move");
             assert_eq!((m.from(), m.to()), (sq(0, 0), sq(1, 1)), "{rs} {level}");
             assert!(info.score > bots::MATE - 100, "{rs} {level}: {info:?}");
