@@ -413,7 +413,9 @@ pub async fn start_heartbeat(state: &Arc<AppState>) {
 }
 
 /// Stops the heartbeat and waits for it: a beat already sent is stored
-/// (or has failed) when this returns, and no other follows.
+/// (or has failed) when this returns, and no other follows. The wait is
+/// bounded (two store timeouts: a beat, or a check of the rooms' fences
+/// after a lapsed one, still under way); past it the task is aborted.
 pub async fn stop_heartbeat(state: &AppState) {
     state.draining.send_replace(true);
     let task = state
@@ -421,8 +423,12 @@ pub async fn stop_heartbeat(state: &AppState) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take();
-    if let Some(task) = task {
-        let _ = task.await;
+    if let Some(mut task) = task {
+        let patience = state.settings.redis_timeout * 2;
+        if tokio::time::timeout(patience, &mut task).await.is_err() {
+            tracing::warn!("the heartbeat did not stop in time; aborting it");
+            task.abort();
+        }
     }
 }
 
