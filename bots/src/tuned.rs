@@ -282,6 +282,7 @@ impl TunedWeights {
     /// matches: the first fits, before the man squares.
     pub const fn second_version(rule_set: RuleSet) -> &'static TunedWeights {
         match rule_set {
+            RuleSet::American => &crate::weights::V2_AMERICAN,
             RuleSet::Russian => &crate::weights::V2_RUSSIAN,
             _ => TunedWeights::for_rule_set(rule_set),
         }
@@ -371,6 +372,21 @@ mod tests {
             let mut expected = [0; FEATURES];
             expected[TO_MOVE] = 1;
             assert_eq!(f.values, expected, "{rs}");
+        }
+    }
+
+    #[test]
+    fn the_second_version_keeps_the_first_fits() {
+        // V2 plays the first fits everywhere: no weight on a man square.
+        for rs in RuleSet::ALL {
+            let w = TunedWeights::second_version(rs);
+            assert!(w.mg[NAMED_FEATURES..].iter().all(|&v| v == 0), "{rs}");
+            assert!(w.eg[NAMED_FEATURES..].iter().all(|&v| v == 0), "{rs}");
+        }
+        // Where the second fit was kept, the current weights differ.
+        for rs in [RuleSet::Russian, RuleSet::American] {
+            let current = TunedWeights::for_rule_set(rs);
+            assert!(current.mg[NAMED_FEATURES..].iter().any(|&v| v != 0), "{rs}");
         }
     }
 
