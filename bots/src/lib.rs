@@ -89,8 +89,8 @@ pub struct BotConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ExecutiveVersion {
     /// The second version with a search that spends its whole budget
-    /// ([`SearchFeatures::CURRENT`]) and, in Russian and American, the
-    /// second fit of the evaluation (men by square).
+    /// ([`SearchFeatures::CURRENT`]) and, in Russian, American and
+    /// Brazilian, the second fit of the evaluation (men by square).
     #[default]
     Current,
     /// The first Executive: no new iteration after half the budget, the
@@ -353,7 +353,7 @@ fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Mo
     let budget = Budget::new(&profile, config, started);
     let executive = (config.level == Level::Executive).then_some(config.executive);
     // The second version and the current one share all but the search
-    // and, in Russian and American, the evaluation's weights.
+    // and, in Russian, American and Brazilian, the evaluation's weights.
     let since_v2 = matches!(
         executive,
         Some(ExecutiveVersion::Current | ExecutiveVersion::V2)

@@ -283,6 +283,7 @@ impl TunedWeights {
     pub const fn second_version(rule_set: RuleSet) -> &'static TunedWeights {
         match rule_set {
             RuleSet::American => &crate::weights::V2_AMERICAN,
+            RuleSet::Brazilian => &crate::weights::V2_BRAZILIAN,
             RuleSet::Russian => &crate::weights::V2_RUSSIAN,
             _ => TunedWeights::for_rule_set(rule_set),
         }
@@ -384,7 +385,7 @@ mod tests {
             assert!(w.eg[NAMED_FEATURES..].iter().all(|&v| v == 0), "{rs}");
         }
         // Where the second fit was kept, the current weights differ.
-        for rs in [RuleSet::Russian, RuleSet::American] {
+        for rs in [RuleSet::Russian, RuleSet::American, RuleSet::Brazilian] {
             let current = TunedWeights::for_rule_set(rs);
             assert!(current.mg[NAMED_FEATURES..].iter().any(|&v| v != 0), "{rs}");
         }

@@ -496,8 +496,8 @@ struct SelfplayArgs {
     #[arg(long)]
     out: std::path::PathBuf,
     /// Whose weights the players evaluate with: current or v2 (the first
-    /// fit, which made the data of the current Russian and American
-    /// weights).
+    /// fit, which made the data of the current Russian, American and
+    /// Brazilian weights).
     #[arg(long, default_value = "current")]
     weights_of: jumpgate_server::bots::ExecutiveVersion,
 }
@@ -551,8 +551,8 @@ struct TuneArgs {
     #[arg(long, default_value_t = 0.001)]
     prior: f64,
     /// The weights the fit starts from (and `--prior` pulls towards):
-    /// current or v2 (the first fit, where the current Russian and
-    /// American fits began).
+    /// current or v2 (the first fit, where the current Russian,
+    /// American and Brazilian fits began).
     #[arg(long, default_value = "current")]
     start: jumpgate_server::bots::ExecutiveVersion,
 }
