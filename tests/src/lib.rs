@@ -545,6 +545,25 @@ async fn redis_ping(port: u16) -> bool {
     matches!(s.read(&mut buf).await, Ok(n) if buf[..n].starts_with(b"+PONG"))
 }
 
+/// Probes until `again` says the answer is final or `limit` has passed, and
+/// returns the last answer: for values the server reaches just after the
+/// event a test waited for (a payout after the announced result, a count
+/// after readiness). The caller asserts on what it gets.
+pub async fn probe_while<T, F, Fut>(limit: Duration, mut probe: F, again: impl Fn(&T) -> bool) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let answer = probe().await;
+        if !again(&answer) || tokio::time::Instant::now() >= deadline {
+            return answer;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// The `jumpgate` binary built by cargo for this workspace.
 pub fn jumpgate_binary() -> std::path::PathBuf {
     let exe = std::env::current_exe().unwrap();

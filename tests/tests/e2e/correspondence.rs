@@ -320,14 +320,13 @@ async fn an_unloaded_staked_lobby_expires_by_its_stored_time_and_refunds_exactly
     // ended record a few writes before it leaves the instance's rooms; a
     // summary asked in between is answered 503 (unavailable), so that one
     // answer is waited out.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    let (status, body) = loop {
-        let (status, body) = jumpgate_e2e::http_get(server.addr, &format!("/r/{code}")).await;
-        if status != 503 || tokio::time::Instant::now() >= deadline {
-            break (status, body);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let path = format!("/r/{code}");
+    let (status, body) = jumpgate_e2e::probe_while(
+        Duration::from_secs(10),
+        || jumpgate_e2e::http_get(server.addr, &path),
+        |(status, _)| *status == 503,
+    )
+    .await;
     assert_eq!(status, 404, "{body}");
     let mut ann = Player::connect_with(&server, Encoding::Json, Some(token("corr-ann"))).await;
     let mut carl = Player::connect_with(&server, Encoding::Json, Some(token("corr-carl"))).await;

@@ -375,14 +375,8 @@ mod played {
     /// moment a snapshot shows the end may not show it yet. Waits up to ten
     /// seconds for `expected` and returns what the wallet says then.
     async fn settled_balance(server: &TestServer, account: &str, expected: i64) -> i64 {
-        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
-            let now = balance(server, account).await;
-            if now == expected || tokio::time::Instant::now() >= deadline {
-                return now;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        let limit = std::time::Duration::from_secs(10);
+        jumpgate_e2e::probe_while(limit, || balance(server, account), |b| *b != expected).await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

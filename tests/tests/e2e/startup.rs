@@ -207,17 +207,18 @@ async fn one_owner_and_every_move(
     // A resumed lobby counts itself live when its task first runs, which
     // can be just after the instance says it is ready: wait for the count
     // to reach the stored number (more would be two owners).
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    let live = loop {
-        let mut live = 0.0;
-        for process in instances {
-            live += metric(process.addr, "jumpgate_lobbies_live{").await;
-        }
-        if live as usize >= lobbies.len() || tokio::time::Instant::now() >= deadline {
-            break live;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let live = jumpgate_e2e::probe_while(
+        PATIENCE,
+        || async {
+            let mut live = 0.0;
+            for process in instances {
+                live += metric(process.addr, "jumpgate_lobbies_live{").await;
+            }
+            live
+        },
+        |live| (*live as usize) < lobbies.len(),
+    )
+    .await;
     assert_eq!(
         live as usize,
         lobbies.len(),

@@ -514,19 +514,14 @@ async fn chaos_of_stalls_and_kill_9_loses_no_point_and_no_acknowledged_move() {
     let _server = JumpgateProcess::start_at(addr, &env).await;
     // The list is complete once the start-up resume is: until then it is
     // answered 503 `starting`.
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    let (status, body) = loop {
-        let (status, body) = jumpgate_e2e::http_get_with(
-            admin_addr(&env),
-            "/api/admin/rooms/unresumable",
-            &[("Authorization", &format!("Bearer {ADMIN}"))],
-        )
-        .await;
-        if status != 503 || tokio::time::Instant::now() >= deadline {
-            break (status, body);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let auth = format!("Bearer {ADMIN}");
+    let headers = [("Authorization", auth.as_str())];
+    let (status, body) = jumpgate_e2e::probe_while(
+        PATIENCE,
+        || jumpgate_e2e::http_get_with(admin_addr(&env), "/api/admin/rooms/unresumable", &headers),
+        |(status, _)| *status == 503,
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     assert!(
         body.contains(r#"{"rooms":[]}"#),
