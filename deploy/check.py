@@ -4,9 +4,19 @@ both HAProxy configurations (with `haproxy -c` too when HAProxy is installed),
 and asserts the facts deploy/README.md promises.
 
     python3 deploy/check.py          (needs python3-yaml: apt-get install -y python3-yaml)
+    python3 deploy/check.py --require-tools --kubernetes-validate PATH
+
+With --kubernetes-validate, the Kubernetes objects `kubectl apply -k deploy/k8s`
+would create (the listed resources and the generated ConfigMaps, assembled
+here without kubectl) are written to a temporary file and checked against the
+API's schemas by that kubernetes-validate executable, strictly (unknown fields
+are errors), for each version in K8S_VERSIONS. With --require-tools, a missing
+haproxy, promtool or kubernetes-validate is a failure instead of a skip.
 
 Exits 0 when everything holds, 1 with one line per failure otherwise.
 """
+import argparse
+import ipaddress
 import json
 import os
 import pathlib
@@ -14,6 +24,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import tomllib
 
 try:
     import yaml
@@ -21,7 +33,25 @@ except ImportError:
     sys.exit("check.py: the yaml module is missing; apt-get install -y python3-yaml")
 
 HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
 failures = []
+# The version images are tagged with (README, "Image").
+WORKSPACE_VERSION = tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["package"]["version"]
+
+parser = argparse.ArgumentParser(description="Check the deployment files in deploy/.")
+parser.add_argument("--kubernetes-validate", metavar="PATH",
+                    help="kubernetes-validate executable to check the rendered manifests with")
+parser.add_argument("--require-tools", action="store_true",
+                    help="fail when haproxy, promtool or kubernetes-validate is missing")
+args = parser.parse_args()
+
+# Kubernetes versions the manifests are validated against: the oldest one
+# these files promise to work on, and the newest kubernetes-validate knows.
+K8S_VERSIONS = ("1.31.0", "1.37.0")
+# A pod spec cannot set the file-descriptor limit; these are the limits
+# container runtimes commonly give, the smallest one first. The balancer
+# must start under each.
+RUNTIME_NOFILE_LIMITS = (65536, 1048576)
 
 # name -> (type, labels)
 METRICS = {
@@ -47,7 +77,10 @@ METRICS = {
     "jumpgate_slow_consumers_dropped_total": ("counter", set()),
     "jumpgate_room_handovers_total": ("counter", set()),
     "jumpgate_room_takeovers_total": ("counter", set()),
+    "jumpgate_rooms_received_total": ("counter", {"how"}),
     "jumpgate_writes_fenced_total": ("counter", set()),
+    "jumpgate_writes_unconfirmed_total": ("counter", set()),
+    "jumpgate_store_conflicts_total": ("counter", set()),
     "jumpgate_writes_expired_total": ("counter", {"write"}),
     "jumpgate_edge_refusals_total": ("counter", {"reason"}),
     "jumpgate_messages_throttled_total": ("counter", set()),
@@ -57,8 +90,9 @@ METRICS = {
     "jumpgate_resume_seconds": ("gauge", set()),
     "jumpgate_resume_rooms_left": ("gauge", set()),
     "jumpgate_resume_rooms_total": ("counter", {"outcome"}),
-    "jumpgate_build_info": ("gauge", {"version"}),
+    "jumpgate_build_info": ("gauge", {"version", "commit"}),
     "jumpgate_rooms_unresumable": ("gauge", set()),
+    "jumpgate_connections_max": ("gauge", set()),
 }
 TARGET_LABELS = {"instance", "job", "namespace", "pod"}
 
@@ -67,6 +101,34 @@ def check(cond, message):
     if not cond:
         failures.append(message)
     return cond
+
+
+def pinned_image(image):
+    """Whether an image reference names one build: a digest, or a tag with a
+    full version (1.2.3, optionally with a suffix such as -alpine or -bookworm).
+    Refuses no tag, `latest`, and major-only or major.minor tags, which move."""
+    image = str(image)
+    if re.search(r"@sha256:[0-9a-f]{64}$", image):
+        return True
+    name, _, tag = image.rpartition(":")
+    if not name or "/" in tag:          # no tag (a ':' only in a registry's port)
+        return False
+    return bool(re.fullmatch(r"v?\d+\.\d+\.\d+([-_.+][A-Za-z0-9_.-]+)?", tag))
+
+
+def broad_networks(spec):
+    """The entries of a trusted-proxies list wider than a cluster's pod network:
+    IPv4 shorter than /14, IPv6 shorter than /48 (a /8 trusts a whole private range)."""
+    wide = []
+    for entry in [e.strip() for e in str(spec).split(",") if e.strip()]:
+        try:
+            net = ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            failures.append(f"trusted proxies: cannot read {entry!r}")
+            continue
+        if net.prefixlen < (14 if net.version == 4 else 48):
+            wide.append(entry)
+    return wide
 
 
 def load_yaml(path):
@@ -155,6 +217,32 @@ def check_routing(name, cfg):
     return sections
 
 
+# Descriptors HAProxy needs beyond two per connection (listeners, checks, DNS,
+# logs): measured at about 30 with these files; rounded up.
+HAPROXY_FD_RESERVE = 100
+
+
+def check_fd_budget(name, sections, limits, where):
+    """HAProxy refuses to start when an explicit maxconn needs more file
+    descriptors (two per connection, plus a reserve) than its hard limit.
+    Either maxconn fits every limit in `limits`, or there is no maxconn and
+    fd-hard-limit bounds the one HAProxy derives from the limit."""
+    glob = [l.split() for l in sections.get("global", [])]
+    value = {w[0]: w[1] for w in glob if len(w) == 2 and w[1].isdigit()}
+    maxconn, ulimit_n, fd_hard = (int(value[k]) if k in value else None
+                                  for k in ("maxconn", "ulimit-n", "fd-hard-limit"))
+    if maxconn is None:
+        check(fd_hard, f"{name}: without a global maxconn, set fd-hard-limit (HAProxy sizes maxconn "
+                       f"from the descriptor limit, which may be huge)")
+        return
+    need = 2 * maxconn + HAPROXY_FD_RESERVE
+    if ulimit_n is not None:
+        check(ulimit_n >= need, f"{name}: ulimit-n {ulimit_n} is below what maxconn {maxconn} needs ({need})")
+    for limit in limits:
+        check(limit >= need, f"{name}: maxconn {maxconn} needs about {need} file descriptors, more than "
+                             f"{where} ({limit}); HAProxy would refuse to start. Lower maxconn or raise the limit")
+
+
 # --- compose ------------------------------------------------------------------
 compose = (docs.get("compose.yaml") or [None])[0]
 jumpgates, compose_routing = {}, None
@@ -162,6 +250,10 @@ cfg_path = HERE / "haproxy.cfg"
 if check(isinstance(compose, dict), "compose.yaml: missing or empty"):
     services = compose.get("services") or {}
     redis = services.get("redis")
+    for name, svc in services.items():
+        if "image" in svc:
+            check(pinned_image(svc["image"]), f"compose.yaml: {name} image {svc['image']!r} is not pinned to a "
+                                              f"full version (x.y.z) or a digest")
     if check(redis is not None, "compose.yaml: no redis service"):
         check(str(redis.get("image", "")).startswith("redis:7"), "compose.yaml: redis image is not redis:7")
         cmd = redis.get("command")
@@ -175,6 +267,19 @@ if check(isinstance(compose, dict), "compose.yaml: missing or empty"):
     check(len(jumpgates) >= 3, f"compose.yaml: expected at least three jumpgate services, found {sorted(jumpgates)}")
     lbs = {n: s for n, s in services.items() if re.match(r"(haproxy|nginx)", str(s.get("image", "")))}
     check(len(lbs) == 1, "compose.yaml: expected one load balancer (haproxy or nginx)")
+    for name, svc in jumpgates.items():
+        check(str(svc.get("image", "")) == f"jumpgate:{WORKSPACE_VERSION}",
+              f"compose.yaml: {name} image is {svc.get('image')!r}, want jumpgate:{WORKSPACE_VERSION} "
+              f"(the workspace version)")
+    # The instances believe X-Forwarded-For from the balancer's fixed address only.
+    lb_addresses = {str(net.get("ipv4_address")) for lb in lbs.values()
+                    for net in (lb.get("networks") or {}).values() if isinstance(lb.get("networks"), dict)
+                    and isinstance(net, dict) and net.get("ipv4_address")}
+    for name, svc in jumpgates.items():
+        trusted = str(env_of(svc).get("JUMPGATE_TRUSTED_PROXIES", ""))
+        check(trusted and {t.strip() for t in trusted.split(",")} <= lb_addresses,
+              f"compose.yaml: {name} JUMPGATE_TRUSTED_PROXIES {trusted!r} must be the balancer's fixed "
+              f"address {sorted(lb_addresses)}")
     secrets = {env_of(s).get("JUMPGATE_TOKEN_SECRET") for s in jumpgates.values()}
     check(len(secrets) == 1 and None not in secrets,
           "compose.yaml: jumpgate instances must share one JUMPGATE_TOKEN_SECRET")
@@ -212,6 +317,12 @@ if check(isinstance(compose, dict), "compose.yaml: missing or empty"):
             check(any("haproxy.cfg:" in str(v) for v in lb.get("volumes") or []),
                   f"compose.yaml: {name} does not mount haproxy.cfg")
         compose_routing = check_routing("haproxy.cfg", cfg)
+        for (name, lb) in lbs.items():
+            nofile = (lb.get("ulimits") or {}).get("nofile")
+            nofile = nofile.get("hard") if isinstance(nofile, dict) else nofile
+            if check(isinstance(nofile, int), f"compose.yaml: {name} needs ulimits: nofile (haproxy.cfg's maxconn "
+                                              f"depends on it)"):
+                check_fd_budget("haproxy.cfg", compose_routing, [nofile], f"compose.yaml's {name} nofile")
         servers = re.findall(r"^\s*server\s+(\S+)\s+(\S+?):(\d+)", cfg, re.M)
         check({host for _, host, _ in servers} == set(jumpgates),
               f"haproxy.cfg: servers {servers} do not match compose services {sorted(jumpgates)}")
@@ -220,8 +331,95 @@ if check(isinstance(compose, dict), "compose.yaml: missing or empty"):
               "haproxy.cfg: every server needs its own fixed 'id' (the ring is built from the ids)")
 
 # --- Kubernetes -----------------------------------------------------------------
-k8s = [d for name, ds in docs.items() if name.startswith("k8s/") for d in ds
-       if isinstance(d, dict) and "kind" in d and "apiVersion" in d]
+# What `kubectl apply -k deploy/k8s` creates: the resources kustomization.yaml
+# lists and the ConfigMaps it generates from files beside it. (kustomize also
+# suffixes each generated name with a hash of its content and rewrites the
+# references to it; the checks below use the unsuffixed names.)
+K8S = HERE / "k8s"
+kust = (docs.get("k8s/kustomization.yaml") or [{}])[0] or {}
+listed = list(kust.get("resources") or [])
+generators = {g.get("name"): g for g in kust.get("configMapGenerator") or []}
+generator_inputs = set()
+
+
+def read_env_file(path):
+    """A kustomize env file: VARIABLE=value per line, blank lines and # comments
+    skipped; the value is taken verbatim (quotes and trailing text included)."""
+    data = {}
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        where = f"k8s/{path.name}:{n}"
+        if check(sep and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key), f"{where}: not VARIABLE=value"):
+            check(key not in data, f"{where}: {key} is set twice")
+            check(not value.startswith(('"', "'")), f"{where}: the quotes would become part of {key}'s value")
+            check(" #" not in value, f"{where}: a comment after a value becomes part of it")
+            data[key] = value
+    return data
+
+
+def generated_configmap(gen):
+    data = {}
+    for entry in gen.get("files") or []:
+        key, _, rel = entry.partition("=") if "=" in entry else (pathlib.Path(entry).name, "", entry)
+        generator_inputs.add(rel)
+        if check((K8S / rel).is_file(), f"k8s/kustomization.yaml: generator {gen.get('name')} reads missing {rel}"):
+            data[key] = (K8S / rel).read_text()
+    for rel in (gen.get("envs") or []) + ([gen["env"]] if gen.get("env") else []):
+        generator_inputs.add(rel)
+        if check((K8S / rel).is_file(), f"k8s/kustomization.yaml: generator {gen.get('name')} reads missing {rel}"):
+            data.update(read_env_file(K8S / rel))
+    metadata = {"name": gen.get("name")}
+    labels = (gen.get("options") or {}).get("labels")
+    if labels:
+        metadata["labels"] = labels
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
+
+
+rendered = []
+for rel in listed:
+    if check(f"k8s/{rel}" in docs, f"k8s/kustomization.yaml lists {rel}, which is not a YAML file in k8s/"):
+        rendered += [d for d in docs[f"k8s/{rel}"] if d is not None]
+listed_configmaps = [d for d in rendered if isinstance(d, dict) and d.get("kind") == "ConfigMap"]
+rendered += [generated_configmap(g) for g in generators.values()]
+k8s = [d for d in rendered if isinstance(d, dict) and "kind" in d and "apiVersion" in d]
+check(len(k8s) == len(rendered), "k8s: something kustomization.yaml lists is not a Kubernetes object")
+
+# Every file in k8s/ is something apply -k uses: the kustomization, an object
+# file it lists, or a generator's input. Anything else (Prometheus
+# configuration, say) breaks `kubectl apply -f` and misleads readers.
+for path in sorted(p for p in K8S.iterdir() if p.is_file()):
+    if path.name == "kustomization.yaml":
+        continue
+    if path.suffix in (".yaml", ".yml"):
+        ds = [d for d in docs.get(f"k8s/{path.name}", []) if d is not None]
+        check(ds and all(isinstance(d, dict) and "kind" in d and "apiVersion" in d for d in ds),
+              f"k8s/{path.name}: not a Kubernetes object; keep it outside k8s/")
+        check(path.name in listed, f"k8s/kustomization.yaml does not list {path.name}")
+    else:
+        check(path.name in generator_inputs,
+              f"k8s/{path.name}: neither an object file kustomization.yaml lists nor a generator's input")
+
+# The Secret is the operator's: if apply -k managed it, every apply would put
+# the placeholders back and new pods would refuse to start.
+check(not any(d["kind"] == "Secret" for d in k8s),
+      "k8s: a Secret is among what apply -k manages; every apply would overwrite the operator's values "
+      "(keep the example in k8s-examples/)")
+example_secret = next((d for d in docs.get("k8s-examples/secret.yaml", []) if isinstance(d, dict)), {})
+check({"JUMPGATE_TOKEN_SECRET", "JUMPGATE_ADMIN_TOKEN"} <= set(example_secret.get("stringData") or {}),
+      "k8s-examples/secret.yaml: the example Secret must show JUMPGATE_TOKEN_SECRET and JUMPGATE_ADMIN_TOKEN")
+
+# Settings come from generated ConfigMaps, whose hashed names roll the pods
+# when the content changes; a literal ConfigMap would not.
+check(not listed_configmaps, "k8s: ConfigMaps must come from configMapGenerator (a literal one does not roll "
+                             "the pods when it changes)")
+check(generators.get("jumpgate", {}).get("envs"),
+      "k8s/kustomization.yaml: generate the server's ConfigMap jumpgate from an env file (envs:)")
+check("haproxy.cfg" in (generators.get("jumpgate-balancer", {}).get("files") or []),
+      "k8s/kustomization.yaml does not generate the balancer's ConfigMap jumpgate-balancer from haproxy.cfg")
+
 by_kind = {}
 for d in k8s:
     by_kind.setdefault(d["kind"], []).append(d)
@@ -255,8 +453,17 @@ if admin_listen:
     check(admin_listen.rpartition(":")[2] != configmap.get("JUMPGATE_LISTEN", "").rpartition(":")[2],
           "k8s ConfigMap: the operator API must not share the public port")
 
-secret = (by_kind.get("Secret") or [{}])[0]
-check("JUMPGATE_TOKEN_SECRET" in (secret.get("stringData") or {}), "k8s: Secret has no stringData JUMPGATE_TOKEN_SECRET")
+# Trusted proxies: what the operator's cluster uses, never a whole private range.
+trusted = configmap.get("JUMPGATE_TRUSTED_PROXIES", "")
+check(trusted, "k8s: JUMPGATE_TRUSTED_PROXIES is not set (every player would share the balancer's limits)")
+check(not broad_networks(trusted), f"k8s: JUMPGATE_TRUSTED_PROXIES {trusted!r} trusts {broad_networks(trusted)}, "
+                                   f"a whole private range; set your pod CIDR (and Ingress addresses)")
+
+# Images by version: a floating tag changes what runs without a change here.
+for d in by_kind.get("Deployment", []):
+    for c in d["spec"]["template"]["spec"].get("containers", []) + d["spec"]["template"]["spec"].get("initContainers", []):
+        check(pinned_image(c.get("image", "")), f"k8s: {d['metadata']['name']}/{c.get('name')} image "
+                                                f"{c.get('image')!r} is not pinned to a full version or a digest")
 
 deployment = named("Deployment", "jumpgate")
 if check(deployment, "k8s: no Deployment jumpgate"):
@@ -296,9 +503,11 @@ if check(deployment, "k8s: no Deployment jumpgate"):
           "k8s Deployment: prometheus.io/port is not a container port")
     check(ann.get("prometheus.io/port") == configmap.get("JUMPGATE_METRICS_LISTEN", "").rpartition(":")[2],
           "k8s: prometheus.io/port differs from JUMPGATE_METRICS_LISTEN's port")
-    env_from = {next(iter(v.values()))["name"] for v in container.get("envFrom", [])}
-    check({"jumpgate", secret.get("metadata", {}).get("name")} <= env_from,
-          "k8s Deployment: envFrom does not reference the ConfigMap and Secret")
+    check(re.search(r"(^|/)jumpgate:" + re.escape(WORKSPACE_VERSION) + "$", str(container.get("image", ""))),
+          f"k8s Deployment: image {container.get('image')!r} is not jumpgate:{WORKSPACE_VERSION} (the workspace version)")
+    refs = {(k, v.get("name")) for item in container.get("envFrom", []) for k, v in item.items()}
+    check(("configMapRef", "jumpgate") in refs, "k8s Deployment: envFrom does not read the generated ConfigMap jumpgate")
+    check(("secretRef", "jumpgate") in refs, "k8s Deployment: envFrom does not read the operator's Secret jumpgate")
 
     pdbs = [d for d in by_kind.get("PodDisruptionBudget", [])
             if selects(d["spec"].get("selector", {}).get("matchLabels"), spec["template"])]
@@ -338,30 +547,116 @@ if check(balancer and headless and public and k8s_cfg_path.exists(),
             return sections.get("frontend public"), back
         check(routing_part(compose_routing) == routing_part(k8s_routing),
               "k8s/haproxy.cfg: frontend public / backend jumpgate differ from haproxy.cfg (keep them the same)")
+    check_fd_budget("k8s/haproxy.cfg", k8s_routing, RUNTIME_NOFILE_LIMITS, "a container runtime's usual nofile limit")
+
+    # Never two balancers at once, not even during an update: they may
+    # disagree about the ring.
+    check(balancer["spec"].get("strategy", {}).get("type") == "Recreate",
+          "k8s balancer: strategy must be Recreate (a RollingUpdate runs two HAProxies that may disagree on rooms)")
+    pdbs = [d for d in by_kind.get("PodDisruptionBudget", [])
+            if selects(d["spec"].get("selector", {}).get("matchLabels"), balancer["spec"]["template"])]
+    check(len(pdbs) == 1 and (str(pdbs[0]["spec"].get("minAvailable")) == "1"
+                              or str(pdbs[0]["spec"].get("maxUnavailable")) == "0"),
+          "k8s balancer: needs one PodDisruptionBudget that lets no drain evict it (minAvailable 1)")
+    # Ready only while it has an instance to send players to: the readiness
+    # probe asks HAProxy's monitor-uri, failed when no server is up; liveness
+    # must not depend on the instances.
+    volumes = {v.get("name"): (v.get("configMap") or {}).get("name")
+               for v in balancer["spec"]["template"]["spec"].get("volumes", [])}
+    check("jumpgate-balancer" in volumes.values(), "k8s balancer: does not mount the generated ConfigMap jumpgate-balancer")
+    lb_ports = {p.get("name"): p.get("containerPort") for p in lb.get("ports", [])}
+    ready = (lb.get("readinessProbe") or {}).get("httpGet") or {}
+    live = (lb.get("livenessProbe") or {}).get("httpGet") or {}
+    ready_port = lb_ports.get(ready.get("port"), ready.get("port"))
+    monitors = {}
+    for header, lines in k8s_routing.items():
+        uri = next((l.split()[1] for l in lines if l.startswith("monitor-uri ")), None)
+        port = next((l.split(":")[-1] for l in lines if l.startswith("bind ")), None)
+        if uri:
+            monitors[(uri, str(port))] = lines
+    monitor = monitors.get((ready.get("path"), str(ready_port)))
+    if check(monitor, f"k8s balancer: readinessProbe {ready.get('path')!r} on port {ready_port} is not a "
+                      f"monitor-uri of k8s/haproxy.cfg"):
+        check(any(re.fullmatch(r"monitor fail if \{ nbsrv\(jumpgate\) (lt 1|eq 0) \}", l) for l in monitor),
+              "k8s/haproxy.cfg: the readiness monitor must fail while backend jumpgate has no server up "
+              "(monitor fail if { nbsrv(jumpgate) lt 1 })")
+    check(live.get("path") and live.get("path") != ready.get("path"),
+          "k8s balancer: liveness must not be the readiness monitor (an instance outage would restart HAProxy)")
+
+# NetworkPolicy: the instances' public port only from the balancer, their
+# metrics only from selected monitoring pods, nothing else (the operator API
+# stays on loopback).
+public_port = int(configmap.get("JUMPGATE_LISTEN", ":8080").rpartition(":")[2] or 8080)
+metrics_port = int(configmap.get("JUMPGATE_METRICS_LISTEN", ":9090").rpartition(":")[2] or 9090)
+if deployment and balancer:
+    template = deployment["spec"]["template"]
+    policies = [d for d in by_kind.get("NetworkPolicy", [])
+                if selects(d["spec"].get("podSelector", {}).get("matchLabels"), template)
+                and "Ingress" in (d["spec"].get("policyTypes") or ["Ingress"])]
+    if check(policies, "k8s: no NetworkPolicy restricts who reaches the instances"):
+        admitted = {}   # port -> list of peers (None: from anywhere)
+        for pol in policies:
+            for rule in pol["spec"].get("ingress") or []:
+                ports = [p.get("port") for p in rule.get("ports") or []]
+                check(ports, f"k8s NetworkPolicy {pol['metadata']['name']}: a rule without ports admits every port")
+                for port in ports:
+                    admitted.setdefault(port, []).extend(rule.get("from") or [None])
+        check(set(admitted) <= {public_port, metrics_port},
+              f"k8s NetworkPolicy: admits ports {sorted(set(admitted) - {public_port, metrics_port})} to the instances")
+        peers = admitted.get(public_port, [])
+        check(peers and all(p and set(p) == {"podSelector"}
+                            and selects(p["podSelector"].get("matchLabels"), balancer["spec"]["template"])
+                            for p in peers),
+              f"k8s NetworkPolicy: port {public_port} must be admitted from the balancer's pods only")
+        peers = admitted.get(metrics_port, [])
+        check(peers and all(p and (p.get("namespaceSelector") or p.get("podSelector"))
+                            and "ipBlock" not in p for p in peers),
+              f"k8s NetworkPolicy: port {metrics_port} (/metrics) must be admitted from selected monitoring pods only")
+    lb_policies = [d for d in by_kind.get("NetworkPolicy", [])
+                   if selects(d["spec"].get("podSelector", {}).get("matchLabels"), balancer["spec"]["template"])]
+    for pol in lb_policies:
+        check(any(lb_ports.get("http") in [p.get("port") for p in r.get("ports") or []] or not r.get("ports")
+                  for r in pol["spec"].get("ingress") or []),
+              f"k8s NetworkPolicy {pol['metadata']['name']}: players could not reach the balancer's port")
 
 # The static shards are gone; the server refuses the old setting.
-for path in [HERE / "Dockerfile", HERE / "haproxy.cfg", *HERE.rglob("*.y*ml"), *(HERE / "k8s").glob("*.cfg")]:
+for path in [HERE / "Dockerfile", HERE / "haproxy.cfg", *HERE.rglob("*.y*ml"), *(HERE / "k8s").glob("*.cfg"),
+             *(HERE / "k8s").glob("*.env")]:
     check("JUMPGATE_SHARD" not in path.read_text(), f"{path.relative_to(HERE)}: JUMPGATE_SHARD no longer exists")
 
-kust = (docs.get("k8s/kustomization.yaml") or [{}])[0] or {}
-listed = set(kust.get("resources") or [])
-for name, ds in docs.items():
-    if name.startswith("k8s/") and any(isinstance(d, dict) and "kind" in d and "apiVersion" in d
-                                       and d["kind"] != "Kustomization" for d in ds):
-        check(name[len("k8s/"):] in listed, f"k8s/kustomization.yaml does not list {name}")
-generated = {f for g in kust.get("configMapGenerator") or [] for f in g.get("files") or []}
-check("haproxy.cfg" in generated, "k8s/kustomization.yaml does not generate the balancer's ConfigMap from haproxy.cfg")
-
-scrape = (docs.get("k8s/prometheus-scrape.yaml") or [{}])[0] or {}
+# Prometheus' scrape configuration (not a Kubernetes object, so not in k8s/).
+scrape = (docs.get("prometheus/scrape.yaml") or [{}])[0] or {}
 jobs = scrape.get("scrape_configs") or []
-check(jobs and all("job_name" in j for j in jobs), "k8s/prometheus-scrape.yaml: no scrape_configs with job_name")
+check(jobs and all("job_name" in j for j in jobs), "prometheus/scrape.yaml: no scrape_configs with job_name")
+check(all(str(j.get("job_name", "")).startswith("jumpgate") for j in jobs),
+      "prometheus/scrape.yaml: job names must start with jumpgate (alerts.yaml matches job=~\"jumpgate.*\")")
 static = {t.split(":")[0] for j in jobs for sc in j.get("static_configs") or [] for t in sc.get("targets") or []}
 if jumpgates:
-    check(static == set(jumpgates), f"k8s/prometheus-scrape.yaml: compose targets {sorted(static)} "
+    check(static == set(jumpgates), f"prometheus/scrape.yaml: compose targets {sorted(static)} "
                                     f"are not the compose instances {sorted(jumpgates)}")
+
+# --- kubernetes-validate: the rendered objects against the API's schemas -------------
+kv = args.kubernetes_validate
+validated = "manifests not schema-checked (no --kubernetes-validate)"
+if kv:
+    if check(shutil.which(kv), f"--kubernetes-validate {kv}: not an executable"):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="jumpgate-k8s-") as out:
+            yaml.safe_dump_all(k8s, out, sort_keys=False)
+            out.flush()
+            for version in K8S_VERSIONS:
+                run = subprocess.run([kv, "--strict", "--quiet", "-k", version, out.name],
+                                     capture_output=True, text=True)
+                errors = [l.replace(out.name, "k8s/ as rendered") for l in (run.stdout + run.stderr).splitlines()
+                          if l.strip()]
+                check(run.returncode == 0, f"kubernetes-validate {version} failed: " + " / ".join(errors))
+        validated = f"{len(k8s)} k8s objects validated against {', '.join(K8S_VERSIONS)}"
+elif args.require_tools:
+    failures.append("--require-tools: no --kubernetes-validate given")
 
 # --- HAProxy's own parser, where HAProxy is installed (CI installs it) ------------------
 haproxy = shutil.which("haproxy")
+if args.require_tools and not haproxy:
+    failures.append("--require-tools: haproxy is not installed")
 for cfg_file in (HERE / "haproxy.cfg", HERE / "k8s" / "haproxy.cfg"):
     if haproxy and cfg_file.exists():
         env = dict(os.environ, JUMPGATE_INSTANCES="jumpgate-instances.default.svc.cluster.local")
@@ -445,6 +740,21 @@ if dash is not None:
                 check(suffix == "_bucket" and "histogram_quantile(" in expr,
                       f"dashboard: histogram {base} must be read with histogram_quantile over _bucket: {expr!r}")
     check(not (set(METRICS) - used), f"dashboard: no panel for {sorted(set(METRICS) - used)}")
+    # Every metric the server registers is known here (and so has a panel).
+    metrics_rs = ROOT / "server" / "src" / "metrics.rs"
+    if metrics_rs.exists():
+        registered = {"jumpgate_" + n for n in re.findall(r'\b(?:opts|hist)\(\s*"([a-z0-9_]+)"', metrics_rs.read_text())}
+        check(registered and not (registered - set(METRICS)),
+              f"check.py: METRICS lacks what server/src/metrics.rs registers: {sorted(registered - set(METRICS))}")
+    # Every metric the READMEs name (in backticks) has a panel.
+    crates = {"jumpgate_" + m.group(1).replace("-", "_")
+              for manifest in ROOT.glob("*/Cargo.toml")
+              for m in [re.search(r'^name\s*=\s*"jumpgate-([a-z0-9-]+)"', manifest.read_text(), re.M)] if m}
+    for readme in (HERE / "README.md", ROOT / "README.md"):
+        if readme.exists():
+            named = set(re.findall(r"`(jumpgate_[a-z0-9_]+)(?:\{[^}`]*\})?`", readme.read_text())) - crates
+            check(not (named - used), f"dashboard: no panel for {sorted(named - used)}, named in "
+                                      f"{readme.relative_to(ROOT)}")
     all_exprs = list(exprs(dash))
     for base, (kind, _) in METRICS.items():
         if kind == "histogram":
@@ -470,9 +780,28 @@ if check(dockerfile, "Dockerfile is missing"):
     check("COPY --from=" in dockerfile, "Dockerfile: runtime stage must copy the binary from the build stage")
 
 # --- alert rules ---------------------------------------------------------------
-# Every rule names only metrics the server exports (or `up`), and has a
-# summary and a description; promtool checks the syntax when installed.
+# Every rule names only metrics the server exports (or `up`), has a summary,
+# a description and a runbook_url that leads to a heading of RUNBOOK.md;
+# promtool checks the syntax and runs the unit tests when installed.
 ALERTS = HERE / "prometheus" / "alerts.yaml"
+ALERT_TESTS = HERE / "prometheus" / "alerts.test.yaml"
+RUNBOOK = HERE / "RUNBOOK.md"
+
+
+def heading_anchors(markdown):
+    """The anchors GitHub and GitLab give a file's headings: lower case, spaces
+    to hyphens, punctuation other than - and _ dropped (fenced code skipped)."""
+    anchors, fenced = set(), False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        m = None if fenced else re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m:
+            anchors.add(re.sub(r"[^\w\- ]", "", m.group(1).lower()).replace(" ", "-"))
+    return anchors
+
+
+runbook_anchors = heading_anchors(RUNBOOK.read_text()) if check(RUNBOOK.exists(), "RUNBOOK.md is missing") else set()
 alert_docs = load_yaml(ALERTS) if ALERTS.exists() else []
 if check(alert_docs and isinstance(alert_docs[0], dict), "prometheus/alerts.yaml: missing or empty"):
     rules = [r for g in alert_docs[0].get("groups", []) for r in g.get("rules", [])]
@@ -481,13 +810,27 @@ if check(alert_docs and isinstance(alert_docs[0], dict), "prometheus/alerts.yaml
         name = rule.get("alert", "?")
         ann = rule.get("annotations", {})
         check(ann.get("summary") and ann.get("description"), f"alerts: {name} lacks a summary or description")
+        # Relative to the repository as shipped; an absolute URL once the
+        # operator has pointed it at their copy (README, "Alerts").
+        url = str(ann.get("runbook_url", ""))
+        m = re.fullmatch(r"(?:.*/)?RUNBOOK\.md#([\w-]+)", url)
+        check(m and m.group(1) in runbook_anchors,
+              f"alerts: {name} runbook_url {url!r} does not lead to a heading of RUNBOOK.md")
         for metric in re.findall(r"\b(jumpgate_[a-z_]+)", rule.get("expr", "")):
             base = re.sub(r"_(bucket|sum|count)$", "", metric)
             check(metric in METRICS or base in METRICS, f"alerts: {name} uses unknown metric {metric}")
+    check(any("absent(up{" in str(r.get("expr", "")) for r in rules),
+          "alerts: no absent(up{...}) rule: with no target left, no other rule can fire")
 promtool = shutil.which("promtool")
+if args.require_tools and not promtool:
+    failures.append("--require-tools: promtool is not installed (Debian: apt-get install prometheus)")
 if promtool and ALERTS.exists():
     run = subprocess.run([promtool, "check", "rules", str(ALERTS)], capture_output=True, text=True)
     check(run.returncode == 0, f"prometheus/alerts.yaml: promtool check rules failed: {run.stdout}{run.stderr}")
+    if check(ALERT_TESTS.exists(), "prometheus/alerts.test.yaml is missing"):
+        run = subprocess.run([promtool, "test", "rules", ALERT_TESTS.name], cwd=ALERT_TESTS.parent,
+                             capture_output=True, text=True)
+        check(run.returncode == 0, f"prometheus/alerts.test.yaml: promtool test rules failed:\n{run.stdout}{run.stderr}")
 
 if failures:
     print("deploy/check.py: FAILED", file=sys.stderr)
@@ -495,5 +838,7 @@ if failures:
         print("  - " + f, file=sys.stderr)
     sys.exit(1)
 parsed = "checked by haproxy -c" if haproxy else "haproxy not installed, not parsed"
-rules_checked = "alert rules checked by promtool" if promtool else "alert rules (promtool not installed)"
-print(f"deploy/check.py: ok ({len(docs)} YAML files, dashboard, Dockerfile, both haproxy.cfg, {parsed}, {rules_checked})")
+rules_checked = ("alert rules checked and unit-tested by promtool" if promtool
+                 else "alert rules (promtool not installed)")
+print(f"deploy/check.py: ok ({len(docs)} YAML files, dashboard, Dockerfile, both haproxy.cfg, {parsed}, "
+      f"{rules_checked}, {validated})")

@@ -164,8 +164,10 @@ pub struct ServeConfig {
     /// --client-address-header is believed. Empty: the peer is the client.
     #[arg(long, env = "JUMPGATE_TRUSTED_PROXIES", value_delimiter = ',', value_parser = crate::limits::parse_proxy)]
     pub trusted_proxies: Vec<ipnet::IpNet>,
-    /// The header a trusted proxy names the client in; its last entry (the
-    /// one the proxy appended) is the client's address.
+    /// The header trusted proxies name the client in. It is read from the
+    /// right (each proxy appends the address it was reached from), past
+    /// every address in --trusted-proxies: the first other address is the
+    /// client's.
     #[arg(
         long,
         env = "JUMPGATE_CLIENT_ADDRESS_HEADER",

@@ -69,6 +69,8 @@ pub struct AppState {
     /// handed to us is one of these (a planned move), not one whose asker
     /// died before taking it.
     pub asking: Mutex<std::collections::HashSet<String>>,
+    /// Whether an expired heartbeat is taken as a dead instance just now.
+    pub deaths: ownership::DeathWatch,
     /// Flips to true when the server starts shutting down: it stops taking
     /// rooms and connections, and hands its rooms over.
     pub draining: watch::Sender<bool>,
@@ -123,6 +125,7 @@ impl AppState {
             rooms: Mutex::new(HashMap::new()),
             adoptions: Mutex::new(HashMap::new()),
             asking: Mutex::new(std::collections::HashSet::new()),
+            deaths: ownership::DeathWatch::default(),
             draining: watch::channel(false).0,
             heartbeat: Mutex::new(None),
             shutdown: watch::channel(false).0,
@@ -399,7 +402,7 @@ impl AppState {
                 }
             }
         };
-        tracing::info!(room = %code, rule_set = ?options.rule_set, "lobby created");
+        tracing::info!(room = %code, rule_set = %options.rule_set, "lobby created");
         let room = Room::new(
             code,
             options,
@@ -423,6 +426,8 @@ pub enum StartupError {
     AccountKeys(String),
     #[error("cannot listen: {0}")]
     Listen(#[from] std::io::Error),
+    #[error("refusing this Redis: {0}")]
+    Preflight(#[from] store::preflight::PreflightError),
 }
 
 /// A stored lobby or solo game that could not be resumed.
@@ -504,6 +509,9 @@ pub async fn run(
 ) -> Result<(), StartupError> {
     (settings.max_connections, settings.http_headroom) =
         listener::fit_to_fd_limit(settings.max_connections, settings.http_headroom);
+    metrics::METRICS
+        .connections_max
+        .set(i64::try_from(settings.max_connections).unwrap_or(i64::MAX));
     // Bound at once, like the public listener: its connections wait in the
     // backlog until the stored rooms are back, and a bad address stops the
     // start.
@@ -516,6 +524,7 @@ pub async fn run(
     let records = open_records(&settings)?;
     let boards = open_leaderboards(&settings)?;
     let state = AppState::try_new(settings, store, wallets, records, boards)?;
+    let (refuse, refused) = tokio::sync::oneshot::channel::<store::preflight::PreflightError>();
     if state.store.is_durable() {
         // A Redis that is slow or away at start is waited for; meanwhile
         // the listeners answer probes (`/healthz` yes, `/readyz` no) and
@@ -523,7 +532,15 @@ pub async fn run(
         // owner are back, which would otherwise be answered as unknown.
         state.resumed.send_replace(false);
         let resuming = state.clone();
-        tokio::spawn(async move { resume::resume_stored_rooms(&resuming).await });
+        tokio::spawn(async move {
+            // Nothing is written before the checks pass (requests wait for
+            // the resume); a refusal stops the server.
+            if let Err(refused) = resume::check_store(&resuming).await {
+                let _ = refuse.send(refused);
+                return;
+            }
+            resume::resume_stored_rooms(&resuming).await;
+        });
     }
     // Shutting down: stop taking connections and rooms, hand every room
     // over (members are told to reconnect, and reach another instance),
@@ -616,6 +633,11 @@ pub async fn run(
     };
     tokio::select! {
         result = all_done => result.map_err(StartupError::Listen),
+        Ok(refusal) = refused => {
+            tracing::error!(error = %refusal, "refusing to run on this Redis");
+            state.draining.send_replace(true);
+            Err(StartupError::Preflight(refusal))
+        }
         () = deadline => {
             tracing::warn!("shutdown deadline passed with connections still open");
             Ok(())

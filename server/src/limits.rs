@@ -42,7 +42,8 @@ pub struct LimitSettings {
     pub http_per_second: u32,
     /// Peers whose client-address header is believed.
     pub trusted_proxies: Vec<IpNet>,
-    /// The header a trusted proxy names the client in (its last entry).
+    /// The header trusted proxies name the client in (read from the right;
+    /// see [`ClientAddr::resolve`]).
     pub client_address_header: String,
 }
 
@@ -115,26 +116,42 @@ impl ClientAddr {
         }
     }
 
-    /// The client behind a request that arrived from `peer`: the last
-    /// address in the configured header when `peer` is a trusted proxy
-    /// (the one the proxy itself appended), else `peer`.
+    /// The client behind a request that arrived from `peer`. A peer that is
+    /// not a trusted proxy is the client. From a trusted proxy, the
+    /// configured header's entries (every line of it, in order) are read
+    /// from the right, the end each proxy appends to, past every address
+    /// that is itself a trusted proxy: the first one that is not is the
+    /// client (anything to its left was written by the client and may be
+    /// forged). If every entry is a trusted proxy, the leftmost is the
+    /// client; an entry that is not an address ends the walk at the hop
+    /// that wrote it (the entry to its right, or the peer).
     pub fn resolve(peer: IpAddr, headers: &axum::http::HeaderMap, limits: &LimitSettings) -> Self {
-        let trusted = limits.is_trusted(peer);
-        if trusted {
-            let named = headers
-                .get_all(limits.client_address_header.as_str())
-                .iter()
-                .next_back()
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.rsplit(',').next())
-                .and_then(|v| v.trim().parse::<IpAddr>().ok());
-            if let Some(ip) = named {
-                return ClientAddr::new(ip);
+        let mut client = peer;
+        if !limits.is_trusted(peer) {
+            return ClientAddr::new(client);
+        }
+        let lines: Vec<&str> = headers
+            .get_all(limits.client_address_header.as_str())
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        let entries = lines.iter().rev().flat_map(|line| line.rsplit(','));
+        for entry in entries.take(MAX_PROXY_HOPS) {
+            let Ok(hop) = entry.trim().parse::<IpAddr>() else {
+                break;
+            };
+            client = hop;
+            if !limits.is_trusted(hop) {
+                break;
             }
         }
-        ClientAddr::new(peer)
+        ClientAddr::new(client)
     }
 }
+
+/// Most entries of a client-address header looked at, from the right: a
+/// chain of proxies is never this long, and a forged one costs no more.
+const MAX_PROXY_HOPS: usize = 16;
 
 impl std::fmt::Display for ClientAddr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -457,6 +474,34 @@ mod tests {
         // A trusted peer without a readable header is itself the client.
         let plain = ClientAddr::resolve(ip("192.0.2.7"), &HeaderMap::new(), &settings);
         assert_eq!(plain, ClientAddr::new(ip("192.0.2.7")));
+        // Past every trusted proxy, from the right: the first untrusted
+        // entry is the client, whatever the client wrote to its left.
+        headers.insert(
+            "x-forwarded-for",
+            "6.6.6.6, 203.0.113.5, 10.2.2.2, 192.0.2.7".parse().unwrap(),
+        );
+        let chained = ClientAddr::resolve(ip("10.1.1.1"), &headers, &settings);
+        assert_eq!(chained, ClientAddr::new(ip("203.0.113.5")));
+        // Several header lines are one list, the last line the nearest.
+        let mut lines = HeaderMap::new();
+        lines.append("x-forwarded-for", "6.6.6.6, 198.51.100.4".parse().unwrap());
+        lines.append("x-forwarded-for", "10.3.3.3".parse().unwrap());
+        let split = ClientAddr::resolve(ip("10.1.1.1"), &lines, &settings);
+        assert_eq!(split, ClientAddr::new(ip("198.51.100.4")));
+        // Only proxies in the list: the farthest one is all we know.
+        let all_proxies = ClientAddr::resolve(
+            ip("10.1.1.1"),
+            &headers_with("10.9.9.9, 10.3.3.3"),
+            &settings,
+        );
+        assert_eq!(all_proxies, ClientAddr::new(ip("10.9.9.9")));
+        // A junk entry ends the walk at the proxy that wrote it.
+        let broken = ClientAddr::resolve(
+            ip("10.1.1.1"),
+            &headers_with("203.0.113.5, junk, 10.3.3.3"),
+            &settings,
+        );
+        assert_eq!(broken, ClientAddr::new(ip("10.3.3.3")));
         headers.insert("x-forwarded-for", "not an address".parse().unwrap());
         let junk = ClientAddr::resolve(ip("10.1.1.1"), &headers, &settings);
         assert_eq!(junk, ClientAddr::new(ip("10.1.1.1")));

@@ -20,7 +20,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Debug, Parser)]
 #[command(
     name = "jumpgate",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("JUMPGATE_BUILD_COMMIT"), ")"),
     about = "Jumpgate: a realtime checkers lobby server"
 )]
 struct Cli {
@@ -163,6 +163,11 @@ fn space_move_text(m: &SpaceMove) -> String {
     text
 }
 
+/// An optional listen address for the start-up log: the address, or "off".
+fn shown(addr: Option<std::net::SocketAddr>) -> String {
+    addr.map_or_else(|| "off".to_owned(), |a| a.to_string())
+}
+
 fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -186,19 +191,19 @@ fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
             break_ms = settings.break_time.as_millis() as u64,
             token_secret = "<redacted>",
             redis = settings.redis_url.is_some(),
-            metrics_listen = ?settings.metrics_listen,
+            metrics_listen = %shown(settings.metrics_listen),
             shutdown_grace_ms = settings.shutdown_grace.as_millis() as u64,
             resume_grace_ms = settings.resume_grace.as_millis() as u64,
             resume_batch = settings.resume_batch,
             instance = %settings.instance_id,
-            accounts_issuer = ?settings.accounts.as_ref().map(|a| a.issuer.as_str()),
-            accounts_audience = ?settings.accounts.as_ref().map(|a| a.audience.as_str()),
+            accounts_issuer = settings.accounts.as_ref().map_or("", |a| a.issuer.as_str()),
+            accounts_audience = settings.accounts.as_ref().map_or("", |a| a.audience.as_str()),
             account_keys = settings.accounts.as_ref().map_or(0, |a| a.hs256.len() + a.rs256.len() + a.eddsa.len()),
             initial_grant = settings.wallet_rules.initial_grant,
             daily_cap = settings.wallet_rules.daily_cap,
             admin_api = settings.admin_token.is_some(),
-            admin_listen = ?settings.admin_listen,
-            rank_thresholds = ?settings.rank_thresholds.0,
+            admin_listen = %shown(settings.admin_listen),
+            rank_thresholds = %settings.rank_thresholds.0.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
             ranked_ply_cap = settings.ranked_ply_cap,
             bot_threads = settings.bot_threads,
             executive_ms = settings.executive_budget.as_millis() as u64,

@@ -13,6 +13,7 @@ use prometheus::{
 pub struct Metrics {
     registry: Registry,
     pub connections_open: IntGauge,
+    pub connections_max: IntGauge,
     pub lobbies_live: IntGaugeVec,
     pub games_live: IntGaugeVec,
     pub moves_accepted: IntCounterVec,
@@ -35,6 +36,7 @@ pub struct Metrics {
     pub writes_expired: IntCounterVec,
     pub room_handovers: IntCounter,
     pub room_takeovers: IntCounter,
+    pub rooms_received: IntCounterVec,
     pub rooms_unloaded: IntCounter,
     pub rooms_woken: IntCounter,
     pub correspondence_expired: IntCounter,
@@ -128,6 +130,11 @@ impl Metrics {
             connections_open: IntGauge::with_opts(opts(
                 "connections_open",
                 "Open WebSocket connections",
+            ))
+            .expect("valid metric"),
+            connections_max: IntGauge::with_opts(opts(
+                "connections_max",
+                "The most WebSocket connections this instance accepts (--max-connections, lowered to fit the file-descriptor limit)",
             ))
             .expect("valid metric"),
             lobbies_live: IntGaugeVec::new(
@@ -252,6 +259,14 @@ impl Metrics {
                 "Rooms this instance claimed from a dead instance, a released owner or the store at start",
             ))
             .expect("valid metric"),
+            rooms_received: IntCounterVec::new(
+                opts(
+                    "rooms_received_total",
+                    "Rooms this instance took up, by how they came: handover (given up by their owner, on request or at its shutdown), dead_owner (its heartbeat had expired), restart (this instance id's own, from before a restart), woken (an unloaded correspondence lobby)",
+                ),
+                &["how"],
+            )
+            .expect("valid metric"),
             rooms_unloaded: IntCounter::with_opts(opts(
                 "rooms_unloaded_total",
                 "Correspondence lobbies unloaded from memory (nobody connected; kept in Redis)",
@@ -319,15 +334,19 @@ impl Metrics {
             )
             .expect("valid metric"),
             build_info: IntGaugeVec::new(
-                opts("build_info", "Always 1; the labels say which build runs"),
-                &["version"],
+                opts(
+                    "build_info",
+                    "Always 1; the labels say which build runs (the crate's version and the commit it was built from)",
+                ),
+                &["version", "commit"],
             )
             .expect("valid metric"),
             registry,
         };
         let r = &m.registry;
-        let all: [Box<dyn prometheus::core::Collector>; 36] = [
+        let all: [Box<dyn prometheus::core::Collector>; 38] = [
             Box::new(m.connections_open.clone()),
+            Box::new(m.connections_max.clone()),
             Box::new(m.lobbies_live.clone()),
             Box::new(m.games_live.clone()),
             Box::new(m.moves_accepted.clone()),
@@ -350,6 +369,7 @@ impl Metrics {
             Box::new(m.writes_expired.clone()),
             Box::new(m.room_handovers.clone()),
             Box::new(m.room_takeovers.clone()),
+            Box::new(m.rooms_received.clone()),
             Box::new(m.rooms_unloaded.clone()),
             Box::new(m.rooms_woken.clone()),
             Box::new(m.correspondence_expired.clone()),
@@ -391,6 +411,9 @@ impl Metrics {
             m.redis_op_seconds.with_label_values(&[op]);
             m.redis_errors.with_label_values(&[op]);
         }
+        for how in crate::ownership::Arrival::NAMES {
+            m.rooms_received.with_label_values(&[how]);
+        }
         for outcome in RESUME_OUTCOMES {
             m.resume_rooms.with_label_values(&[outcome]);
         }
@@ -398,7 +421,7 @@ impl Metrics {
             m.bot_think_seconds.with_label_values(&[level.name()]);
         }
         m.build_info
-            .with_label_values(&[env!("CARGO_PKG_VERSION")])
+            .with_label_values(&[env!("CARGO_PKG_VERSION"), env!("JUMPGATE_BUILD_COMMIT")])
             .set(1);
         // CPU, memory, file descriptors and threads of this process.
         #[cfg(target_os = "linux")]

@@ -34,6 +34,55 @@ const ASK_AGAIN: Duration = Duration::from_millis(500);
 /// How often a waiting request looks at the fence.
 const POLL: Duration = Duration::from_millis(25);
 
+/// Whether this instance may believe the store when it says another
+/// instance is dead. After this instance lost the store (its beats failed)
+/// or found its own heartbeat lapsed, every instance's heartbeat may have
+/// run out through no fault of theirs (a Redis outage or restart longer
+/// than the TTL): until one TTL after its own beats are stored again, in
+/// which every live instance has beaten again, an expired heartbeat is not
+/// taken as a death, and no room moves between live instances.
+#[derive(Debug, Default)]
+pub struct DeathWatch(std::sync::Mutex<Doubt>);
+
+#[derive(Debug, Default, Clone, Copy)]
+enum Doubt {
+    /// The store's word is believed.
+    #[default]
+    Believed,
+    /// Beats are failing: doubted until one is stored again.
+    UntilStored,
+    /// Doubted until then.
+    Until(Instant),
+}
+
+impl DeathWatch {
+    fn beat_failed(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Doubt::UntilStored;
+    }
+
+    /// A beat was stored; `lapsed`: the previous one had expired.
+    fn beat_stored(&self, lapsed: bool, ttl: Duration) {
+        let mut doubt = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if lapsed || matches!(*doubt, Doubt::UntilStored) {
+            *doubt = Doubt::Until(Instant::now() + ttl);
+        }
+    }
+
+    /// Whether an expired heartbeat may mean a live instance now.
+    pub fn doubts(&self) -> bool {
+        let mut doubt = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match *doubt {
+            Doubt::Believed => false,
+            Doubt::UntilStored => true,
+            Doubt::Until(t) if Instant::now() < t => true,
+            Doubt::Until(_) => {
+                *doubt = Doubt::Believed;
+                false
+            }
+        }
+    }
+}
+
 /// What taking a room over came to.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Adoption {
@@ -155,14 +204,18 @@ impl Drop for Asking<'_> {
     }
 }
 
-/// The room's owner if it is another instance whose heartbeat is current.
-/// A room released, owned by a dead instance, or owned by this instance
-/// without running here is free to claim.
+/// The room's owner if it is another instance whose heartbeat is current
+/// (or expired while deaths are doubted: see [`DeathWatch`]). A room
+/// released, owned by a dead instance, or owned by this instance without
+/// running here is free to claim.
 async fn owner_if_alive(state: &AppState, fence: &Fence) -> Result<Option<String>, StoreError> {
     match &fence.owner {
         None => Ok(None),
         Some(owner) if **owner == *state.settings.instance_id => Ok(None),
-        Some(owner) => Ok(state.store.is_alive(owner).await?.then(|| owner.clone())),
+        Some(owner) => {
+            let alive = state.store.is_alive(owner).await? || state.deaths.doubts();
+            Ok(alive.then(|| owner.clone()))
+        }
     }
 }
 
@@ -258,14 +311,59 @@ pub(crate) async fn start_claimed(
     };
     match started {
         Ok(()) => {
+            let how = Arrival::of(seen, me);
             crate::metrics::METRICS.room_takeovers.inc();
-            tracing::info!(room = %id, from = ?seen.owner, "took the room over");
+            crate::metrics::METRICS
+                .rooms_received
+                .with_label_values(&[how.name()])
+                .inc();
+            // A handed room's fence names this instance (or nobody): the
+            // giver logs its own side ("handed over").
+            let previous_owner = match how {
+                Arrival::DeadOwner | Arrival::Restart => seen.owner.as_deref().unwrap_or(""),
+                Arrival::Handover | Arrival::Woken => "",
+            };
+            tracing::info!(room = %id, how = how.name(), previous_owner, "took the room over");
             Ok(Adoption::Adopted)
         }
         Err(reason) => {
             state.list_unresumable(id, reason, stakes);
             Ok(Adoption::Unresumable)
         }
+    }
+}
+
+/// How a room came to this instance, as `rooms_received_total` counts it
+/// (on the receiving side, which is still running to be scraped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// Its owner gave it up: to this instance on request, or to anyone
+    /// (at its shutdown).
+    Handover,
+    /// Its owner's heartbeat had expired (killed, frozen, cut off).
+    DeadOwner,
+    /// This instance id owned it before a restart.
+    Restart,
+    /// An unloaded correspondence lobby, loaded again.
+    Woken,
+}
+
+impl Arrival {
+    /// Every value's name, for the metric's labels.
+    pub(crate) const NAMES: &[&str] = &["handover", "dead_owner", "restart", "woken"];
+
+    fn of(seen: &Fence, me: &str) -> Arrival {
+        match seen.owner.as_deref() {
+            _ if seen.parked => Arrival::Woken,
+            None => Arrival::Handover,
+            Some(owner) if owner == me && seen.handed => Arrival::Handover,
+            Some(owner) if owner == me => Arrival::Restart,
+            Some(_) => Arrival::DeadOwner,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
     }
 }
 
@@ -300,6 +398,10 @@ async fn adopt_orphan(state: &Arc<AppState>, orphan: &Orphan) -> Result<bool, St
             Adoption::Adopted if orphan.dead_owner.as_deref() == Some(me) => return Ok(true),
             Adoption::Adopted | Adoption::Unresumable | Adoption::Closed => {}
         }
+    } else if state.deaths.doubts() {
+        // Its owner may be dead after all: look again once deaths are
+        // believed.
+        return Ok(false);
     }
     state.store.forget_orphan(orphan).await?;
     Ok(true)
@@ -390,7 +492,12 @@ pub async fn start_heartbeat(state: &Arc<AppState>) {
                 _ = draining.wait_for(|d| *d) => break,
                 () = tokio::time::sleep(ttl / 3) => {}
             }
-            match beat.store.heartbeat(&me, &token, ttl).await {
+            let beaten = beat.store.heartbeat(&me, &token, ttl).await;
+            match &beaten {
+                Ok(outcome) => beat.deaths.beat_stored(*outcome == Beat::Lapsed, ttl),
+                Err(_) => beat.deaths.beat_failed(),
+            }
+            match beaten {
                 // Counted dead meanwhile (frozen, cut off): others may have
                 // taken rooms over. Rooms that are no longer ours stop now,
                 // rather than at their next write.

@@ -36,6 +36,38 @@ const PASS_PAUSE: Duration = Duration::from_millis(500);
 /// Takes back the stored rooms without a live owner (after a restart of a
 /// single instance, all of them), then starts the ownership tasks and
 /// lets requests through.
+/// Checks the Redis before anything is written to it (see
+/// [`crate::store::preflight`]), waiting while it does not answer; an
+/// error is a refusal to run on it.
+pub(crate) async fn check_store(
+    state: &Arc<AppState>,
+) -> Result<(), crate::store::preflight::PreflightError> {
+    use crate::store::preflight;
+    let Some(url) = &state.settings.redis_url else {
+        return Ok(());
+    };
+    let conn = crate::store::redis_connection(url, state.settings.redis_timeout)?;
+    let writes = preflight::format_written(state.settings.compact_every);
+    loop {
+        match preflight::preflight(&conn, writes).await {
+            Ok(found) => {
+                tracing::info!(
+                    storage_format = found.format,
+                    writes,
+                    eviction = found.policy.as_deref().unwrap_or("unknown"),
+                    "Redis checked"
+                );
+                return Ok(());
+            }
+            Err(e) if e.is_transient() => {
+                tracing::warn!(error = %e, "cannot check Redis yet; retrying");
+                tokio::time::sleep(PASS_PAUSE).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 pub(crate) async fn resume_stored_rooms(state: &Arc<AppState>) {
     // Alive before claiming anything: others must not count this instance
     // dead while it takes rooms over.

@@ -136,6 +136,66 @@ impl Drop for Balancer {
     }
 }
 
+/// A plain HAProxy in front of another proxy, as an Ingress or a cloud
+/// load balancer stands in front of the deployment's balancer: it appends
+/// the address it was reached from to `X-Forwarded-For` and connects on
+/// from `source`, a loopback address of its own. Killed on drop.
+#[derive(Debug)]
+pub struct FrontProxy {
+    pub addr: SocketAddr,
+    dir: PathBuf,
+    child: std::process::Child,
+}
+
+impl FrontProxy {
+    /// Starts it in front of `to`; returns once it answers.
+    pub async fn start(to: SocketAddr, source: std::net::Ipv4Addr) -> FrontProxy {
+        let port = free_port();
+        let config = format!(
+            "global\n    maxconn 1000\n\
+             defaults\n    mode http\n    option forwardfor\n    timeout connect 5s\n\
+             \x20   timeout client 60s\n    timeout server 60s\n    timeout tunnel 1h\n\
+             frontend front\n    bind 127.0.0.1:{port}\n    default_backend next\n\
+             backend next\n    server next {to} source {source}\n"
+        );
+        let dir =
+            std::env::temp_dir().join(format!("jumpgate-front-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("haproxy.cfg");
+        std::fs::write(&file, config).unwrap();
+        let child = std::process::Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&file)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("haproxy is installed (the test command installs it)");
+        let proxy = FrontProxy {
+            addr: format!("127.0.0.1:{port}").parse().unwrap(),
+            dir,
+            child,
+        };
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while http_request(proxy.addr, "/healthz").await.is_none() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the front proxy never answered"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        proxy
+    }
+}
+
+impl Drop for FrontProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// A WebSocket URL through the balancer.
 #[derive(Debug, Clone)]
 pub struct Via(pub String);

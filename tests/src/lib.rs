@@ -630,7 +630,34 @@ impl JumpgateProcess {
         JumpgateProcess::spawn_at(addr, env, stdout, stderr).await
     }
 
+    /// Starts a process that may refuse to run and exit at once: returns
+    /// without waiting for it to listen, its logs written to `log`.
+    pub fn launch_logging(env: &[(&str, String)], log: &std::path::Path) -> JumpgateProcess {
+        let file = std::fs::File::create(log).unwrap();
+        let err = file.try_clone().unwrap();
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        JumpgateProcess::launch(addr, env, file.into(), err.into())
+    }
+
     async fn spawn_at(
+        addr: SocketAddr,
+        env: &[(&str, String)],
+        stdout: std::process::Stdio,
+        stderr: std::process::Stdio,
+    ) -> JumpgateProcess {
+        let process = JumpgateProcess::launch(addr, env, stdout, stderr);
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while tokio::net::TcpStream::connect(addr).await.is_err() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "jumpgate did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        process
+    }
+
+    fn launch(
         addr: SocketAddr,
         env: &[(&str, String)],
         stdout: std::process::Stdio,
@@ -656,19 +683,10 @@ impl JumpgateProcess {
             cmd.env(k, v);
         }
         let child = cmd.spawn().unwrap();
-        let process = JumpgateProcess {
+        JumpgateProcess {
             addr,
             child: Some(child),
-        };
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        while tokio::net::TcpStream::connect(addr).await.is_err() {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "jumpgate did not start"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        process
     }
 
     pub fn ws_url(&self) -> String {
@@ -701,6 +719,14 @@ impl JumpgateProcess {
     /// SIGTERM without waiting for the exit (see [`wait`](Self::wait)).
     pub fn begin_terminate(&self) {
         self.signal("TERM");
+    }
+
+    /// The exit status if the process has exited by itself (it is then
+    /// reaped), else `None`.
+    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        let status = self.child.as_mut()?.try_wait().ok()??;
+        self.child = None;
+        Some(status)
     }
 
     /// Waits for the process to exit.

@@ -302,7 +302,7 @@ impl Room {
             Ok(released) => {
                 if released {
                     crate::metrics::METRICS.room_handovers.inc();
-                    tracing::info!(room = %self.lobby.code, "handed over");
+                    tracing::info!(room = %self.lobby.code, to = to.unwrap_or("any instance"), "handed over");
                 } else {
                     tracing::warn!(room = %self.lobby.code, "asked to hand over a room another instance already took");
                 }
@@ -429,7 +429,7 @@ impl Room {
         if let Ok(Some(fence)) = self.store.fence(self.lobby.code.as_str()).await
             && !self.owner.holds(&fence)
         {
-            tracing::warn!(room = %self.lobby.code, owner = ?fence.owner, epoch = fence.epoch, "another instance took the room over; stopping it here");
+            tracing::warn!(room = %self.lobby.code, owner = fence.owner.as_deref().unwrap_or("none"), epoch = fence.epoch, "another instance took the room over; stopping it here");
             self.moved();
         }
     }

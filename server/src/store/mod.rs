@@ -26,6 +26,7 @@
 
 mod conn;
 mod memory;
+pub mod preflight;
 mod redis;
 mod redis_reads;
 mod scripts;

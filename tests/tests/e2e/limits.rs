@@ -175,7 +175,8 @@ async fn one_address_gets_its_share_of_connections() {
 }
 
 /// Behind a trusted proxy the client is the address the proxy appended to
-/// the header; the same header from an untrusted peer is ignored.
+/// the header (the rightmost untrusted entry); the same header from an
+/// untrusted peer is ignored.
 #[tokio::test]
 async fn a_trusted_proxy_names_the_client() {
     let server = TestServer::start(|s| {
@@ -189,7 +190,8 @@ async fn a_trusted_proxy_names_the_client() {
     let proxy = [127, 0, 0, 5];
     let one = [("X-Forwarded-For", "203.0.113.1")];
     let (a, _, _held_a) = upgrade_from(proxy, server.addr, &one).await;
-    // A client cannot escape by forging the first entry: the last counts.
+    // A client cannot escape by forging the first entry: the rightmost
+    // untrusted one counts.
     let forged = [("X-Forwarded-For", "6.6.6.6, 203.0.113.1")];
     let (b, _, _) = upgrade_from(proxy, server.addr, &forged).await;
     let two = [("X-Forwarded-For", "203.0.113.2")];
@@ -200,6 +202,54 @@ async fn a_trusted_proxy_names_the_client() {
     let (d, _, _held_d) = upgrade_from([127, 0, 0, 6], server.addr, &one).await;
     let (e, _, _) = upgrade_from([127, 0, 0, 6], server.addr, &two).await;
     assert_eq!((d, e), (101, 429));
+}
+
+/// Two real proxies in front (a plain HAProxy, standing for an Ingress,
+/// before the deployment's HAProxy running `deploy/haproxy.cfg`): each
+/// appends to `X-Forwarded-For`, and with both listed as trusted the
+/// instance walks the header from the right past them to the client, so
+/// every client keeps its own share of connections; what a client writes
+/// in the header itself changes nothing. Were the last entry taken, every
+/// client would be the front proxy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_client_limits_stay_per_client_behind_two_proxies() {
+    use jumpgate_e2e::balancer::{Balancer, FrontProxy};
+    let front_source = std::net::Ipv4Addr::new(127, 0, 0, 3);
+    let server = TestServer::start(|s| {
+        s.limits = LimitSettings {
+            connections_per_address: 2,
+            trusted_proxies: vec![
+                parse_proxy("127.0.0.1").unwrap(),
+                parse_proxy(&front_source.to_string()).unwrap(),
+            ],
+            ..LimitSettings::unlimited()
+        };
+    })
+    .await;
+    let balancer = Balancer::start(&[server.addr]).await;
+    let front = FrontProxy::start(balancer.addr, front_source).await;
+    let mut held = Vec::new();
+    // Six clients, one connection each: more than one address's share.
+    for last in 10..16 {
+        let (status, head, stream) = upgrade_from([127, 0, 0, last], front.addr, &[]).await;
+        assert_eq!(status, 101, "client 127.0.0.{last}: {head}");
+        held.push(stream);
+    }
+    // One client still gets exactly its own share, whatever it forges.
+    let (second, _, stream) = upgrade_from(
+        [127, 0, 0, 10],
+        front.addr,
+        &[("X-Forwarded-For", "198.51.100.7")],
+    )
+    .await;
+    held.push(stream);
+    let (third, head, _) = upgrade_from(
+        [127, 0, 0, 10],
+        front.addr,
+        &[("X-Forwarded-For", "198.51.100.8, 127.0.0.3")],
+    )
+    .await;
+    assert_eq!((second, third), (101, 429), "{head}");
 }
 
 /// One identity may hold only so many connections: the next `hello` is

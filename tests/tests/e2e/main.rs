@@ -16,6 +16,8 @@ mod operations;
 mod persistence;
 mod protocol_v2;
 mod reconnecting;
+mod redis_checks;
+mod redis_outage;
 mod retention;
 mod sdk;
 mod solo;
