@@ -43,11 +43,15 @@ pub fn router(state: Arc<AppState>) -> Router {
             state.clone(),
             after_resume,
         ));
-    // The balancer's and Prometheus's: never rate limited.
-    let probes = Router::new()
+    // The balancer's and Prometheus's: never rate limited. With an internal
+    // listener (`--metrics-listen`) the metrics are served only there, so
+    // nothing but the private network sees them.
+    let mut probes = Router::new()
         .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(ready))
-        .route("/metrics", get(metrics));
+        .route("/readyz", get(ready));
+    if state.settings.metrics_listen.is_none() {
+        probes = probes.route("/metrics", get(metrics));
+    }
     public
         .merge(probes)
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(

@@ -28,7 +28,9 @@ async fn health_and_metrics_follow_what_happens() {
     assert_eq!(http_get(server.addr, "/healthz").await.0, 200);
     assert_eq!(http_get(server.addr, "/readyz").await.0, 200);
 
-    let (status, before) = http_get(server.addr, "/metrics").await;
+    // With an internal listener, the metrics are served there alone.
+    assert_eq!(http_get(server.addr, "/metrics").await.0, 404);
+    let (status, before) = http_get(metrics_addr, "/metrics").await;
     assert_eq!(status, 200);
     for name in [
         "jumpgate_connections_open",
