@@ -426,6 +426,104 @@ impl RedisServer {
             let _ = child.wait();
         }
     }
+
+    /// The documented backup: `SAVE` (the snapshot is written and fsynced
+    /// before it answers), then `dump.rdb` copied to `to/dump.rdb`. The AOF
+    /// directory is copied beside it (`to/appendonlydir`), as an operator
+    /// copying the data directory would.
+    pub async fn backup(&self, to: &std::path::Path) {
+        let reply = self.command(&["SAVE"]).await;
+        assert!(reply.starts_with("+OK"), "SAVE answered {reply:?}");
+        std::fs::create_dir_all(to).unwrap();
+        std::fs::copy(self.dir.join("dump.rdb"), to.join("dump.rdb")).unwrap();
+        Self::copy_dir(&self.dir.join("appendonlydir"), &to.join("appendonlydir"));
+    }
+
+    /// Restores the RDB snapshot `rdb` over this server's data: Redis
+    /// stopped, the AOF directory removed and the snapshot put in its place,
+    /// Redis started once with AOF off, AOF turned on by `CONFIG SET` (which
+    /// rewrites the AOF from the data just loaded), then started again as
+    /// usual. Redis 7.0 started with `appendonly yes` and no AOF manifest
+    /// ignores `dump.rdb`: it starts empty and writes an empty AOF base.
+    pub async fn restore_rdb(&mut self, rdb: &std::path::Path) {
+        self.kill();
+        let aof = self.dir.join("appendonlydir");
+        let _ = std::fs::remove_dir_all(&aof);
+        std::fs::copy(rdb, self.dir.join("dump.rdb")).unwrap();
+        self.launch(&["--appendonly", "no"]).await;
+        let reply = self.command(&["CONFIG", "SET", "appendonly", "yes"]).await;
+        assert!(reply.starts_with("+OK"), "CONFIG SET answered {reply:?}");
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let info = self.command(&["INFO", "persistence"]).await;
+            let rewritten = info.contains("aof_rewrite_in_progress:0")
+                && info.contains("aof_rewrite_scheduled:0")
+                && info.contains("aof_last_bgrewrite_status:ok")
+                && aof.join("appendonly.aof.manifest").exists();
+            if rewritten {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the AOF was never rewritten: {info}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.kill();
+        self.restart().await;
+    }
+
+    /// A Redis of its own started on a copy of an AOF directory (as
+    /// [`backup`](Self::backup) leaves it), with AOF on as usual.
+    pub async fn start_from_aof(copy: &std::path::Path) -> RedisServer {
+        let dir = std::env::temp_dir().join(format!(
+            "jumpgate-redis-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        Self::copy_dir(copy, &dir.join("appendonlydir"));
+        let mut server = RedisServer {
+            port: free_port(),
+            dir,
+            child: None,
+        };
+        server.restart().await;
+        server
+    }
+
+    /// Starts on the same port and data with `extra` arguments (after the
+    /// usual ones, so they win).
+    async fn launch(&mut self, extra: &[&str]) {
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(["--save", ""])
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server is installed (the test command installs it)");
+        self.child = Some(child);
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while !redis_ping(self.port).await {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "redis did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Copies the files of directory `from` (not its subdirectories) into
+    /// `to`.
+    fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
 }
 
 impl Drop for RedisServer {

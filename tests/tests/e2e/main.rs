@@ -1,6 +1,7 @@
 //! End-to-end tests, one binary: real servers (in-process and as
 //! processes), real WebSocket clients, a real Redis, HAProxy and Chromium.
 
+mod backup;
 mod bad_input;
 mod balancer;
 mod browser;
