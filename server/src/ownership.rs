@@ -324,6 +324,18 @@ pub(crate) async fn start_claimed(
                 Arrival::Handover | Arrival::Woken => "",
             };
             tracing::info!(room = %id, how = how.name(), previous_owner, "took the room over");
+            // Where it belongs: the instance it was taken from, which gets
+            // it back once it runs again (see `return_rooms_home`).
+            let home = match how {
+                Arrival::DeadOwner => seen.owner.clone(),
+                Arrival::Handover if seen.owner.is_none() => seen.left.clone(),
+                _ => None,
+            };
+            let mut homes = state.homes.lock().unwrap_or_else(|e| e.into_inner());
+            match home.filter(|h| **h != **me) {
+                Some(home) => homes.insert(id.to_owned(), home),
+                None => homes.remove(id),
+            };
             Ok(Adoption::Adopted)
         }
         Err(reason) => {
@@ -593,6 +605,10 @@ pub fn spawn_background(state: &Arc<AppState>) {
             full = batch >= SWEEP_BATCH && done > 0;
         }
     });
+    if let Some(after) = state.settings.return_home_after {
+        let homing = state.clone();
+        tokio::spawn(async move { return_rooms_home(&homing, after).await });
+    }
     let listen = state.clone();
     tokio::spawn(async move {
         let mut requests = listen.store.handover_requests(&listen.settings.instance_id);
@@ -605,6 +621,58 @@ pub fn spawn_background(state: &Arc<AppState>) {
             tokio::spawn(async move { hand_over(&state, &id, to).await });
         }
     });
+}
+
+/// How often the instances that rooms here belong to are looked at.
+const HOMES_EVERY: Duration = Duration::from_secs(1);
+
+/// Hands rooms taken from an instance id that stopped or died back to it
+/// once it has been alive again for `after` (so the balancer, which routes
+/// a room's code to the instance it ran on, has it in its ring again): a
+/// restarted instance gets its rooms back at once, each member reconnecting
+/// once (4001), rather than only when a player happens to reconnect, which
+/// would send the other one away. Until the drain.
+async fn return_rooms_home(state: &Arc<AppState>, after: Duration) {
+    let mut back_since: std::collections::HashMap<String, Instant> = Default::default();
+    while !state.is_draining() {
+        tokio::time::sleep(HOMES_EVERY).await;
+        let homes: Vec<(String, String)> = {
+            let mut homes = state.homes.lock().unwrap_or_else(|e| e.into_inner());
+            homes.retain(|id, _| state.runs(id));
+            homes
+                .iter()
+                .map(|(id, h)| (id.clone(), h.clone()))
+                .collect()
+        };
+        let mut instances: Vec<&String> = homes.iter().map(|(_, h)| h).collect();
+        instances.sort();
+        instances.dedup();
+        back_since.retain(|h, _| instances.contains(&h));
+        for home in instances {
+            match state.store.is_alive(home).await {
+                Ok(true) => {
+                    back_since.entry(home.clone()).or_insert_with(Instant::now);
+                }
+                Ok(false) => {
+                    back_since.remove(home);
+                }
+                Err(_) => {}
+            }
+        }
+        for (id, home) in &homes {
+            let due = back_since.get(home).is_some_and(|t| t.elapsed() >= after);
+            if due && !state.is_draining() && !state.deaths.doubts() {
+                state
+                    .homes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(id);
+                if hand_over(state, id, Some(home.clone())).await {
+                    tracing::info!(room = %id, to = %home, "handed back to the instance it was taken from");
+                }
+            }
+        }
+    }
 }
 
 /// Asks every room and solo game here to check that the store still names

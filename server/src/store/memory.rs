@@ -360,6 +360,7 @@ impl Store for MemoryStore {
                 handed: r.handed,
                 parked: r.parked,
                 wake: None,
+                left: None,
             });
         Box::pin(async move { Ok(fence) })
     }
