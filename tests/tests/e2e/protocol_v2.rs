@@ -6,7 +6,7 @@
 
 use jumpgate_e2e::{Endpoint, JumpgateProcess, Player, RedisServer, TestServer, recv};
 use jumpgate_protocol::client::Client;
-use jumpgate_protocol::v2::{Gap, RoomSnapshot, RoomView};
+use jumpgate_protocol::v2::{Changed, Gap, RoomChanges, RoomSnapshot, RoomView};
 use jumpgate_protocol::{
     ClientMessage, Encoding, ErrorCode, Phase, RoomState, RuleSet, ServerMessage, Subprotocol,
 };
@@ -340,6 +340,54 @@ async fn a_v2_member_that_lost_events_resyncs_from_the_history_or_a_snapshot() {
     // Since 0 is always a snapshot.
     let (events, snapshots) = resync(&mut watcher, 0, last.version).await;
     assert_eq!((events, snapshots), (0, 1));
+}
+
+/// Applies frames until a `changed`, and returns it.
+async fn next_changed(member: &mut V2Member) -> Changed {
+    loop {
+        let message = recv(&mut member.client).await;
+        member.view.apply(&message).expect("no gap");
+        if let ServerMessage::Changed(changed) = message {
+            return changed;
+        }
+    }
+}
+
+/// Whoever is to move offers a draw; returns the host's state after it.
+async fn offer_draw(host: &mut Player, guest: &mut V2Member) -> RoomState {
+    if host.my_turn() {
+        let seq = host.send(|seq| ClientMessage::OfferDraw { seq }).await;
+        host.expect_ack(seq).await;
+    } else {
+        let seq = guest.send(|seq| ClientMessage::OfferDraw { seq }).await;
+        guest.answer(seq).await;
+    }
+    host.state_until(|s| s.game.as_ref().is_some_and(|g| g.draw_offer.is_some()))
+        .await
+}
+
+/// The first `changed` after a `moved` (a draw offer, made after every
+/// other move, which the next move declines) carries the offer in `game`
+/// and nothing in `room`: the room shown after the move lists the moved
+/// piece where the event left it, the room now in board order, and those
+/// are one board, not a new game.
+#[tokio::test]
+async fn a_change_after_a_move_carries_only_the_fields_it_changed() {
+    let server = TestServer::start(|_| {}).await;
+    let (mut host, mut guest, mut watcher) = mixed_room(&server).await;
+    for _ in 0..5 {
+        play_one(&mut host, &mut guest).await;
+        let moved = play_one(&mut host, &mut guest).await;
+        assert_eq!(moved.phase, Phase::Playing);
+        watcher.reach(moved.version).await;
+        let offered = offer_draw(&mut host, &mut guest).await;
+        let changed = next_changed(&mut watcher).await;
+        assert_eq!(changed.version, offered.version);
+        assert_eq!(changed.room, RoomChanges::default(), "no whole game");
+        let offer = offered.game.as_ref().unwrap().draw_offer;
+        assert_eq!(changed.game.draw_offer, Some(offer));
+        same_room(&watcher, &offered);
+    }
 }
 
 /// While Redis stalls past the server's timeout, a move is answered
