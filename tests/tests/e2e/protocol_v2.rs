@@ -390,6 +390,41 @@ async fn a_change_after_a_move_carries_only_the_fields_it_changed() {
     }
 }
 
+/// The `changed` that opens a break (a draw agreed), the v1 state of that
+/// version and every later snapshot of it say one `break_ends_at`, to the
+/// millisecond.
+#[tokio::test]
+async fn a_break_ends_at_the_same_millisecond_in_every_frame_of_its_version() {
+    let server = TestServer::start(|_| {}).await;
+    let (mut host, mut guest, mut watcher) = mixed_room(&server).await;
+    let offered = offer_draw(&mut host, &mut guest).await;
+    watcher.reach(offered.version).await;
+    if host.my_turn() {
+        let seq = guest.send(|seq| ClientMessage::AcceptDraw { seq }).await;
+        guest.answer(seq).await;
+    } else {
+        let seq = host.send(|seq| ClientMessage::AcceptDraw { seq }).await;
+        host.expect_ack(seq).await;
+    }
+    let opened = next_changed(&mut watcher).await;
+    let ends_at = opened.room.break_ends_at.flatten().expect("a break");
+    let state = host.phase(Phase::Break).await;
+    assert_eq!(
+        (state.version, state.break_ends_at),
+        (opened.version, Some(ends_at))
+    );
+    for _ in 0..20 {
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+        resync(&mut watcher, 0, opened.version).await;
+        let snapshot = watcher.room();
+        assert_eq!(
+            (snapshot.version, snapshot.break_ends_at),
+            (opened.version, Some(ends_at)),
+            "a snapshot after the event"
+        );
+    }
+}
+
 /// While Redis stalls past the server's timeout, a move is answered
 /// `storage_unavailable` and no v2 member is shown anything; once the store
 /// answers, the retried move is acknowledged and every member reaches the
