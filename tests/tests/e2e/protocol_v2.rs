@@ -340,6 +340,21 @@ async fn a_v2_member_that_lost_events_resyncs_from_the_history_or_a_snapshot() {
     // Since 0 is always a snapshot.
     let (events, snapshots) = resync(&mut watcher, 0, last.version).await;
     assert_eq!((events, snapshots), (0, 1));
+
+    // A `since` above the room's version is no error: a snapshot of the
+    // current version (v2), the state as always (v1, which ignores it).
+    let (events, snapshots) = resync(&mut watcher, last.version + 1000, last.version).await;
+    assert_eq!((events, snapshots), (0, 1));
+    assert_eq!(watcher.view.version(), Some(last.version));
+    let seq = host
+        .send(|seq| ClientMessage::Resync {
+            seq,
+            since: last.version + 1000,
+        })
+        .await;
+    host.expect_ack(seq).await;
+    let answer = host.state_until(|_| true).await;
+    assert_eq!(answer.version, last.version);
 }
 
 /// Applies frames until a `changed`, and returns it.
