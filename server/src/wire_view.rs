@@ -1,6 +1,7 @@
 //! Turns engine values into protocol views: board names, notation, legal
 //! moves, deadlines as Unix milliseconds.
 
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use jumpgate_protocol as wire;
@@ -62,18 +63,50 @@ pub fn color(c: Color) -> wire::Color {
     }
 }
 
-/// A tokio instant as Unix milliseconds (wall clock).
+/// A moment on tokio's clock and the Unix time then, in nanoseconds: what
+/// [`unix_ms`] converts from, while the wall clock still agrees with it.
+static WALL_ANCHOR: Mutex<Option<(Instant, i128)>> = Mutex::new(None);
+
+/// How far the wall clock may wander from [`WALL_ANCHOR`] before it is
+/// taken again (the clock was set, or the host was suspended).
+const WALL_DRIFT_NS: i128 = 1_000_000;
+
+/// A tokio instant as Unix milliseconds (wall clock). One instant gives
+/// the same millisecond whenever it is asked, while the wall clock keeps
+/// pace with tokio's: a deadline or a break's end reads the same in every
+/// frame that shows it. Reading both clocks afresh on each call, and
+/// rounding twice, made two frames of one version differ by a millisecond
+/// about half the time.
 pub fn unix_ms(at: Instant) -> u64 {
-    let now_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
     let now = Instant::now();
-    if at >= now {
-        now_unix + (at - now).as_millis() as u64
+    let now_unix = unix_ns(SystemTime::now());
+    let (base, base_unix) = {
+        let mut anchor = WALL_ANCHOR.lock().unwrap_or_else(|e| e.into_inner());
+        match *anchor {
+            Some((base, base_unix))
+                if (base_unix + nanos_between(base, now) - now_unix).abs() < WALL_DRIFT_NS =>
+            {
+                (base, base_unix)
+            }
+            _ => *anchor.insert((now, now_unix)),
+        }
+    };
+    let at_unix = base_unix + nanos_between(base, at);
+    u64::try_from(at_unix.max(0) / 1_000_000).unwrap_or(u64::MAX)
+}
+
+/// Nanoseconds from `from` to `to`, negative when `to` comes first.
+fn nanos_between(from: Instant, to: Instant) -> i128 {
+    if to >= from {
+        (to - from).as_nanos() as i128
     } else {
-        now_unix.saturating_sub((now - at).as_millis() as u64)
+        -((from - to).as_nanos() as i128)
     }
+}
+
+fn unix_ns(at: SystemTime) -> i128 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
 }
 
 /// Unix milliseconds as a tokio instant (now, if already past).

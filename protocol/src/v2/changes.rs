@@ -6,6 +6,7 @@
 //! lobby's fixed settings, the board of a game in progress) needs a `snapshot`.
 
 use super::{Changed, GameChanges, GameSnapshot, RoomChanges, RoomSnapshot};
+use crate::game::PieceView;
 use crate::room::PlayerView;
 
 impl Changed {
@@ -13,7 +14,7 @@ impl Changed {
     /// they differ in a field no event changes, so that only a `snapshot` can say it.
     ///
     /// Applied to `old` with [`RoomView`](super::RoomView), the event gives `new`
-    /// exactly.
+    /// exactly, but for the order of the game's `pieces`, which is `old`'s.
     pub fn between(old: &RoomSnapshot, new: &RoomSnapshot) -> Option<Changed> {
         let fixed_same = old.code == new.code
             && old.rule_set == new.rule_set
@@ -72,10 +73,12 @@ impl Changed {
 impl GameChanges {
     /// The in-place changes that turn game `old` into `new`, or `None` when the board,
     /// the moves or other fields these changes do not carry differ (a new game, or a
-    /// move: a `moved` event says those).
+    /// move: a `moved` event says those). `pieces` is a set: the same pieces listed in
+    /// another order are the same board (a client that applied a `moved` keeps the
+    /// moved piece where it was, the server's next snapshot lists it elsewhere).
     pub fn between(old: &GameSnapshot, new: &GameSnapshot) -> Option<GameChanges> {
         let board_same = old.dark_seat == new.dark_seat
-            && old.pieces == new.pieces
+            && same_pieces(&old.pieces, &new.pieces)
             && old.turn == new.turn
             && old.ply == new.ply
             && old.moves == new.moves
@@ -109,6 +112,11 @@ impl GameChanges {
 /// `Some(new)` when it differs from `old`.
 fn changed<T: PartialEq + Clone>(old: &T, new: &T) -> Option<T> {
     (old != new).then(|| new.clone())
+}
+
+/// Whether the two lists hold the same pieces, in any order (one piece a square).
+fn same_pieces(old: &[PieceView], new: &[PieceView]) -> bool {
+    old.len() == new.len() && old.iter().all(|piece| new.contains(piece))
 }
 
 /// Whether the two seat lists differ in `connected` flags only.

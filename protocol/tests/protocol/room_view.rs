@@ -181,7 +181,7 @@ fn between_writes_the_examples() {
     let orbit_waiting = RoomSnapshot::from(crate::golden::state_orbit_waiting());
     for (before, event) in [
         (snapshot_playing(), changed_connected()),
-        (playing_then_moved, changed_draw_offer()),
+        (playing_then_moved.clone(), changed_draw_offer()),
         (snapshot_playing(), changed_resigned()),
         (snapshot_break(), changed_next_round()),
         (orbit_waiting, changed_seat_taken()),
@@ -198,6 +198,17 @@ fn between_writes_the_examples() {
             );
         }
     }
+    // The same pieces in another order are the same board: the room the
+    // server builds next lists them in board order, the one a client built
+    // from a `moved` does not, and the offer is still a small event.
+    let before = playing_then_moved;
+    let mut view = view_of(before.clone());
+    view.apply(&ServerMessage::Changed(changed_draw_offer()))
+        .unwrap();
+    let mut now = after(&view);
+    now.game.as_mut().unwrap().pieces.reverse();
+    assert_eq!(Changed::between(&before, &now), Some(changed_draw_offer()));
+
     // A lobby's fixed settings change only with a snapshot.
     let mut other = snapshot_playing();
     other.stake = 100;

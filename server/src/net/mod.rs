@@ -291,10 +291,12 @@ async fn finish(
     let metrics = &crate::metrics::METRICS;
     // Whatever was queued before a close is written first (a refusal that
     // explains it, say), within a short deadline.
+    let mut room_moved = false;
     if close.is_some() {
         let pending = async {
             while let Ok(outbound) = out_rx.try_recv() {
                 let Some(frame) = conn.frame_for(outbound) else {
+                    room_moved = true;
                     continue;
                 };
                 if socket.feed(frame).await.is_err() {
@@ -305,6 +307,14 @@ async fn finish(
         };
         let _ = tokio::time::timeout(Duration::from_secs(1), pending).await;
     }
+    // At shutdown every room is handed over (its members' queues told so)
+    // before connections are told the server stops, but the loop may see
+    // the second before it read the first: a member of a room that moved
+    // is told so, and comes back at once.
+    let close = match close {
+        Some((CLOSE_GOING_AWAY, _)) if room_moved => Some((CLOSE_ROOM_MOVED, "room moved")),
+        other => other,
+    };
     // A shutdown or a move is announced after everything queued before it.
     let notice = match close {
         Some((CLOSE_GOING_AWAY, _)) => Some(ServerMessage::Shutdown {

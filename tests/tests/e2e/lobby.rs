@@ -271,6 +271,23 @@ fn wrong_invite(invite: &str) -> String {
     format!("{}{last}", &invite[..invite.len() - 1])
 }
 
+/// `invite` with every letter in the other case (an invite has letters of
+/// both cases, so never the invite itself).
+fn swap_case(invite: &str) -> String {
+    let swapped: String = invite
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() {
+                c.to_ascii_uppercase()
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
+        .collect();
+    assert_ne!(swapped, invite, "an invite with letters");
+    swapped
+}
+
 #[tokio::test]
 async fn an_invite_only_lobby_is_indistinguishable_from_no_lobby_without_its_invite() {
     let server = TestServer::start(|_| {}).await;
@@ -325,12 +342,17 @@ async fn an_invite_only_lobby_is_indistinguishable_from_no_lobby_without_its_inv
         assert_eq!(nobody, (ErrorCode::UnknownLobby, nobody_message()));
         let lower = code.to_lowercase();
         let wrong = wrong_invite(&invite);
+        // An invite is compared exactly: not in another case, not padded.
+        let other_case = swap_case(&invite);
+        let padded = format!(" {invite} ");
         for (c, invite, watch) in [
             (code.as_str(), None, false),
             (code.as_str(), None, true),
             (code.as_str(), Some(wrong.as_str()), false),
             (lower.as_str(), Some(wrong.as_str()), true),
             (code.as_str(), Some(""), false),
+            (code.as_str(), Some(other_case.as_str()), false),
+            (code.as_str(), Some(padded.as_str()), true),
         ] {
             assert_eq!(
                 refusal(&mut stranger, c, invite, watch).await,
@@ -373,11 +395,14 @@ async fn an_invite_only_lobby_is_indistinguishable_from_no_lobby_without_its_inv
     assert!(not_found.1.contains("\"unknown_lobby\""), "{not_found:?}");
     assert!(not_found.1.contains(&nobody_message()), "{not_found:?}");
     let wrong = wrong_invite(&invite);
+    let other_case = swap_case(&invite);
     for c in [code.clone(), code.to_lowercase()] {
         for path in [
             format!("/r/{c}"),
             format!("/r/{c}?format=json"),
             format!("/r/{c}?invite={wrong}&format=json"),
+            format!("/r/{c}?invite={other_case}&format=json"),
+            format!("/r/{c}?invite=%20{invite}&format=json"),
             format!("/r/{c}?invite=&format=json"),
             format!("/r/{c}/games.pdn"),
             format!("/r/{c}/games.pdn?invite={wrong}"),

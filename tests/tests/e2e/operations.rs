@@ -174,6 +174,60 @@ async fn shutdown_tells_clients_and_closes_with_1001() {
     }
 }
 
+/// The `shutdown` notice a connection gets before its close (its reason and
+/// `reconnect_after_ms`), and the close code.
+async fn farewell(player: &mut Player) -> (Option<(String, u32)>, u16) {
+    let mut notice = None;
+    loop {
+        match player.client.recv().await {
+            Ok(ServerMessage::Shutdown {
+                reason,
+                reconnect_after_ms,
+            }) => notice = Some((reason, reconnect_after_ms)),
+            Ok(_) => {}
+            Err(jumpgate_protocol::client::ClientError::Closed { code, .. }) => {
+                return (notice, code);
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+/// A server that stops hands every room over before it tells connections
+/// it stops, and each member of a room handed over is told the room moved
+/// (back at once, close 4001) even when its connection sees the stop first;
+/// a connection in no room is told the server restarts. Without Redis,
+/// where the handover is quickest and the two notices come closest, and
+/// beside another instance on Redis; a few rounds, each with several rooms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_tells_every_member_of_a_handed_over_room_that_it_moved() {
+    let redis = RedisServer::start().await;
+    let _other = TestServer::start(|s| s.redis_url = Some(redis.url())).await;
+    let moved = ("the room moved to another server instance".to_owned(), 0);
+    let restarting = ("the server is restarting".to_owned(), 1000);
+    for url in [None, None, None, None, Some(redis.url()), Some(redis.url())] {
+        let server = TestServer::start(|s| s.redis_url = url).await;
+        let mut members = Vec::new();
+        for _ in 0..4 {
+            let (host, guest, code) =
+                seated_pair(&server, Encoding::Json, RuleSet::American, 1).await;
+            let mut fan = Player::connect(&server, Encoding::MsgPack).await;
+            fan.watch(&code).await;
+            members.extend([host, guest, fan]);
+        }
+        let mut idle = Player::connect(&server, Encoding::Json).await;
+        drop(server);
+        for member in &mut members {
+            assert_eq!(
+                farewell(member).await,
+                (Some(moved.clone()), jumpgate_protocol::CLOSE_ROOM_MOVED),
+                "a member of a room handed over"
+            );
+        }
+        assert_eq!(farewell(&mut idle).await, (Some(restarting.clone()), 1001));
+    }
+}
+
 fn account_token(sub: &str) -> String {
     jumpgate_e2e::account_token(LOG_TEST_ISSUER_SECRET, sub, &format!("Name {sub}"))
 }

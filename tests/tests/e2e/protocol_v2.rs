@@ -6,7 +6,7 @@
 
 use jumpgate_e2e::{Endpoint, JumpgateProcess, Player, RedisServer, TestServer, recv};
 use jumpgate_protocol::client::Client;
-use jumpgate_protocol::v2::{Gap, RoomSnapshot, RoomView};
+use jumpgate_protocol::v2::{Changed, Gap, RoomChanges, RoomSnapshot, RoomView};
 use jumpgate_protocol::{
     ClientMessage, Encoding, ErrorCode, Phase, RoomState, RuleSet, ServerMessage, Subprotocol,
 };
@@ -340,6 +340,104 @@ async fn a_v2_member_that_lost_events_resyncs_from_the_history_or_a_snapshot() {
     // Since 0 is always a snapshot.
     let (events, snapshots) = resync(&mut watcher, 0, last.version).await;
     assert_eq!((events, snapshots), (0, 1));
+
+    // A `since` above the room's version is no error: a snapshot of the
+    // current version (v2), the state as always (v1, which ignores it).
+    let (events, snapshots) = resync(&mut watcher, last.version + 1000, last.version).await;
+    assert_eq!((events, snapshots), (0, 1));
+    assert_eq!(watcher.view.version(), Some(last.version));
+    let seq = host
+        .send(|seq| ClientMessage::Resync {
+            seq,
+            since: last.version + 1000,
+        })
+        .await;
+    host.expect_ack(seq).await;
+    let answer = host.state_until(|_| true).await;
+    assert_eq!(answer.version, last.version);
+}
+
+/// Applies frames until a `changed`, and returns it.
+async fn next_changed(member: &mut V2Member) -> Changed {
+    loop {
+        let message = recv(&mut member.client).await;
+        member.view.apply(&message).expect("no gap");
+        if let ServerMessage::Changed(changed) = message {
+            return changed;
+        }
+    }
+}
+
+/// Whoever is to move offers a draw; returns the host's state after it.
+async fn offer_draw(host: &mut Player, guest: &mut V2Member) -> RoomState {
+    if host.my_turn() {
+        let seq = host.send(|seq| ClientMessage::OfferDraw { seq }).await;
+        host.expect_ack(seq).await;
+    } else {
+        let seq = guest.send(|seq| ClientMessage::OfferDraw { seq }).await;
+        guest.answer(seq).await;
+    }
+    host.state_until(|s| s.game.as_ref().is_some_and(|g| g.draw_offer.is_some()))
+        .await
+}
+
+/// The first `changed` after a `moved` (a draw offer, made after every
+/// other move, which the next move declines) carries the offer in `game`
+/// and nothing in `room`: the room shown after the move lists the moved
+/// piece where the event left it, the room now in board order, and those
+/// are one board, not a new game.
+#[tokio::test]
+async fn a_change_after_a_move_carries_only_the_fields_it_changed() {
+    let server = TestServer::start(|_| {}).await;
+    let (mut host, mut guest, mut watcher) = mixed_room(&server).await;
+    for _ in 0..5 {
+        play_one(&mut host, &mut guest).await;
+        let moved = play_one(&mut host, &mut guest).await;
+        assert_eq!(moved.phase, Phase::Playing);
+        watcher.reach(moved.version).await;
+        let offered = offer_draw(&mut host, &mut guest).await;
+        let changed = next_changed(&mut watcher).await;
+        assert_eq!(changed.version, offered.version);
+        assert_eq!(changed.room, RoomChanges::default(), "no whole game");
+        let offer = offered.game.as_ref().unwrap().draw_offer;
+        assert_eq!(changed.game.draw_offer, Some(offer));
+        same_room(&watcher, &offered);
+    }
+}
+
+/// The `changed` that opens a break (a draw agreed), the v1 state of that
+/// version and every later snapshot of it say one `break_ends_at`, to the
+/// millisecond.
+#[tokio::test]
+async fn a_break_ends_at_the_same_millisecond_in_every_frame_of_its_version() {
+    let server = TestServer::start(|_| {}).await;
+    let (mut host, mut guest, mut watcher) = mixed_room(&server).await;
+    let offered = offer_draw(&mut host, &mut guest).await;
+    watcher.reach(offered.version).await;
+    if host.my_turn() {
+        let seq = guest.send(|seq| ClientMessage::AcceptDraw { seq }).await;
+        guest.answer(seq).await;
+    } else {
+        let seq = host.send(|seq| ClientMessage::AcceptDraw { seq }).await;
+        host.expect_ack(seq).await;
+    }
+    let opened = next_changed(&mut watcher).await;
+    let ends_at = opened.room.break_ends_at.flatten().expect("a break");
+    let state = host.phase(Phase::Break).await;
+    assert_eq!(
+        (state.version, state.break_ends_at),
+        (opened.version, Some(ends_at))
+    );
+    for _ in 0..20 {
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+        resync(&mut watcher, 0, opened.version).await;
+        let snapshot = watcher.room();
+        assert_eq!(
+            (snapshot.version, snapshot.break_ends_at),
+            (opened.version, Some(ends_at)),
+            "a snapshot after the event"
+        );
+    }
 }
 
 /// While Redis stalls past the server's timeout, a move is answered

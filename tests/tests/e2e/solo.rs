@@ -147,8 +147,12 @@ async fn same_device_games_play_both_sides_and_undo_one_move() {
         .await
         .unwrap();
     assert_eq!(s.you, None);
+    // Stored before it is shown, a new game's first state is version 1,
+    // and each stored change adds one.
+    assert_eq!(s.version, 1);
     play_first(&mut p, &s).await.unwrap();
     let s = p.solo_until(|s| s.game.ply == 1).await;
+    assert_eq!(s.version, 2);
     play_first(&mut p, &s).await.unwrap();
     let s = p.solo_until(|s| s.game.ply == 2).await;
     assert!(!s.thinking);
