@@ -1,5 +1,8 @@
 //! Solo play over real WebSockets: the computer replies, undo, ranked
 //! games and their leaderboard, same-device games, resume after a restart.
+//!
+//! Over 700 lines: one module per subject in the single e2e binary, and solo
+//! play is one subject (levels, undo, resume, ranked games, replacement).
 
 use std::time::Duration;
 

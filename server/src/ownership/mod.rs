@@ -23,6 +23,11 @@ use crate::room::RoomCommand;
 use crate::solo::SoloCommand;
 use crate::store::{Beat, Fence, Orphan, StoreError};
 
+mod doubt;
+mod home;
+
+pub use doubt::DeathWatch;
+
 /// How often the rooms of dead instances and released rooms are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// Most orphans looked at per list and sweep.
@@ -33,55 +38,6 @@ const ADOPT_AT_ONCE: usize = 16;
 const ASK_AGAIN: Duration = Duration::from_millis(500);
 /// How often a waiting request looks at the fence.
 const POLL: Duration = Duration::from_millis(25);
-
-/// Whether this instance may believe the store when it says another
-/// instance is dead. After this instance lost the store (its beats failed)
-/// or found its own heartbeat lapsed, every instance's heartbeat may have
-/// run out through no fault of theirs (a Redis outage or restart longer
-/// than the TTL): until one TTL after its own beats are stored again, in
-/// which every live instance has beaten again, an expired heartbeat is not
-/// taken as a death, and no room moves between live instances.
-#[derive(Debug, Default)]
-pub struct DeathWatch(std::sync::Mutex<Doubt>);
-
-#[derive(Debug, Default, Clone, Copy)]
-enum Doubt {
-    /// The store's word is believed.
-    #[default]
-    Believed,
-    /// Beats are failing: doubted until one is stored again.
-    UntilStored,
-    /// Doubted until then.
-    Until(Instant),
-}
-
-impl DeathWatch {
-    fn beat_failed(&self) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Doubt::UntilStored;
-    }
-
-    /// A beat was stored; `lapsed`: the previous one had expired.
-    fn beat_stored(&self, lapsed: bool, ttl: Duration) {
-        let mut doubt = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if lapsed || matches!(*doubt, Doubt::UntilStored) {
-            *doubt = Doubt::Until(Instant::now() + ttl);
-        }
-    }
-
-    /// Whether an expired heartbeat may mean a live instance now.
-    pub fn doubts(&self) -> bool {
-        let mut doubt = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match *doubt {
-            Doubt::Believed => false,
-            Doubt::UntilStored => true,
-            Doubt::Until(t) if Instant::now() < t => true,
-            Doubt::Until(_) => {
-                *doubt = Doubt::Believed;
-                false
-            }
-        }
-    }
-}
 
 /// What taking a room over came to.
 #[derive(Debug, PartialEq, Eq)]
@@ -607,7 +563,7 @@ pub fn spawn_background(state: &Arc<AppState>) {
     });
     if let Some(after) = state.settings.return_home_after {
         let homing = state.clone();
-        tokio::spawn(async move { return_rooms_home(&homing, after).await });
+        tokio::spawn(async move { home::return_rooms_home(&homing, after).await });
     }
     let listen = state.clone();
     tokio::spawn(async move {
@@ -621,58 +577,6 @@ pub fn spawn_background(state: &Arc<AppState>) {
             tokio::spawn(async move { hand_over(&state, &id, to).await });
         }
     });
-}
-
-/// How often the instances that rooms here belong to are looked at.
-const HOMES_EVERY: Duration = Duration::from_secs(1);
-
-/// Hands rooms taken from an instance id that stopped or died back to it
-/// once it has been alive again for `after` (so the balancer, which routes
-/// a room's code to the instance it ran on, has it in its ring again): a
-/// restarted instance gets its rooms back at once, each member reconnecting
-/// once (4001), rather than only when a player happens to reconnect, which
-/// would send the other one away. Until the drain.
-async fn return_rooms_home(state: &Arc<AppState>, after: Duration) {
-    let mut back_since: std::collections::HashMap<String, Instant> = Default::default();
-    while !state.is_draining() {
-        tokio::time::sleep(HOMES_EVERY).await;
-        let homes: Vec<(String, String)> = {
-            let mut homes = state.homes.lock().unwrap_or_else(|e| e.into_inner());
-            homes.retain(|id, _| state.runs(id));
-            homes
-                .iter()
-                .map(|(id, h)| (id.clone(), h.clone()))
-                .collect()
-        };
-        let mut instances: Vec<&String> = homes.iter().map(|(_, h)| h).collect();
-        instances.sort();
-        instances.dedup();
-        back_since.retain(|h, _| instances.contains(&h));
-        for home in instances {
-            match state.store.is_alive(home).await {
-                Ok(true) => {
-                    back_since.entry(home.clone()).or_insert_with(Instant::now);
-                }
-                Ok(false) => {
-                    back_since.remove(home);
-                }
-                Err(_) => {}
-            }
-        }
-        for (id, home) in &homes {
-            let due = back_since.get(home).is_some_and(|t| t.elapsed() >= after);
-            if due && !state.is_draining() && !state.deaths.doubts() {
-                state
-                    .homes
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(id);
-                if hand_over(state, id, Some(home.clone())).await {
-                    tracing::info!(room = %id, to = %home, "handed back to the instance it was taken from");
-                }
-            }
-        }
-    }
 }
 
 /// Asks every room and solo game here to check that the store still names
@@ -694,7 +598,7 @@ async fn check_owner(state: &Arc<AppState>, id: &str) {
 
 /// Hands one room or solo game over, if it runs here. A room this
 /// instance owns in the store without running it is released.
-async fn hand_over(state: &Arc<AppState>, id: &str, to: Option<String>) -> bool {
+pub(super) async fn hand_over(state: &Arc<AppState>, id: &str, to: Option<String>) -> bool {
     let (tx, rx) = oneshot::channel();
     let asked = if let Some(room) = crate::code::RoomCode::parse(id).and_then(|c| state.room(&c)) {
         room.commands
