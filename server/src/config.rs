@@ -191,12 +191,6 @@ pub struct ServeConfig {
     /// instance silent for this long are taken over by the others.
     #[arg(long, env = "JUMPGATE_HEARTBEAT_TTL_MS", default_value_t = 3_000)]
     pub heartbeat_ttl_ms: u64,
-    /// A room this instance took from another instance id that stopped or
-    /// died is handed back to it once that id has been alive again this
-    /// long, in milliseconds (a restarted instance gets its rooms back,
-    /// when the balancer has it in its ring again). 0: never.
-    #[arg(long, env = "JUMPGATE_RETURN_HOME_AFTER_MS", default_value_t = 10_000)]
-    pub return_home_after_ms: u64,
     /// Issuer (`iss`) of account tokens. Accounts are off without it.
     #[arg(long, env = "JUMPGATE_JWT_ISSUER")]
     pub jwt_issuer: Option<String>,
@@ -314,9 +308,6 @@ pub struct Settings {
     pub instance_id: std::sync::Arc<str>,
     /// How long this instance counts as alive after a heartbeat.
     pub heartbeat_ttl: Duration,
-    /// How long a stopped instance id must be alive again before the rooms
-    /// taken from it go back (`None`: never).
-    pub return_home_after: Option<Duration>,
     /// Most WebSocket connections at once (lowered at start to what the
     /// file-descriptor limit allows).
     pub max_connections: usize,
@@ -377,7 +368,6 @@ impl Settings {
             shutdown_grace: Duration::from_secs(10),
             instance_id: nanoid::nanoid!(12).into(),
             heartbeat_ttl: Duration::from_secs(3),
-            return_home_after: Some(Duration::from_secs(10)),
             max_connections: 10_000,
             http_headroom: crate::listener::HTTP_HEADROOM,
             header_read_timeout: Duration::from_secs(10),
@@ -425,8 +415,6 @@ impl Settings {
             settings.instance_id = id.as_str().into();
         }
         settings.heartbeat_ttl = Duration::from_millis(config.heartbeat_ttl_ms.max(300));
-        settings.return_home_after = (config.return_home_after_ms > 0)
-            .then(|| Duration::from_millis(config.return_home_after_ms));
         settings.max_connections = config.max_connections.max(1);
         settings.header_read_timeout =
             Duration::from_millis(config.header_read_timeout_ms.max(100));

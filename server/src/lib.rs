@@ -71,10 +71,6 @@ pub struct AppState {
     pub asking: Mutex<std::collections::HashSet<String>>,
     /// Whether an expired heartbeat is taken as a dead instance just now.
     pub deaths: ownership::DeathWatch,
-    /// Rooms running here that were taken from another instance id (that
-    /// stopped or died), by id: where each goes back once that id is alive
-    /// again (see [`ownership`]).
-    pub homes: Mutex<HashMap<String, String>>,
     /// Flips to true when the server starts shutting down: it stops taking
     /// rooms and connections, and hands its rooms over.
     pub draining: watch::Sender<bool>,
@@ -130,7 +126,6 @@ impl AppState {
             adoptions: Mutex::new(HashMap::new()),
             asking: Mutex::new(std::collections::HashSet::new()),
             deaths: ownership::DeathWatch::default(),
-            homes: Mutex::new(HashMap::new()),
             draining: watch::channel(false).0,
             heartbeat: Mutex::new(None),
             shutdown: watch::channel(false).0,

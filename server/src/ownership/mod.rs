@@ -24,7 +24,6 @@ use crate::solo::SoloCommand;
 use crate::store::{Beat, Fence, Orphan, StoreError};
 
 mod doubt;
-mod home;
 
 pub use doubt::DeathWatch;
 
@@ -280,18 +279,6 @@ pub(crate) async fn start_claimed(
                 Arrival::Handover | Arrival::Woken => "",
             };
             tracing::info!(room = %id, how = how.name(), previous_owner, "took the room over");
-            // Where it belongs: the instance it was taken from, which gets
-            // it back once it runs again (see `return_rooms_home`).
-            let home = match how {
-                Arrival::DeadOwner => seen.owner.clone(),
-                Arrival::Handover if seen.owner.is_none() => seen.left.clone(),
-                _ => None,
-            };
-            let mut homes = state.homes.lock().unwrap_or_else(|e| e.into_inner());
-            match home.filter(|h| **h != **me) {
-                Some(home) => homes.insert(id.to_owned(), home),
-                None => homes.remove(id),
-            };
             Ok(Adoption::Adopted)
         }
         Err(reason) => {
@@ -561,10 +548,6 @@ pub fn spawn_background(state: &Arc<AppState>) {
             full = batch >= SWEEP_BATCH && done > 0;
         }
     });
-    if let Some(after) = state.settings.return_home_after {
-        let homing = state.clone();
-        tokio::spawn(async move { home::return_rooms_home(&homing, after).await });
-    }
     let listen = state.clone();
     tokio::spawn(async move {
         let mut requests = listen.store.handover_requests(&listen.settings.instance_id);
@@ -598,7 +581,7 @@ async fn check_owner(state: &Arc<AppState>, id: &str) {
 
 /// Hands one room or solo game over, if it runs here. A room this
 /// instance owns in the store without running it is released.
-pub(super) async fn hand_over(state: &Arc<AppState>, id: &str, to: Option<String>) -> bool {
+async fn hand_over(state: &Arc<AppState>, id: &str, to: Option<String>) -> bool {
     let (tx, rx) = oneshot::channel();
     let asked = if let Some(room) = crate::code::RoomCode::parse(id).and_then(|c| state.room(&c)) {
         room.commands

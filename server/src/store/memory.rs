@@ -360,7 +360,6 @@ impl Store for MemoryStore {
                 handed: r.handed,
                 parked: r.parked,
                 wake: None,
-                left: None,
             });
         Box::pin(async move { Ok(fence) })
     }

@@ -183,9 +183,6 @@ pub struct Fence {
     pub parked: bool,
     /// A parked room's wake time as listed in `jg:dormant` (its score).
     pub wake: Option<String>,
-    /// The instance that last released the room to anyone (at its
-    /// shutdown), while the room has no owner; kept until the next release.
-    pub left: Option<String>,
 }
 
 /// What renewing a heartbeat found.

@@ -223,7 +223,6 @@ impl Store for RedisStore {
                 Option<u8>,
                 Option<u8>,
                 Option<String>,
-                Option<String>,
                 bool,
             );
             let mut other = self.conn.clone();
@@ -234,15 +233,13 @@ impl Store for RedisStore {
                 .hget(&fence, "handed")
                 .hget(&fence, "parked")
                 .hget(&fence, "wake")
-                .hget(&fence, "left")
                 .exists(&room);
             let room_read = room_pipe.query_async::<Read>(&mut conn);
             let mut open_cmd = redis::cmd("SISMEMBER");
             open_cmd.arg(OPEN_SET).arg(code);
             let open_read = open_cmd.query_async::<bool>(&mut other);
             let (read, open) = futures_util::future::join(room_read, open_read).await;
-            let (owner, epoch, handed, parked, wake, left, exists) =
-                read.map_err(StoreError::from)?;
+            let (owner, epoch, handed, parked, wake, exists) = read.map_err(StoreError::from)?;
             let open = open.map_err(StoreError::from)?;
             Ok((exists && open).then(|| Fence {
                 owner: owner.filter(|o| !o.is_empty()),
@@ -250,7 +247,6 @@ impl Store for RedisStore {
                 handed: handed == Some(1),
                 parked: parked == Some(1),
                 wake: wake.filter(|_| parked == Some(1)),
-                left: left.filter(|l| !l.is_empty()),
             }))
         }))
     }

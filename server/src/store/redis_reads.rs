@@ -82,7 +82,7 @@ impl RedisStore {
                 let [room, _, _, fence] = keys(code);
                 let mut read = redis::cmd("HMGET");
                 read.arg(&fence)
-                    .arg(&["owner", "epoch", "handed", "parked", "wake", "left"]);
+                    .arg(&["owner", "epoch", "handed", "parked", "wake"]);
                 let mut exists = redis::cmd("EXISTS");
                 exists.arg(&room);
                 (room, vec![read, exists])
@@ -115,9 +115,8 @@ impl RedisStore {
                     Option<u8>,
                     Option<u8>,
                     Option<String>,
-                    Option<String>,
                 );
-                let (owner, epoch, handed, parked, wake, left): Read = parse(fence)?;
+                let (owner, epoch, handed, parked, wake): Read = parse(fence)?;
                 let exists: bool = parse(exists)?;
                 Ok((exists && open).then(|| Fence {
                     owner: owner.filter(|o| !o.is_empty()),
@@ -125,7 +124,6 @@ impl RedisStore {
                     handed: handed == Some(1),
                     parked: parked == Some(1),
                     wake: wake.filter(|_| parked == Some(1)),
-                    left: left.filter(|l| !l.is_empty()),
                 }))
             })
             .collect())

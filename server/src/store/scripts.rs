@@ -156,9 +156,7 @@ return epoch + 1
 
 /// Gives a room up if the releaser still owns it at its epoch: to the
 /// instance that asked (a new epoch, marked handed), or, with '' as the
-/// receiver, to nobody (the epoch stays, and `left` names the releaser, so
-/// whoever takes the room up knows which instance it belongs back on).
-/// Returns 1 if released.
+/// receiver, to nobody (the epoch stays). Returns 1 if released.
 ///
 /// KEYS: fence. ARGV: owner, epoch, receiver ('' for nobody).
 pub(super) const RELEASE_SCRIPT: &str = r"
@@ -166,7 +164,7 @@ local owner = redis.call('HGET', KEYS[1], 'owner') or ''
 local epoch = tonumber(redis.call('HGET', KEYS[1], 'epoch')) or 0
 if owner ~= ARGV[1] or epoch ~= tonumber(ARGV[2]) then return 0 end
 if ARGV[3] == '' then
-  redis.call('HSET', KEYS[1], 'owner', '', 'left', ARGV[1])
+  redis.call('HSET', KEYS[1], 'owner', '')
 else
   redis.call('HSET', KEYS[1], 'owner', ARGV[3], 'epoch', epoch + 1, 'handed', 1)
 end

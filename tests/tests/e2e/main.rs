@@ -20,7 +20,6 @@ mod reconnecting;
 mod redis_checks;
 mod redis_outage;
 mod retention;
-mod return_home;
 mod sdk;
 mod solo;
 mod space_rule_sets;

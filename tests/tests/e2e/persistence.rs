@@ -439,7 +439,6 @@ async fn room_writes_are_conditional_on_the_stored_version() {
             handed: false,
             parked: false,
             wake: None,
-            left: None,
         };
         assert_eq!(
             store.claim("CAS2TEST", &stale_view, &other).await.unwrap(),

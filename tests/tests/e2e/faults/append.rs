@@ -177,7 +177,6 @@ async fn an_append_is_conditional_fenced_and_leaves_the_record() {
             handed: false,
             parked: false,
             wake: None,
-            left: None,
         };
         assert!(
             store
