@@ -44,7 +44,7 @@ async function gameInPlay(encoding, moverSocket) {
 }
 
 /** What both tests check once the mover is back: the move re-sent as it was, acknowledged, and applied once. */
-async function checkAppliedOnce({ mover, other, code, choice, sent, moverSeat }, answer, moveSeq, reconnection) {
+async function checkAppliedOnce({ mover, other, code, choice, sent, moverSeat }, answer, moveSeq, reconnection, copiesSent = 2) {
   assert.equal(reconnection.room.kind, "rejoined");
   assert.equal(reconnection.room.room.code, code);
   const ack = await answer;
@@ -52,7 +52,7 @@ async function checkAppliedOnce({ mover, other, code, choice, sent, moverSeat },
   assert.equal(ack.seq, moveSeq, "the ack answers the move's own seq");
 
   const copies = sent.filter((message) => message.type === "move");
-  assert.equal(copies.length, 2, "sent once before the outage and once after");
+  assert.equal(copies.length, copiesSent, copiesSent === 2 ? "sent once before the outage and once after" : "acknowledged before the outage: never re-sent");
   for (const copy of copies) {
     assert.equal(copy.seq, moveSeq, "every copy carries the original seq");
     assert.deepStrictEqual(copy.path, choice.path);
@@ -62,7 +62,9 @@ async function checkAppliedOnce({ mover, other, code, choice, sent, moverSeat },
   assert.ok(hello.seq > moveSeq, "counting on from the last seq");
   const rejoin = sent.find((message) => message.type === "join_lobby");
   assert.equal(rejoin?.code, code, "took its seat back");
-  assert.ok(sent.indexOf(rejoin) < sent.lastIndexOf(copies[1]), "re-entered before re-sending");
+  if (copiesSent === 2) {
+    assert.ok(sent.indexOf(rejoin) < sent.lastIndexOf(copies[1]), "re-entered before re-sending");
+  }
 
   const state = await lobbyState(other, (s) => s.game?.ply >= 1 && s.players.every((p) => p?.connected));
   assert.equal(state.game.ply, 1, "applied once");
@@ -100,14 +102,19 @@ for (const encoding of ["json", "msgpack"]) {
     server.signal("SIGSTOP");
     const answer = game.mover.move(game.choice.path);
     const moveSeq = game.mover.lastSeq;
+    // A stop that lands late may let the server answer first: then the ack
+    // is in and nothing is re-sent (seen once on a loaded CI machine).
+    let ackedBeforeKill = false;
+    answer.then(() => { ackedBeforeKill = true; }, () => {});
     assert.ok(game.sent.some((message) => message.seq === moveSeq), "written to the frozen server's socket");
     // SIGKILL ends the stopped process with the move unread in its socket
     // (or, if SIGSTOP landed a moment late, applied with its ack unsent:
     // either way the copy after the restart must be acknowledged and the
     // move applied once).
     await server.kill();
+    const copiesSent = ackedBeforeKill ? 1 : 2;
     await server.restart();
-    await checkAppliedOnce(game, answer, moveSeq, await back);
+    await checkAppliedOnce(game, answer, moveSeq, await back, copiesSent);
   });
 }
 
