@@ -78,6 +78,7 @@ METRICS = {
     "jumpgate_room_handovers_total": ("counter", set()),
     "jumpgate_room_takeovers_total": ("counter", set()),
     "jumpgate_rooms_received_total": ("counter", {"how"}),
+    "jumpgate_rooms_sent_home_total": ("counter", set()),
     "jumpgate_writes_fenced_total": ("counter", set()),
     "jumpgate_writes_unconfirmed_total": ("counter", set()),
     "jumpgate_store_conflicts_total": ("counter", set()),

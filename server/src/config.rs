@@ -191,6 +191,12 @@ pub struct ServeConfig {
     /// instance silent for this long are taken over by the others.
     #[arg(long, env = "JUMPGATE_HEARTBEAT_TTL_MS", default_value_t = 3_000)]
     pub heartbeat_ttl_ms: u64,
+    /// A room held here for the instance its players were routed to (which
+    /// stopped or died) goes back to that instance id once it has been
+    /// alive again this long, in milliseconds: a restarted instance gets
+    /// its rooms back. 0: never.
+    #[arg(long, env = "JUMPGATE_RETURN_HOME_AFTER_MS", default_value_t = 10_000)]
+    pub return_home_after_ms: u64,
     /// Issuer (`iss`) of account tokens. Accounts are off without it.
     #[arg(long, env = "JUMPGATE_JWT_ISSUER")]
     pub jwt_issuer: Option<String>,
@@ -308,6 +314,9 @@ pub struct Settings {
     pub instance_id: std::sync::Arc<str>,
     /// How long this instance counts as alive after a heartbeat.
     pub heartbeat_ttl: Duration,
+    /// How long the instance a room belongs on must be alive again before
+    /// the room goes back to it (`None`: never).
+    pub return_home_after: Option<Duration>,
     /// Most WebSocket connections at once (lowered at start to what the
     /// file-descriptor limit allows).
     pub max_connections: usize,
@@ -368,6 +377,7 @@ impl Settings {
             shutdown_grace: Duration::from_secs(10),
             instance_id: nanoid::nanoid!(12).into(),
             heartbeat_ttl: Duration::from_secs(3),
+            return_home_after: Some(Duration::from_secs(10)),
             max_connections: 10_000,
             http_headroom: crate::listener::HTTP_HEADROOM,
             header_read_timeout: Duration::from_secs(10),
@@ -415,6 +425,8 @@ impl Settings {
             settings.instance_id = id.as_str().into();
         }
         settings.heartbeat_ttl = Duration::from_millis(config.heartbeat_ttl_ms.max(300));
+        settings.return_home_after = (config.return_home_after_ms > 0)
+            .then(|| Duration::from_millis(config.return_home_after_ms));
         settings.max_connections = config.max_connections.max(1);
         settings.header_read_timeout =
             Duration::from_millis(config.header_read_timeout_ms.max(100));

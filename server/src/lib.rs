@@ -71,6 +71,8 @@ pub struct AppState {
     pub asking: Mutex<std::collections::HashSet<String>>,
     /// Whether an expired heartbeat is taken as a dead instance just now.
     pub deaths: ownership::DeathWatch,
+    /// Where the rooms running here belong (see [`ownership`]).
+    pub homes: ownership::Homes,
     /// Flips to true when the server starts shutting down: it stops taking
     /// rooms and connections, and hands its rooms over.
     pub draining: watch::Sender<bool>,
@@ -126,6 +128,7 @@ impl AppState {
             adoptions: Mutex::new(HashMap::new()),
             asking: Mutex::new(std::collections::HashSet::new()),
             deaths: ownership::DeathWatch::default(),
+            homes: ownership::Homes::default(),
             draining: watch::channel(false).0,
             heartbeat: Mutex::new(None),
             shutdown: watch::channel(false).0,
@@ -549,6 +552,13 @@ pub async fn run(
     tokio::spawn(async move {
         shutdown.await;
         notify.draining.send_replace(true);
+        if notify.store.is_durable() {
+            // Not a home to hand rooms back to while it hands its own over.
+            let _ = notify
+                .store
+                .mark_leaving(&notify.settings.instance_id, true)
+                .await;
+        }
         // Half the grace for handing over, the rest for the connections.
         let budget = notify.settings.shutdown_grace / 2;
         match tokio::time::timeout(budget, ownership::hand_over_all(&notify)).await {

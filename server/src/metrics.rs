@@ -37,6 +37,7 @@ pub struct Metrics {
     pub room_handovers: IntCounter,
     pub room_takeovers: IntCounter,
     pub rooms_received: IntCounterVec,
+    pub rooms_sent_home: IntCounter,
     pub rooms_unloaded: IntCounter,
     pub rooms_woken: IntCounter,
     pub correspondence_expired: IntCounter,
@@ -267,6 +268,11 @@ impl Metrics {
                 &["how"],
             )
             .expect("valid metric"),
+            rooms_sent_home: IntCounter::with_opts(opts(
+                "rooms_sent_home_total",
+                "Rooms this instance held for an instance that had stopped or died, handed back to it once it ran again",
+            ))
+            .expect("valid metric"),
             rooms_unloaded: IntCounter::with_opts(opts(
                 "rooms_unloaded_total",
                 "Correspondence lobbies unloaded from memory (nobody connected; kept in Redis)",
@@ -344,7 +350,7 @@ impl Metrics {
             registry,
         };
         let r = &m.registry;
-        let all: [Box<dyn prometheus::core::Collector>; 38] = [
+        let all: [Box<dyn prometheus::core::Collector>; 39] = [
             Box::new(m.connections_open.clone()),
             Box::new(m.connections_max.clone()),
             Box::new(m.lobbies_live.clone()),
@@ -370,6 +376,7 @@ impl Metrics {
             Box::new(m.room_handovers.clone()),
             Box::new(m.room_takeovers.clone()),
             Box::new(m.rooms_received.clone()),
+            Box::new(m.rooms_sent_home.clone()),
             Box::new(m.rooms_unloaded.clone()),
             Box::new(m.rooms_woken.clone()),
             Box::new(m.correspondence_expired.clone()),

@@ -20,8 +20,7 @@ pub struct Balancer {
     /// Where each server of the configuration points, in order
     /// (`jumpgate1` first).
     pub servers: Vec<SocketAddr>,
-    dir: PathBuf,
-    child: std::process::Child,
+    _haproxy: Haproxy,
 }
 
 impl Balancer {
@@ -43,25 +42,11 @@ impl Balancer {
         config.push_str(&format!(
             "\nfrontend stats\n    bind 127.0.0.1:{stats_port}\n    stats enable\n    stats uri /stats\n"
         ));
-        let dir =
-            std::env::temp_dir().join(format!("jumpgate-haproxy-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("haproxy.cfg");
-        std::fs::write(&file, config).unwrap();
-        let child = std::process::Command::new("haproxy")
-            .arg("-db")
-            .arg("-f")
-            .arg(&file)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("haproxy is installed (the test command installs it)");
         let balancer = Balancer {
             addr: format!("127.0.0.1:{port}").parse().unwrap(),
             stats: format!("127.0.0.1:{stats_port}").parse().unwrap(),
             servers: addrs,
-            dir,
-            child,
+            _haproxy: Haproxy::spawn("haproxy", port, &config),
         };
         let up: Vec<bool> = (0..SERVERS).map(|i| i < servers.len()).collect();
         balancer.wait_for_ring(&up).await;
@@ -128,7 +113,36 @@ impl Balancer {
     }
 }
 
-impl Drop for Balancer {
+/// An HAProxy process in the foreground, its configuration in a
+/// directory of its own; killed and cleaned up on drop.
+#[derive(Debug)]
+struct Haproxy {
+    dir: PathBuf,
+    child: std::process::Child,
+}
+
+impl Haproxy {
+    /// Writes `config` to a fresh directory named after `name` and `port`
+    /// and starts HAProxy on it.
+    fn spawn(name: &str, port: u16, config: &str) -> Haproxy {
+        let dir =
+            std::env::temp_dir().join(format!("jumpgate-{name}-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("haproxy.cfg");
+        std::fs::write(&file, config).unwrap();
+        let child = std::process::Command::new("haproxy")
+            .arg("-db")
+            .arg("-f")
+            .arg(&file)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("haproxy is installed (the test command installs it)");
+        Haproxy { dir, child }
+    }
+}
+
+impl Drop for Haproxy {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -143,8 +157,7 @@ impl Drop for Balancer {
 #[derive(Debug)]
 pub struct FrontProxy {
     pub addr: SocketAddr,
-    dir: PathBuf,
-    child: std::process::Child,
+    _haproxy: Haproxy,
 }
 
 impl FrontProxy {
@@ -158,23 +171,9 @@ impl FrontProxy {
              frontend front\n    bind 127.0.0.1:{port}\n    default_backend next\n\
              backend next\n    server next {to} source {source}\n"
         );
-        let dir =
-            std::env::temp_dir().join(format!("jumpgate-front-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("haproxy.cfg");
-        std::fs::write(&file, config).unwrap();
-        let child = std::process::Command::new("haproxy")
-            .arg("-db")
-            .arg("-f")
-            .arg(&file)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("haproxy is installed (the test command installs it)");
         let proxy = FrontProxy {
             addr: format!("127.0.0.1:{port}").parse().unwrap(),
-            dir,
-            child,
+            _haproxy: Haproxy::spawn("front", port, &config),
         };
         let deadline = tokio::time::Instant::now() + PATIENCE;
         while http_request(proxy.addr, "/healthz").await.is_none() {
@@ -185,14 +184,6 @@ impl FrontProxy {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         proxy
-    }
-}
-
-impl Drop for FrontProxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -348,12 +348,19 @@ pub fn free_port() -> u16 {
 
 impl RedisServer {
     pub async fn start() -> RedisServer {
+        Self::start_in(|_| {}).await
+    }
+
+    /// Starts on a fresh port and directory, after `prepare` has filled
+    /// the directory.
+    async fn start_in(prepare: impl FnOnce(&std::path::Path)) -> RedisServer {
         let dir = std::env::temp_dir().join(format!(
             "jumpgate-redis-{}-{}",
             std::process::id(),
             free_port()
         ));
         std::fs::create_dir_all(&dir).unwrap();
+        prepare(&dir);
         let mut server = RedisServer {
             port: free_port(),
             dir,
@@ -476,19 +483,7 @@ impl RedisServer {
     /// A Redis of its own started on a copy of an AOF directory (as
     /// [`backup`](Self::backup) leaves it), with AOF on as usual.
     pub async fn start_from_aof(copy: &std::path::Path) -> RedisServer {
-        let dir = std::env::temp_dir().join(format!(
-            "jumpgate-redis-{}-{}",
-            std::process::id(),
-            free_port()
-        ));
-        Self::copy_dir(copy, &dir.join("appendonlydir"));
-        let mut server = RedisServer {
-            port: free_port(),
-            dir,
-            child: None,
-        };
-        server.restart().await;
-        server
+        Self::start_in(|dir| Self::copy_dir(copy, &dir.join("appendonlydir"))).await
     }
 
     /// Starts on the same port and data with `extra` arguments (after the

@@ -6,7 +6,7 @@
 // the repository's target/. Build it first with
 // `cargo build -p jumpgate-server --bin jumpgate`.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -143,9 +143,29 @@ export class JumpgateServer {
     }
   }
 
-  /** Sends a signal without waiting: SIGSTOP freezes the process as a stalled machine would. */
+  /** Sends a signal without waiting. */
   signal(name) {
     this.child?.kill(name);
+  }
+
+  /**
+   * SIGSTOP, as a stalled machine would freeze, and waits until every
+   * thread of the process is stopped (kill(2) returns before the stop
+   * lands), so nothing sent afterwards is read before the freeze.
+   */
+  async freeze() {
+    const pid = this.child?.pid;
+    this.child?.kill("SIGSTOP");
+    if (pid === undefined) return;
+    const stopped = () => {
+      const tasks = readdirSync(`/proc/${pid}/task`);
+      return tasks.every((task) => {
+        const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, "utf8");
+        const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+        return state === "T" || state === "t";
+      });
+    };
+    await waitUntil(`jumpgate (pid ${pid}) stopped`, async () => stopped());
   }
 
   /** Starts the process again on the same port and store. */

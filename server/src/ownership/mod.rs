@@ -24,8 +24,10 @@ use crate::solo::SoloCommand;
 use crate::store::{Beat, Fence, Orphan, StoreError};
 
 mod doubt;
+mod home;
 
 pub use doubt::DeathWatch;
+pub use home::Homes;
 
 /// How often the rooms of dead instances and released rooms are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -81,6 +83,9 @@ pub async fn acquire<H>(
     local: impl Fn() -> Option<H>,
 ) -> Result<Option<H>, Refusal> {
     if let Some(handle) = local() {
+        if may_ask {
+            home::named_here(state, id);
+        }
         return Ok(Some(handle));
     }
     if !state.store.is_durable() || state.is_unresumable(id) {
@@ -168,7 +173,9 @@ async fn owner_if_alive(state: &AppState, fence: &Fence) -> Result<Option<String
         None => Ok(None),
         Some(owner) if **owner == *state.settings.instance_id => Ok(None),
         Some(owner) => {
-            let alive = state.store.is_alive(owner).await? || state.deaths.doubts();
+            // While deaths are doubted every owner counts as alive: no
+            // need to ask.
+            let alive = state.deaths.doubts() || state.store.is_alive(owner).await?;
             Ok(alive.then(|| owner.clone()))
         }
     }
@@ -219,13 +226,12 @@ pub(crate) async fn start_claimed(
     // takeover follows an owner that died, froze or shut down: the side to
     // move gets at least the resume grace. (So nobody can stretch a clock
     // by making a room move: only a handover follows a request.)
-    let handed_here = seen.handed
-        && seen.owner.as_deref() == Some(&**me)
-        && state
-            .asking
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(id);
+    let named = state
+        .asking
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(id);
+    let handed_here = seen.handed && seen.owner.as_deref() == Some(&**me) && named;
     let grace = if handed_here {
         Duration::ZERO
     } else {
@@ -279,6 +285,7 @@ pub(crate) async fn start_claimed(
                 Arrival::Handover | Arrival::Woken => "",
             };
             tracing::info!(room = %id, how = how.name(), previous_owner, "took the room over");
+            home::settle_on_claim(state, id, seen, named, handed_here).await;
             Ok(Adoption::Adopted)
         }
         Err(reason) => {
@@ -438,6 +445,10 @@ pub async fn start_heartbeat(state: &Arc<AppState>) {
         tracing::warn!(error = %e, "cannot store the first heartbeat yet; retrying");
         tokio::time::sleep(ttl / 3).await;
     }
+    // Running again after a shutdown: rooms may come back (see `home`).
+    if let Err(e) = state.store.mark_leaving(&me, false).await {
+        tracing::warn!(error = %e, "could not clear this instance's leaving mark (it lapses within a minute)");
+    }
     let beat = state.clone();
     let mut draining = state.draining.subscribe();
     let task = tokio::spawn(async move {
@@ -548,6 +559,9 @@ pub fn spawn_background(state: &Arc<AppState>) {
             full = batch >= SWEEP_BATCH && done > 0;
         }
     });
+    if let Some(after) = state.settings.return_home_after {
+        tokio::spawn(home::return_rooms_home(state.clone(), after));
+    }
     let listen = state.clone();
     tokio::spawn(async move {
         let mut requests = listen.store.handover_requests(&listen.settings.instance_id);
@@ -594,19 +608,29 @@ async fn hand_over(state: &Arc<AppState>, id: &str, to: Option<String>) -> bool 
             .await
             .is_ok()
     } else {
-        release_unrun(state, id).await;
+        release_unrun(state, id, to.as_deref()).await;
         return true;
     };
     asked && rx.await == Ok(true)
 }
 
 /// Releases a room the store says this instance owns although it does not
-/// run it (its task stopped), unless an adoption of it is under way.
-async fn release_unrun(state: &Arc<AppState>, id: &str) {
+/// run it (its task stopped, or it was handed here and nobody came for
+/// it), to the instance `to` that asked for it or to anyone, unless an
+/// adoption of it is under way or a request here is about to adopt it.
+async fn release_unrun(state: &Arc<AppState>, id: &str, to: Option<&str>) {
     let lock = state.adoption_lock(id);
     let Ok(_held) = lock.try_lock() else {
         return;
     };
+    if state
+        .asking
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(id)
+    {
+        return;
+    }
     if state.runs(id) {
         return;
     }
@@ -618,7 +642,7 @@ async fn release_unrun(state: &Arc<AppState>, id: &str) {
             instance: state.settings.instance_id.clone(),
             epoch: fence.epoch,
         };
-        let _ = state.store.release(id, &owner, None).await;
+        let _ = state.store.release(id, &owner, to).await;
     }
 }
 

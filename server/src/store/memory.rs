@@ -28,6 +28,7 @@ struct MemoryRoom {
     epoch: u64,
     handed: bool,
     parked: bool,
+    home: Option<String>,
     version: u64,
     record: String,
     moves: BTreeMap<(u64, u32), StoredMove>,
@@ -360,6 +361,7 @@ impl Store for MemoryStore {
                 handed: r.handed,
                 parked: r.parked,
                 wake: None,
+                home: r.home.clone(),
             });
         Box::pin(async move { Ok(fence) })
     }
@@ -407,6 +409,26 @@ impl Store for MemoryStore {
         Box::pin(async move { Ok(released) })
     }
 
+    fn set_home<'a>(
+        &'a self,
+        code: &'a str,
+        me: &'a str,
+        home: &'a str,
+        only_if_unset: bool,
+    ) -> StoreFuture<'a, Option<String>> {
+        let mut tables = self.tables();
+        let named = tables.rooms.get_mut(code).and_then(|r| {
+            if r.owner.as_deref() != Some(me) {
+                return None;
+            }
+            if !(only_if_unset && r.home.is_some()) {
+                r.home = Some(home.to_owned());
+            }
+            r.home.clone()
+        });
+        Box::pin(async move { Ok(named) })
+    }
+
     fn heartbeat<'a>(
         &'a self,
         _me: &'a str,
@@ -423,6 +445,16 @@ impl Store for MemoryStore {
     fn is_alive<'a>(&'a self, _instance: &'a str) -> StoreFuture<'a, bool> {
         // The only instance is this one.
         Box::pin(async { Ok(true) })
+    }
+
+    fn mark_leaving<'a>(&'a self, _me: &'a str, _leaving: bool) -> StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn up<'a>(&'a self, instances: &'a [String]) -> StoreFuture<'a, Vec<bool>> {
+        // The only instance is this one.
+        let up = vec![true; instances.len()];
+        Box::pin(async move { Ok(up) })
     }
 
     fn orphans<'a>(&'a self, _me: &'a str, _limit: usize) -> StoreFuture<'a, Vec<Orphan>> {

@@ -183,6 +183,9 @@ pub struct Fence {
     pub parked: bool,
     /// A parked room's wake time as listed in `jg:dormant` (its score).
     pub wake: Option<String>,
+    /// The instance the balancer was last seen sending the room's players
+    /// to (see [`Store::set_home`]); kept while it runs elsewhere.
+    pub home: Option<String>,
 }
 
 /// What renewing a heartbeat found.
@@ -352,6 +355,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         owner: &'a OwnerEpoch,
         to: Option<&'a str>,
     ) -> StoreFuture<'a, bool>;
+    /// Records `home` as the instance the room belongs on, if `me` owns
+    /// it, and (with `only_if_unset`) if it has none yet. Returns the home
+    /// the fence names afterwards (`None`: none, or not `me`'s room).
+    fn set_home<'a>(
+        &'a self,
+        code: &'a str,
+        me: &'a str,
+        home: &'a str,
+        only_if_unset: bool,
+    ) -> StoreFuture<'a, Option<String>>;
     /// Says `me` is alive for `ttl` more; `token` tells this process from
     /// another started with the same id by mistake.
     fn heartbeat<'a>(&'a self, me: &'a str, token: &'a str, ttl: Duration)
@@ -360,6 +373,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn retire<'a>(&'a self, me: &'a str) -> StoreFuture<'a, ()>;
     /// Whether an instance's heartbeat is current.
     fn is_alive<'a>(&'a self, instance: &'a str) -> StoreFuture<'a, bool>;
+    /// Marks `me` as shutting down (`true`, at the start of its drain,
+    /// for a minute at most) or running again (`false`, at its start).
+    fn mark_leaving<'a>(&'a self, me: &'a str, leaving: bool) -> StoreFuture<'a, ()>;
+    /// Per instance, in order: whether its heartbeat is current and it is
+    /// not shutting down (a room's home it may go back to).
+    fn up<'a>(&'a self, instances: &'a [String]) -> StoreFuture<'a, Vec<bool>>;
     /// Up to `limit` rooms whose owner is dead or which were released, and
     /// up to `limit` of `me`'s own list (`dead_owner` = `me`: a room handed
     /// to it, or claimed, that it may not run). Entries may be stale (the

@@ -20,7 +20,7 @@ use super::conn::{RedisConn, redis_connection};
 use super::redis_reads::load_room;
 use super::scripts::{
     CLAIM_SCRIPT, EXPIRE_NOTE_SCRIPT, FORGET_DORMANT_SCRIPT, PARK_SCRIPT, RELEASE_SCRIPT,
-    WRITE_SCRIPT,
+    SET_HOME_SCRIPT, WRITE_SCRIPT,
 };
 use super::{
     Beat, Claimed, Dormant, Fence, MoveAppend, OpenRecord, Orphan, OwnerEpoch, PerRoom, RoomWrite,
@@ -43,6 +43,8 @@ use super::{
 /// and for ownership (none of them per room and per second):
 ///
 /// - `jg:alive:{ID}` — an instance's heartbeat, expiring after its TTL;
+/// - `jg:leaving:{ID}` — set while an instance shuts down (a minute at
+///   most): alive, but no room's home to go back to;
 /// - `jg:instances` — every instance that may still own rooms;
 /// - `jg:owned:{ID}` — the rooms an instance has claimed (a superset: a
 ///   room is listed before it is claimed and unlisted after it is given up);
@@ -61,6 +63,7 @@ pub struct RedisStore {
     script: redis::Script,
     pub(super) claim: redis::Script,
     release: redis::Script,
+    set_home: redis::Script,
     park: redis::Script,
 }
 
@@ -82,6 +85,14 @@ fn mine_key(identity: &str) -> String {
 pub(super) fn alive_key(instance: &str) -> String {
     format!("jg:alive:{{{instance}}}")
 }
+
+/// Set while an instance shuts down (beside its heartbeat, in its slot).
+pub(super) fn leaving_key(instance: &str) -> String {
+    format!("jg:leaving:{{{instance}}}")
+}
+
+/// How long a leaving mark lasts at most (a drain is far shorter).
+const LEAVING_MS: u64 = 60_000;
 
 pub(super) fn owned_key(instance: &str) -> String {
     format!("jg:owned:{{{instance}}}")
@@ -131,6 +142,7 @@ impl RedisStore {
             script: redis::Script::new(WRITE_SCRIPT),
             claim: redis::Script::new(CLAIM_SCRIPT),
             release: redis::Script::new(RELEASE_SCRIPT),
+            set_home: redis::Script::new(SET_HOME_SCRIPT),
             park: redis::Script::new(PARK_SCRIPT),
         })
     }
@@ -223,6 +235,7 @@ impl Store for RedisStore {
                 Option<u8>,
                 Option<u8>,
                 Option<String>,
+                Option<String>,
                 bool,
             );
             let mut other = self.conn.clone();
@@ -233,13 +246,15 @@ impl Store for RedisStore {
                 .hget(&fence, "handed")
                 .hget(&fence, "parked")
                 .hget(&fence, "wake")
+                .hget(&fence, "home")
                 .exists(&room);
             let room_read = room_pipe.query_async::<Read>(&mut conn);
             let mut open_cmd = redis::cmd("SISMEMBER");
             open_cmd.arg(OPEN_SET).arg(code);
             let open_read = open_cmd.query_async::<bool>(&mut other);
             let (read, open) = futures_util::future::join(room_read, open_read).await;
-            let (owner, epoch, handed, parked, wake, exists) = read.map_err(StoreError::from)?;
+            let (owner, epoch, handed, parked, wake, home, exists) =
+                read.map_err(StoreError::from)?;
             let open = open.map_err(StoreError::from)?;
             Ok((exists && open).then(|| Fence {
                 owner: owner.filter(|o| !o.is_empty()),
@@ -247,6 +262,7 @@ impl Store for RedisStore {
                 handed: handed == Some(1),
                 parked: parked == Some(1),
                 wake: wake.filter(|_| parked == Some(1)),
+                home: home.filter(|h| !h.is_empty()),
             }))
         }))
     }
@@ -311,6 +327,30 @@ impl Store for RedisStore {
         }))
     }
 
+    fn set_home<'a>(
+        &'a self,
+        code: &'a str,
+        me: &'a str,
+        home: &'a str,
+        only_if_unset: bool,
+    ) -> StoreFuture<'a, Option<String>> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let [_, _, _, fence] = keys(code);
+            let mut invocation = self.set_home.prepare_invoke();
+            invocation
+                .key(&fence)
+                .arg(me)
+                .arg(home)
+                .arg(if only_if_unset { "1" } else { "0" });
+            let mut pipe = redis::pipe();
+            pipe.invoke_script(&invocation);
+            let (named,): (Option<String>,) =
+                self.query_scripted(&mut conn, &pipe, &invocation).await?;
+            Ok(named.filter(|h| !h.is_empty()))
+        }))
+    }
+
     fn heartbeat<'a>(
         &'a self,
         me: &'a str,
@@ -350,6 +390,27 @@ impl Store for RedisStore {
                 .map_err(StoreError::from)?;
             Ok(())
         }))
+    }
+
+    fn mark_leaving<'a>(&'a self, me: &'a str, leaving: bool) -> StoreFuture<'a, ()> {
+        Box::pin(observed("ownership", async move {
+            let mut conn = self.conn.clone();
+            let cmd = if leaving {
+                let mut set = redis::cmd("SET");
+                set.arg(leaving_key(me)).arg(1).arg("PX").arg(LEAVING_MS);
+                set
+            } else {
+                let mut del = redis::cmd("DEL");
+                del.arg(leaving_key(me));
+                del
+            };
+            let _: redis::Value = cmd.query_async(&mut conn).await.map_err(StoreError::from)?;
+            Ok(())
+        }))
+    }
+
+    fn up<'a>(&'a self, instances: &'a [String]) -> StoreFuture<'a, Vec<bool>> {
+        Box::pin(observed("ownership", self.read_up(instances)))
     }
 
     fn is_alive<'a>(&'a self, instance: &'a str) -> StoreFuture<'a, bool> {

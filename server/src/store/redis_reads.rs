@@ -18,7 +18,7 @@ use std::sync::Arc;
 use redis::{Cmd, Value};
 
 use super::conn::RedisConn;
-use super::redis::{OPEN_SET, RedisStore, alive_key, keys, owned_key};
+use super::redis::{OPEN_SET, RedisStore, alive_key, keys, leaving_key, owned_key};
 use super::{
     Claimed, Fence, MoveEffects, OpenRecord, OwnerEpoch, PerRoom, StoreError, StoredMove,
     StoredRoom,
@@ -82,7 +82,7 @@ impl RedisStore {
                 let [room, _, _, fence] = keys(code);
                 let mut read = redis::cmd("HMGET");
                 read.arg(&fence)
-                    .arg(&["owner", "epoch", "handed", "parked", "wake"]);
+                    .arg(&["owner", "epoch", "handed", "parked", "wake", "home"]);
                 let mut exists = redis::cmd("EXISTS");
                 exists.arg(&room);
                 (room, vec![read, exists])
@@ -115,8 +115,9 @@ impl RedisStore {
                     Option<u8>,
                     Option<u8>,
                     Option<String>,
+                    Option<String>,
                 );
-                let (owner, epoch, handed, parked, wake): Read = parse(fence)?;
+                let (owner, epoch, handed, parked, wake, home): Read = parse(fence)?;
                 let exists: bool = parse(exists)?;
                 Ok((exists && open).then(|| Fence {
                     owner: owner.filter(|o| !o.is_empty()),
@@ -124,6 +125,7 @@ impl RedisStore {
                     handed: handed == Some(1),
                     parked: parked == Some(1),
                     wake: wake.filter(|_| parked == Some(1)),
+                    home: home.filter(|h| !h.is_empty()),
                 }))
             })
             .collect())
@@ -148,6 +150,31 @@ impl RedisStore {
             .map(|reply| {
                 let [exists] = replies::<1>(reply)?;
                 parse(exists)
+            })
+            .collect()
+    }
+
+    /// See [`Store::up`](super::Store::up).
+    pub(super) async fn read_up(&self, instances: &[String]) -> Result<Vec<bool>, StoreError> {
+        // An instance's heartbeat and leaving mark share its slot.
+        let groups: Vec<(String, Vec<Cmd>)> = instances
+            .iter()
+            .map(|instance| {
+                let key = alive_key(instance);
+                let mut alive = redis::cmd("EXISTS");
+                alive.arg(&key);
+                let mut leaving = redis::cmd("EXISTS");
+                leaving.arg(leaving_key(instance));
+                (key, vec![alive, leaving])
+            })
+            .collect();
+        self.conn
+            .query_per_slot(&groups)
+            .await
+            .into_iter()
+            .map(|reply| {
+                let [alive, leaving] = replies::<2>(reply)?;
+                Ok(parse::<bool>(alive)? && !parse::<bool>(leaving)?)
             })
             .collect()
     }

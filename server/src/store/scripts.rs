@@ -171,6 +171,19 @@ end
 return 1
 ";
 
+/// Names the instance a room belongs on, if the caller owns it (and, with
+/// ARGV[3] = '1', only if none is named yet). Returns the home named
+/// afterwards ('' for none), or false if the caller is not the owner.
+///
+/// KEYS: fence. ARGV: owner, home, only if unset ('1' or '0').
+pub(super) const SET_HOME_SCRIPT: &str = r"
+if (redis.call('HGET', KEYS[1], 'owner') or '') ~= ARGV[1] then return false end
+local home = redis.call('HGET', KEYS[1], 'home') or ''
+if ARGV[3] == '1' and home ~= '' then return home end
+redis.call('HSET', KEYS[1], 'home', ARGV[2])
+return ARGV[2]
+";
+
 /// Unloads a room if the caller still owns it at its epoch: no owner (the
 /// epoch stays), marked parked, and its wake time kept beside (so a lost
 /// dormant entry can be listed again). Returns 1 if parked.

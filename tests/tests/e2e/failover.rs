@@ -16,7 +16,7 @@ use jumpgate_server::store::{RedisStore, Store};
 /// Short heartbeats, so takeovers come quickly in tests.
 const HEARTBEAT_TTL_MS: &str = "1000";
 
-fn env(redis: &RedisServer) -> Vec<(&'static str, String)> {
+pub(crate) fn env(redis: &RedisServer) -> Vec<(&'static str, String)> {
     vec![
         ("JUMPGATE_REDIS_URL", redis.url()),
         ("JUMPGATE_HEARTBEAT_TTL_MS", HEARTBEAT_TTL_MS.to_owned()),
@@ -208,7 +208,7 @@ async fn a_thawed_owner_sends_away_the_players_of_rooms_it_lost() {
 
 /// Opens `n` tables through the balancer, a few at a time, each with
 /// `moves` acknowledged moves.
-async fn open_tables(balancer: &Balancer, n: usize, moves: usize) -> Vec<Table> {
+pub(crate) async fn open_tables(balancer: &Balancer, n: usize, moves: usize) -> Vec<Table> {
     let ws = format!("ws://{}/ws", balancer.addr);
     let mut tables = Vec::new();
     for batch in 0..n.div_ceil(25) {
@@ -232,7 +232,7 @@ async fn open_tables(balancer: &Balancer, n: usize, moves: usize) -> Vec<Table> 
 }
 
 /// Every table plays `moves` more moves, all at once; returns them.
-async fn play_all(tables: Vec<Table>, moves: usize) -> Vec<Table> {
+pub(crate) async fn play_all(tables: Vec<Table>, moves: usize) -> Vec<Table> {
     let tasks: Vec<_> = tables
         .into_iter()
         .map(|mut table| {
@@ -252,7 +252,7 @@ async fn play_all(tables: Vec<Table>, moves: usize) -> Vec<Table> {
 }
 
 /// Every acknowledged move is stored, in order, once; no game has ended.
-async fn nothing_lost(redis: &RedisServer, tables: &[Table]) {
+pub(crate) async fn nothing_lost(redis: &RedisServer, tables: &[Table]) {
     for table in tables {
         assert_eq!(
             stored_moves(redis, &table.code).await,
@@ -269,7 +269,7 @@ async fn nothing_lost(redis: &RedisServer, tables: &[Table]) {
     }
 }
 
-async fn start_instances(env: &[(&str, String)], n: usize) -> Vec<JumpgateProcess> {
+pub(crate) async fn start_instances(env: &[(&str, String)], n: usize) -> Vec<JumpgateProcess> {
     let mut instances = Vec::new();
     for _ in 0..n {
         instances.push(JumpgateProcess::start(env).await);

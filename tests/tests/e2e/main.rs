@@ -20,6 +20,7 @@ mod reconnecting;
 mod redis_checks;
 mod redis_outage;
 mod retention;
+mod return_home;
 mod sdk;
 mod solo;
 mod space_rule_sets;

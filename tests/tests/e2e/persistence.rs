@@ -439,6 +439,7 @@ async fn room_writes_are_conditional_on_the_stored_version() {
             handed: false,
             parked: false,
             wake: None,
+            home: None,
         };
         assert_eq!(
             store.claim("CAS2TEST", &stale_view, &other).await.unwrap(),

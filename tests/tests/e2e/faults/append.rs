@@ -177,6 +177,7 @@ async fn an_append_is_conditional_fenced_and_leaves_the_record() {
             handed: false,
             parked: false,
             wake: None,
+            home: None,
         };
         assert!(
             store

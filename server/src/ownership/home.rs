@@ -1,0 +1,288 @@
+//! Where each room belongs: its *home* is the instance the balancer was
+//! last seen sending its players to, and a room running elsewhere goes
+//! back there once that instance is alive again (a restarted instance gets
+//! its rooms back).
+//!
+//! The balancer routes by room code on a consistent-hash ring the
+//! instances cannot compute, so the home is learnt, never guessed: only a
+//! request that names the room (and so was routed by its code) sets it,
+//! and only in two cases:
+//! - a request here made the room's live owner hand it over: the ring sends
+//!   the room's players here now;
+//! - a request here names a room that has no home yet.
+//!
+//! A room taken from a dead owner, or released by an owner that shut
+//! down, keeps its home: the instance standing in holds it until the home
+//! has been alive again for `--return-home-after-ms`, then hands it back
+//! (its members reconnect once, as for any move). A home that is alive but
+//! not where the ring sends the players costs one more move at most: the
+//! instance they reach asks for the room and becomes its home.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::AppState;
+use crate::store::Fence;
+
+/// The homes of the rooms running here, where known (rooms created here
+/// have none until a request names them).
+#[derive(Debug, Default)]
+pub struct Homes {
+    by_room: Mutex<HashMap<String, String>>,
+}
+
+impl Homes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.by_room.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn knows(&self, id: &str) -> bool {
+        self.lock().contains_key(id)
+    }
+
+    fn note(&self, id: &str, home: Option<String>) {
+        match home {
+            Some(home) => self.lock().insert(id.to_owned(), home),
+            None => self.lock().remove(id),
+        };
+    }
+
+    /// The rooms running here whose home is another instance.
+    fn away(&self, state: &AppState) -> Vec<(String, String)> {
+        let me = &*state.settings.instance_id;
+        let mut homes = self.lock();
+        homes.retain(|id, _| state.runs(id));
+        homes
+            .iter()
+            .filter(|(_, home)| home.as_str() != me)
+            .map(|(id, home)| (id.clone(), home.clone()))
+            .collect()
+    }
+}
+
+/// What claiming a room does to its home.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HomeChange {
+    /// The room keeps the home its fence names (or none).
+    Keep,
+    /// This instance becomes its home.
+    Here,
+    /// This instance becomes its home unless one is named meanwhile.
+    HereIfUnset,
+}
+
+/// How a claim by `me` of a room whose fence was `seen` changes its home:
+/// `named`, the claim serves a request naming the room; `asked_here`, the
+/// fence shows the room handed to `me` on such a request; `home_up`,
+/// whether the home the fence names is running and not shutting down.
+///
+/// A room handed over on request while its home is up moves home (the
+/// ring sends its players here now). While its home is down or leaving,
+/// every instance holding it is a stand-in, however many times it moves.
+pub(crate) fn change_on_claim(
+    seen: &Fence,
+    me: &str,
+    named: bool,
+    asked_here: bool,
+    home_up: bool,
+) -> HomeChange {
+    match seen.home.as_deref() {
+        None if named || asked_here => HomeChange::HereIfUnset,
+        None => HomeChange::Keep,
+        Some(home) if home == me => HomeChange::Keep,
+        Some(_) if asked_here && home_up => HomeChange::Here,
+        Some(_) => HomeChange::Keep,
+    }
+}
+
+/// Records the home of a room just claimed here (see [`change_on_claim`]).
+/// A store error leaves the home as it was: the room runs anyway.
+pub(crate) async fn settle_on_claim(
+    state: &AppState,
+    id: &str,
+    seen: &Fence,
+    named: bool,
+    asked_here: bool,
+) {
+    let me = &*state.settings.instance_id;
+    let home_up = match seen.home.as_deref() {
+        Some(home) if asked_here && home != me => {
+            match state.store.up(&[home.to_owned()]).await {
+                Ok(up) => up.first() == Some(&true),
+                // Unknown: kept, the safe side (at worst one more move).
+                Err(_) => false,
+            }
+        }
+        _ => false,
+    };
+    let home = match change_on_claim(seen, me, named, asked_here, home_up) {
+        HomeChange::Keep => seen.home.clone(),
+        change => {
+            let only_if_unset = change == HomeChange::HereIfUnset;
+            match state.store.set_home(id, me, me, only_if_unset).await {
+                Ok(home) => home,
+                Err(e) => {
+                    tracing::debug!(room = %id, error = %e, "home not recorded");
+                    return;
+                }
+            }
+        }
+    };
+    state.homes.note(id, home);
+}
+
+/// A request named a room running here: if it has no known home, this
+/// instance becomes it (once per room; in the background).
+pub(crate) fn named_here(state: &Arc<AppState>, id: &str) {
+    if !state.store.is_durable() || state.homes.knows(id) {
+        return;
+    }
+    // Noted at once so that one write goes out per room.
+    state
+        .homes
+        .note(id, Some(state.settings.instance_id.to_string()));
+    let state = state.clone();
+    let id = id.to_owned();
+    tokio::spawn(async move {
+        let me = &*state.settings.instance_id;
+        // Not recorded (a store error, or no longer ours): forgotten, so the
+        // next request naming it tries again.
+        let home: Option<String> = state
+            .store
+            .set_home(&id, me, me, true)
+            .await
+            .unwrap_or_default();
+        state.homes.note(&id, home);
+    });
+}
+
+/// How often the homes of rooms running here are looked at.
+const HOMES_EVERY: Duration = Duration::from_secs(1);
+/// Most rooms handed back per look (the players of each reconnect at
+/// once, so a restarted instance is not met by all of them together).
+const BACK_PER_LOOK: usize = 50;
+
+/// Hands rooms running here back to their homes once each home has been
+/// up for `after` (long enough for the balancer to have it in its ring
+/// again), `BACK_PER_LOOK` a second at most. Never while this instance
+/// drains or doubts deaths (an outage of the store: see
+/// [`super::DeathWatch`]).
+pub(crate) async fn return_rooms_home(state: Arc<AppState>, after: Duration) {
+    let mut up_since: HashMap<String, Instant> = HashMap::new();
+    while !state.is_draining() {
+        tokio::time::sleep(HOMES_EVERY).await;
+        let away = state.homes.away(&state);
+        let mut instances: Vec<String> = away.iter().map(|(_, home)| home.clone()).collect();
+        instances.sort();
+        instances.dedup();
+        up_since.retain(|home, _| instances.contains(home));
+        let Ok(up) = state.store.up(&instances).await else {
+            continue;
+        };
+        for (home, up) in instances.iter().zip(up) {
+            if up {
+                up_since.entry(home.clone()).or_insert_with(Instant::now);
+            } else {
+                up_since.remove(home);
+            }
+        }
+        let due: Vec<(String, String)> = away
+            .into_iter()
+            .filter(|(_, home)| up_since.get(home).is_some_and(|t| t.elapsed() >= after))
+            .take(BACK_PER_LOOK)
+            .collect();
+        if due.is_empty() || state.is_draining() || state.deaths.doubts() {
+            continue;
+        }
+        hand_back(&state, due).await;
+    }
+}
+
+/// Hands each room to its home, a few at a time.
+async fn hand_back(state: &Arc<AppState>, rooms: Vec<(String, String)>) {
+    use futures_util::StreamExt;
+    futures_util::stream::iter(rooms)
+        .for_each_concurrent(16, |(id, home)| async move {
+            state.homes.note(&id, None);
+            if super::hand_over(state, &id, Some(home.clone())).await {
+                crate::metrics::METRICS.rooms_sent_home.inc();
+                tracing::info!(room = %id, to = %home, "handed back to the instance it belongs on");
+            }
+        })
+        .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fence(home: Option<&str>) -> Fence {
+        Fence {
+            owner: None,
+            epoch: 3,
+            handed: false,
+            parked: false,
+            wake: None,
+            home: home.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_room_handed_here_on_request_moves_home_while_its_home_is_up() {
+        let seen = fence(Some("b"));
+        assert_eq!(
+            change_on_claim(&seen, "c", true, true, true),
+            HomeChange::Here
+        );
+    }
+
+    #[test]
+    fn a_stand_in_keeps_the_home_while_it_is_down_or_leaving() {
+        let seen = fence(Some("b"));
+        // Handed from one stand-in to another on request.
+        assert_eq!(
+            change_on_claim(&seen, "c", true, true, false),
+            HomeChange::Keep
+        );
+        // Taken from a dead owner or after a release at shutdown, on a
+        // request or by the sweep.
+        assert_eq!(
+            change_on_claim(&seen, "c", true, false, true),
+            HomeChange::Keep
+        );
+        assert_eq!(
+            change_on_claim(&seen, "c", false, false, false),
+            HomeChange::Keep
+        );
+    }
+
+    #[test]
+    fn a_named_room_without_a_home_gets_this_one() {
+        let seen = fence(None);
+        assert_eq!(
+            change_on_claim(&seen, "c", true, false, false),
+            HomeChange::HereIfUnset
+        );
+        assert_eq!(
+            change_on_claim(&seen, "c", true, true, false),
+            HomeChange::HereIfUnset
+        );
+        // Found by the sweep: none is guessed.
+        assert_eq!(
+            change_on_claim(&seen, "c", false, false, false),
+            HomeChange::Keep
+        );
+    }
+
+    #[test]
+    fn a_room_coming_home_stays_home() {
+        let seen = fence(Some("b"));
+        assert_eq!(
+            change_on_claim(&seen, "b", true, true, true),
+            HomeChange::Keep
+        );
+    }
+}
