@@ -264,6 +264,9 @@ impl AppState {
         named: Option<&str>,
     ) -> Result<Option<solo::SoloHandle>, outbound::Refusal> {
         if let Some(handle) = self.solo_of(player) {
+            if named.is_some_and(|n| n == handle.id) {
+                ownership::named_here(self, &handle.id);
+            }
             return Ok(Some(handle));
         }
         if !self.store.is_durable() {
@@ -551,14 +554,16 @@ pub async fn run(
     let notify = state.clone();
     tokio::spawn(async move {
         shutdown.await;
-        notify.draining.send_replace(true);
         if notify.store.is_durable() {
-            // Not a home to hand rooms back to while it hands its own over.
-            let _ = notify
-                .store
-                .mark_leaving(&notify.settings.instance_id, true)
-                .await;
+            // Not a home to hand rooms back to while it hands its own over:
+            // said before the listener closes, so that no room handed over
+            // on a request redispatched meanwhile moves its home (waiting a
+            // quarter of a second at most for a Redis that does not answer).
+            let me = &notify.settings.instance_id;
+            let mark = notify.store.mark_unready(me, true);
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(250), mark).await;
         }
+        notify.draining.send_replace(true);
         // Half the grace for handing over, the rest for the connections.
         let budget = notify.settings.shutdown_grace / 2;
         match tokio::time::timeout(budget, ownership::hand_over_all(&notify)).await {

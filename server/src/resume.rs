@@ -88,6 +88,7 @@ pub(crate) async fn resume_stored_rooms(state: &Arc<AppState>) {
     tracing::info!(adopted, resume_ms = resume.as_millis() as u64, instance = %state.settings.instance_id, "rooms without a live owner taken over");
     ownership::spawn_background(state);
     state.resumed.send_replace(true);
+    ownership::mark_ready(state);
 }
 
 /// Adopts every open room without a live owner: at start, this catches

@@ -7,16 +7,18 @@
 //! instances cannot compute, so the home is learnt, never guessed: only a
 //! request that names the room (and so was routed by its code) sets it,
 //! and only in two cases:
-//! - a request here made the room's live owner hand it over: the ring sends
-//!   the room's players here now;
-//! - a request here names a room that has no home yet.
+//! - a request here names a room that has no home yet;
+//! - a request here names a room whose home is up (running and ready, see
+//!   [`crate::store::Store::up`]) yet the balancer sent the request here:
+//!   the ring moved, and this instance becomes its home.
 //!
-//! A room taken from a dead owner, or released by an owner that shut
-//! down, keeps its home: the instance standing in holds it until the home
-//! has been alive again for `--return-home-after-ms`, then hands it back
-//! (its members reconnect once, as for any move). A home that is alive but
-//! not where the ring sends the players costs one more move at most: the
-//! instance they reach asks for the room and becomes its home.
+//! A room taken from a dead owner, released by an owner that shut down, or
+//! handed between stand-ins while its home is down keeps its home: the
+//! instance standing in holds it until the home has been up again for
+//! `--return-home-after-ms`, then hands it back (its members reconnect
+//! once, as for any move). A home that is up but not where the ring sends
+//! the players costs one more move at most: the instance they reach asks
+//! for the room, gets it, and becomes its home.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -53,8 +55,9 @@ impl Homes {
     /// The rooms running here whose home is another instance.
     fn away(&self, state: &AppState) -> Vec<(String, String)> {
         let me = &*state.settings.instance_id;
+        let running: std::collections::HashSet<String> = state.running_ids().into_iter().collect();
         let mut homes = self.lock();
-        homes.retain(|id, _| state.runs(id));
+        homes.retain(|id, _| running.contains(id));
         homes
             .iter()
             .filter(|(_, home)| home.as_str() != me)
@@ -75,41 +78,29 @@ pub(crate) enum HomeChange {
 }
 
 /// How a claim by `me` of a room whose fence was `seen` changes its home:
-/// `named`, the claim serves a request naming the room; `asked_here`, the
-/// fence shows the room handed to `me` on such a request; `home_up`,
-/// whether the home the fence names is running and not shutting down.
+/// `named`, the claim serves a request naming the room; `home_up`, whether
+/// the home the fence names is running and ready.
 ///
-/// A room handed over on request while its home is up moves home (the
-/// ring sends its players here now). While its home is down or leaving,
-/// every instance holding it is a stand-in, however many times it moves.
-pub(crate) fn change_on_claim(
-    seen: &Fence,
-    me: &str,
-    named: bool,
-    asked_here: bool,
-    home_up: bool,
-) -> HomeChange {
+/// A room claimed for a request naming it while its home is up moves home
+/// (the ring sends its players here now). While its home is down, starting
+/// or draining, every instance holding it is a stand-in, however many
+/// times it moves.
+pub(crate) fn change_on_claim(seen: &Fence, me: &str, named: bool, home_up: bool) -> HomeChange {
     match seen.home.as_deref() {
-        None if named || asked_here => HomeChange::HereIfUnset,
+        None if named => HomeChange::HereIfUnset,
         None => HomeChange::Keep,
         Some(home) if home == me => HomeChange::Keep,
-        Some(_) if asked_here && home_up => HomeChange::Here,
+        Some(_) if named && home_up => HomeChange::Here,
         Some(_) => HomeChange::Keep,
     }
 }
 
 /// Records the home of a room just claimed here (see [`change_on_claim`]).
 /// A store error leaves the home as it was: the room runs anyway.
-pub(crate) async fn settle_on_claim(
-    state: &AppState,
-    id: &str,
-    seen: &Fence,
-    named: bool,
-    asked_here: bool,
-) {
+pub(crate) async fn settle_on_claim(state: &AppState, id: &str, seen: &Fence, named: bool) {
     let me = &*state.settings.instance_id;
     let home_up = match seen.home.as_deref() {
-        Some(home) if asked_here && home != me => {
+        Some(home) if named && home != me => {
             match state.store.up(&[home.to_owned()]).await {
                 Ok(up) => up.first() == Some(&true),
                 // Unknown: kept, the safe side (at worst one more move).
@@ -118,7 +109,7 @@ pub(crate) async fn settle_on_claim(
         }
         _ => false,
     };
-    let home = match change_on_claim(seen, me, named, asked_here, home_up) {
+    let home = match change_on_claim(seen, me, named, home_up) {
         HomeChange::Keep => seen.home.clone(),
         change => {
             let only_if_unset = change == HomeChange::HereIfUnset;
@@ -210,6 +201,10 @@ async fn hand_back(state: &Arc<AppState>, rooms: Vec<(String, String)>) {
             if super::hand_over(state, &id, Some(home.clone())).await {
                 crate::metrics::METRICS.rooms_sent_home.inc();
                 tracing::info!(room = %id, to = %home, "handed back to the instance it belongs on");
+            } else {
+                // Not released (the store did not answer): tried again at
+                // the next look, if it still runs here.
+                state.homes.note(&id, Some(home));
             }
         })
         .await;
@@ -231,58 +226,37 @@ mod tests {
     }
 
     #[test]
-    fn a_room_handed_here_on_request_moves_home_while_its_home_is_up() {
+    fn a_room_asked_for_here_moves_home_while_its_home_is_up() {
+        // The balancer sent a request naming it here although its home
+        // runs and is ready: the ring moved.
         let seen = fence(Some("b"));
-        assert_eq!(
-            change_on_claim(&seen, "c", true, true, true),
-            HomeChange::Here
-        );
+        assert_eq!(change_on_claim(&seen, "c", true, true), HomeChange::Here);
     }
 
     #[test]
-    fn a_stand_in_keeps_the_home_while_it_is_down_or_leaving() {
+    fn a_stand_in_keeps_the_home_while_it_is_down_or_not_ready() {
         let seen = fence(Some("b"));
-        // Handed from one stand-in to another on request.
-        assert_eq!(
-            change_on_claim(&seen, "c", true, true, false),
-            HomeChange::Keep
-        );
-        // Taken from a dead owner or after a release at shutdown, on a
-        // request or by the sweep.
-        assert_eq!(
-            change_on_claim(&seen, "c", true, false, true),
-            HomeChange::Keep
-        );
-        assert_eq!(
-            change_on_claim(&seen, "c", false, false, false),
-            HomeChange::Keep
-        );
+        // Asked for while its home is dead, starting or draining.
+        assert_eq!(change_on_claim(&seen, "c", true, false), HomeChange::Keep);
+        // Taken by the sweep, whatever its home does.
+        assert_eq!(change_on_claim(&seen, "c", false, true), HomeChange::Keep);
+        assert_eq!(change_on_claim(&seen, "c", false, false), HomeChange::Keep);
     }
 
     #[test]
     fn a_named_room_without_a_home_gets_this_one() {
         let seen = fence(None);
         assert_eq!(
-            change_on_claim(&seen, "c", true, false, false),
-            HomeChange::HereIfUnset
-        );
-        assert_eq!(
-            change_on_claim(&seen, "c", true, true, false),
+            change_on_claim(&seen, "c", true, false),
             HomeChange::HereIfUnset
         );
         // Found by the sweep: none is guessed.
-        assert_eq!(
-            change_on_claim(&seen, "c", false, false, false),
-            HomeChange::Keep
-        );
+        assert_eq!(change_on_claim(&seen, "c", false, false), HomeChange::Keep);
     }
 
     #[test]
     fn a_room_coming_home_stays_home() {
         let seen = fence(Some("b"));
-        assert_eq!(
-            change_on_claim(&seen, "b", true, true, true),
-            HomeChange::Keep
-        );
+        assert_eq!(change_on_claim(&seen, "b", true, true), HomeChange::Keep);
     }
 }

@@ -28,6 +28,7 @@ mod home;
 
 pub use doubt::DeathWatch;
 pub use home::Homes;
+pub(crate) use home::named_here;
 
 /// How often the rooms of dead instances and released rooms are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -285,7 +286,7 @@ pub(crate) async fn start_claimed(
                 Arrival::Handover | Arrival::Woken => "",
             };
             tracing::info!(room = %id, how = how.name(), previous_owner, "took the room over");
-            home::settle_on_claim(state, id, seen, named, handed_here).await;
+            home::settle_on_claim(state, id, seen, named).await;
             Ok(Adoption::Adopted)
         }
         Err(reason) => {
@@ -441,13 +442,15 @@ pub async fn start_heartbeat(state: &Arc<AppState>) {
     let token = nanoid::nanoid!(16);
     let me = state.settings.instance_id.clone();
     let ttl = state.settings.heartbeat_ttl;
+    // Not a home for rooms to go back to until the stored rooms are
+    // resumed and the listeners serve (see `home`): cleared by
+    // `mark_ready`. Also after a kill -9 and a restart within the TTL.
+    if let Err(e) = state.store.mark_unready(&me, true).await {
+        tracing::warn!(error = %e, "could not mark this instance unready while it starts");
+    }
     while let Err(e) = state.store.heartbeat(&me, &token, ttl).await {
         tracing::warn!(error = %e, "cannot store the first heartbeat yet; retrying");
         tokio::time::sleep(ttl / 3).await;
-    }
-    // Running again after a shutdown: rooms may come back (see `home`).
-    if let Err(e) = state.store.mark_leaving(&me, false).await {
-        tracing::warn!(error = %e, "could not clear this instance's leaving mark (it lapses within a minute)");
     }
     let beat = state.clone();
     let mut draining = state.draining.subscribe();
@@ -483,6 +486,28 @@ pub async fn start_heartbeat(state: &Arc<AppState>) {
         }
     });
     *state.heartbeat.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+}
+
+/// Says this instance is ready for rooms to come back to it (its stored
+/// rooms resumed), retrying in the background until it is stored or the
+/// instance drains.
+pub fn mark_ready(state: &Arc<AppState>) {
+    if !state.store.is_durable() {
+        return;
+    }
+    let state = state.clone();
+    tokio::spawn(async move {
+        let me = &*state.settings.instance_id;
+        while !state.is_draining() {
+            match state.store.mark_unready(me, false).await {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not mark this instance ready yet; retrying")
+                }
+            }
+            tokio::time::sleep(state.settings.heartbeat_ttl / 3).await;
+        }
+    });
 }
 
 /// Stops the heartbeat and waits for it: a beat already sent is stored
@@ -608,29 +633,19 @@ async fn hand_over(state: &Arc<AppState>, id: &str, to: Option<String>) -> bool 
             .await
             .is_ok()
     } else {
-        release_unrun(state, id, to.as_deref()).await;
+        release_unrun(state, id).await;
         return true;
     };
     asked && rx.await == Ok(true)
 }
 
 /// Releases a room the store says this instance owns although it does not
-/// run it (its task stopped, or it was handed here and nobody came for
-/// it), to the instance `to` that asked for it or to anyone, unless an
-/// adoption of it is under way or a request here is about to adopt it.
-async fn release_unrun(state: &Arc<AppState>, id: &str, to: Option<&str>) {
+/// run it (its task stopped), unless an adoption of it is under way.
+async fn release_unrun(state: &Arc<AppState>, id: &str) {
     let lock = state.adoption_lock(id);
     let Ok(_held) = lock.try_lock() else {
         return;
     };
-    if state
-        .asking
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .contains(id)
-    {
-        return;
-    }
     if state.runs(id) {
         return;
     }
@@ -642,7 +657,7 @@ async fn release_unrun(state: &Arc<AppState>, id: &str, to: Option<&str>) {
             instance: state.settings.instance_id.clone(),
             epoch: fence.epoch,
         };
-        let _ = state.store.release(id, &owner, to).await;
+        let _ = state.store.release(id, &owner, None).await;
     }
 }
 

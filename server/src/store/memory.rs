@@ -447,7 +447,7 @@ impl Store for MemoryStore {
         Box::pin(async { Ok(true) })
     }
 
-    fn mark_leaving<'a>(&'a self, _me: &'a str, _leaving: bool) -> StoreFuture<'a, ()> {
+    fn mark_unready<'a>(&'a self, _me: &'a str, _unready: bool) -> StoreFuture<'a, ()> {
         Box::pin(async { Ok(()) })
     }
 

@@ -373,11 +373,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn retire<'a>(&'a self, me: &'a str) -> StoreFuture<'a, ()>;
     /// Whether an instance's heartbeat is current.
     fn is_alive<'a>(&'a self, instance: &'a str) -> StoreFuture<'a, bool>;
-    /// Marks `me` as shutting down (`true`, at the start of its drain,
-    /// for a minute at most) or running again (`false`, at its start).
-    fn mark_leaving<'a>(&'a self, me: &'a str, leaving: bool) -> StoreFuture<'a, ()>;
+    /// Marks `me` as not ready for rooms (`true`: while it starts, until
+    /// its stored rooms are resumed, and from the start of its drain; ten
+    /// minutes at most) or ready (`false`).
+    fn mark_unready<'a>(&'a self, me: &'a str, unready: bool) -> StoreFuture<'a, ()>;
     /// Per instance, in order: whether its heartbeat is current and it is
-    /// not shutting down (a room's home it may go back to).
+    /// not marked unready (a room's home it may go back to).
     fn up<'a>(&'a self, instances: &'a [String]) -> StoreFuture<'a, Vec<bool>>;
     /// Up to `limit` rooms whose owner is dead or which were released, and
     /// up to `limit` of `me`'s own list (`dead_owner` = `me`: a room handed

@@ -43,8 +43,9 @@ use super::{
 /// and for ownership (none of them per room and per second):
 ///
 /// - `jg:alive:{ID}` — an instance's heartbeat, expiring after its TTL;
-/// - `jg:leaving:{ID}` — set while an instance shuts down (a minute at
-///   most): alive, but no room's home to go back to;
+/// - `jg:unready:{ID}` — set while an instance starts (until its stored
+///   rooms are resumed) and while it shuts down, ten minutes at most:
+///   perhaps alive, but no home for rooms to go back to;
 /// - `jg:instances` — every instance that may still own rooms;
 /// - `jg:owned:{ID}` — the rooms an instance has claimed (a superset: a
 ///   room is listed before it is claimed and unlisted after it is given up);
@@ -86,13 +87,14 @@ pub(super) fn alive_key(instance: &str) -> String {
     format!("jg:alive:{{{instance}}}")
 }
 
-/// Set while an instance shuts down (beside its heartbeat, in its slot).
-pub(super) fn leaving_key(instance: &str) -> String {
-    format!("jg:leaving:{{{instance}}}")
+/// Set while an instance starts or shuts down (beside its heartbeat, in
+/// its slot).
+pub(super) fn unready_key(instance: &str) -> String {
+    format!("jg:unready:{{{instance}}}")
 }
 
-/// How long a leaving mark lasts at most (a drain is far shorter).
-const LEAVING_MS: u64 = 60_000;
+/// How long an unready mark lasts at most (a start or drain is shorter).
+const UNREADY_MS: u64 = 600_000;
 
 pub(super) fn owned_key(instance: &str) -> String {
     format!("jg:owned:{{{instance}}}")
@@ -392,16 +394,16 @@ impl Store for RedisStore {
         }))
     }
 
-    fn mark_leaving<'a>(&'a self, me: &'a str, leaving: bool) -> StoreFuture<'a, ()> {
+    fn mark_unready<'a>(&'a self, me: &'a str, unready: bool) -> StoreFuture<'a, ()> {
         Box::pin(observed("ownership", async move {
             let mut conn = self.conn.clone();
-            let cmd = if leaving {
+            let cmd = if unready {
                 let mut set = redis::cmd("SET");
-                set.arg(leaving_key(me)).arg(1).arg("PX").arg(LEAVING_MS);
+                set.arg(unready_key(me)).arg(1).arg("PX").arg(UNREADY_MS);
                 set
             } else {
                 let mut del = redis::cmd("DEL");
-                del.arg(leaving_key(me));
+                del.arg(unready_key(me));
                 del
             };
             let _: redis::Value = cmd.query_async(&mut conn).await.map_err(StoreError::from)?;

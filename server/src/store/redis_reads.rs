@@ -18,7 +18,7 @@ use std::sync::Arc;
 use redis::{Cmd, Value};
 
 use super::conn::RedisConn;
-use super::redis::{OPEN_SET, RedisStore, alive_key, keys, leaving_key, owned_key};
+use super::redis::{OPEN_SET, RedisStore, alive_key, keys, owned_key, unready_key};
 use super::{
     Claimed, Fence, MoveEffects, OpenRecord, OwnerEpoch, PerRoom, StoreError, StoredMove,
     StoredRoom,
@@ -156,16 +156,16 @@ impl RedisStore {
 
     /// See [`Store::up`](super::Store::up).
     pub(super) async fn read_up(&self, instances: &[String]) -> Result<Vec<bool>, StoreError> {
-        // An instance's heartbeat and leaving mark share its slot.
+        // An instance's heartbeat and unready mark share its slot.
         let groups: Vec<(String, Vec<Cmd>)> = instances
             .iter()
             .map(|instance| {
                 let key = alive_key(instance);
                 let mut alive = redis::cmd("EXISTS");
                 alive.arg(&key);
-                let mut leaving = redis::cmd("EXISTS");
-                leaving.arg(leaving_key(instance));
-                (key, vec![alive, leaving])
+                let mut unready = redis::cmd("EXISTS");
+                unready.arg(unready_key(instance));
+                (key, vec![alive, unready])
             })
             .collect();
         self.conn
@@ -173,8 +173,8 @@ impl RedisStore {
             .await
             .into_iter()
             .map(|reply| {
-                let [alive, leaving] = replies::<2>(reply)?;
-                Ok(parse::<bool>(alive)? && !parse::<bool>(leaving)?)
+                let [alive, unready] = replies::<2>(reply)?;
+                Ok(parse::<bool>(alive)? && !parse::<bool>(unready)?)
             })
             .collect()
     }

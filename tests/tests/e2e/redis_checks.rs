@@ -126,6 +126,44 @@ async fn the_storage_format_is_recorded_and_a_newer_one_refused() {
     }
 }
 
+/// Redis stalls (`CLIENT PAUSE`, five times the command timeout) landing
+/// at different moments of an instance's start, cutting the checks and the
+/// storage-format write with their outcome unknown: the instance neither
+/// refuses nor guesses, it checks again once Redis answers, records the
+/// format once, and serves.
+#[tokio::test]
+async fn the_checks_at_start_ride_through_redis_stalls() {
+    let redis = RedisServer::start().await;
+    let env = [
+        ("JUMPGATE_REDIS_URL", redis.url()),
+        ("JUMPGATE_REDIS_TIMEOUT_MS", "300".to_owned()),
+    ];
+    for delay_ms in [0u64, 20, 60, 150] {
+        redis.command(&["DEL", "jg:storage-format"]).await;
+        let log = log_file("stalled");
+        let mut process = JumpgateProcess::launch_logging(&env, &log);
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        redis.pause(1_500).await;
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while jumpgate_e2e::http_get(process.addr, "/readyz").await.0 != 200 {
+            assert!(
+                process.try_wait().is_none(),
+                "stopped at a stall {delay_ms} ms in: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            assert!(tokio::time::Instant::now() < deadline, "never ready");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(
+            bulk(&redis.command(&["GET", "jg:storage-format"]).await),
+            Some("2"),
+            "the format is recorded (stall {delay_ms} ms in)"
+        );
+        let (_host, _guest, _code) = lobby_pair(&process, RuleSet::American, 1).await;
+        drop(process);
+    }
+}
+
 /// Runs `openssl` with `args` in `dir`.
 fn openssl(dir: &Path, args: &[&str]) {
     let status = std::process::Command::new("openssl")

@@ -4,7 +4,8 @@
 //! for `--return-home-after-ms`; each of their players reconnects once out
 //! and once back, nobody else at all, and nothing moves after that (rooms
 //! opened on one instance and routed to another included: they are where
-//! the ring sends them, and stay).
+//! the ring sends them, and stay), through a Redis stall when they are due
+//! back.
 
 use std::time::Duration;
 
@@ -75,6 +76,7 @@ async fn a_restarted_instance_gets_its_rooms_back_and_nothing_moves_after() {
     let redis = RedisServer::start().await;
     let mut env = env(&redis);
     env.push(("JUMPGATE_RETURN_HOME_AFTER_MS", RETURN_AFTER_MS.to_string()));
+    env.push(("JUMPGATE_REDIS_TIMEOUT_MS", "300".to_owned()));
     let mut instances = start_instances(&env, 3).await;
     let addrs: Vec<_> = instances.iter().map(|i| i.addr).collect();
     let ids: Vec<String> = addrs.iter().map(|a| format!("test-{}", a.port())).collect();
@@ -120,6 +122,11 @@ async fn a_restarted_instance_gets_its_rooms_back_and_nothing_moves_after() {
     let tables = play_all(tables, 1).await;
     instances[1] = JumpgateProcess::start_at(addrs[1], &env).await;
     balancer.wait_for_ring(&[true, true, true]).await;
+    // A Redis stall (four command timeouts, longer than the heartbeat TTL)
+    // about when the rooms are due back: hand-backs cut with their outcome
+    // unknown, heartbeats lapsed everywhere. The rooms still go back, once.
+    tokio::time::sleep(Duration::from_millis(RETURN_AFTER_MS - 300)).await;
+    redis.pause(1_200).await;
     wait_owned_by(&store, &on[1], &ids[1]).await;
     let tables = play_all(tables, 1).await;
     assert_reconnected(&tables, &before, &on[1], 2, "over the kill -9");
