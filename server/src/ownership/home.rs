@@ -7,7 +7,10 @@
 //! instances cannot compute, so the home is learnt, never guessed: only a
 //! request that names the room (and so was routed by its code) sets it,
 //! and only in two cases:
-//! - a request here names a room that has no home yet;
+//! - a request here names a room that has no home yet, and the room runs
+//!   here or its live owner handed it over for that request (a room without
+//!   a home taken from a dead or departed owner gets none: the request may
+//!   have come here only because that owner is out of the ring);
 //! - a request here names a room whose home is up (running and ready, see
 //!   [`crate::store::Store::up`]) yet the balancer sent the request here:
 //!   the ring moved, and this instance becomes its home.
@@ -78,16 +81,23 @@ pub(crate) enum HomeChange {
 }
 
 /// How a claim by `me` of a room whose fence was `seen` changes its home:
-/// `named`, the claim serves a request naming the room; `home_up`, whether
-/// the home the fence names is running and ready.
+/// `named`, the claim serves a request naming the room; `asked_here`, its
+/// live owner handed it over for that request; `home_up`, whether the home
+/// the fence names is running and ready.
 ///
 /// A room claimed for a request naming it while its home is up moves home
 /// (the ring sends its players here now). While its home is down, starting
 /// or draining, every instance holding it is a stand-in, however many
 /// times it moves.
-pub(crate) fn change_on_claim(seen: &Fence, me: &str, named: bool, home_up: bool) -> HomeChange {
+pub(crate) fn change_on_claim(
+    seen: &Fence,
+    me: &str,
+    named: bool,
+    asked_here: bool,
+    home_up: bool,
+) -> HomeChange {
     match seen.home.as_deref() {
-        None if named => HomeChange::HereIfUnset,
+        None if named && asked_here => HomeChange::HereIfUnset,
         None => HomeChange::Keep,
         Some(home) if home == me => HomeChange::Keep,
         Some(_) if named && home_up => HomeChange::Here,
@@ -97,7 +107,13 @@ pub(crate) fn change_on_claim(seen: &Fence, me: &str, named: bool, home_up: bool
 
 /// Records the home of a room just claimed here (see [`change_on_claim`]).
 /// A store error leaves the home as it was: the room runs anyway.
-pub(crate) async fn settle_on_claim(state: &AppState, id: &str, seen: &Fence, named: bool) {
+pub(crate) async fn settle_on_claim(
+    state: &AppState,
+    id: &str,
+    seen: &Fence,
+    named: bool,
+    asked_here: bool,
+) {
     let me = &*state.settings.instance_id;
     let home_up = match seen.home.as_deref() {
         Some(home) if named && home != me => {
@@ -109,7 +125,7 @@ pub(crate) async fn settle_on_claim(state: &AppState, id: &str, seen: &Fence, na
         }
         _ => false,
     };
-    let home = match change_on_claim(seen, me, named, home_up) {
+    let home = match change_on_claim(seen, me, named, asked_here, home_up) {
         HomeChange::Keep => seen.home.clone(),
         change => {
             let only_if_unset = change == HomeChange::HereIfUnset;
@@ -230,33 +246,66 @@ mod tests {
         // The balancer sent a request naming it here although its home
         // runs and is ready: the ring moved.
         let seen = fence(Some("b"));
-        assert_eq!(change_on_claim(&seen, "c", true, true), HomeChange::Here);
+        assert_eq!(
+            change_on_claim(&seen, "c", true, false, true),
+            HomeChange::Here
+        );
+        assert_eq!(
+            change_on_claim(&seen, "c", true, true, true),
+            HomeChange::Here
+        );
     }
 
     #[test]
     fn a_stand_in_keeps_the_home_while_it_is_down_or_not_ready() {
         let seen = fence(Some("b"));
         // Asked for while its home is dead, starting or draining.
-        assert_eq!(change_on_claim(&seen, "c", true, false), HomeChange::Keep);
+        assert_eq!(
+            change_on_claim(&seen, "c", true, false, false),
+            HomeChange::Keep
+        );
+        assert_eq!(
+            change_on_claim(&seen, "c", true, true, false),
+            HomeChange::Keep
+        );
         // Taken by the sweep, whatever its home does.
-        assert_eq!(change_on_claim(&seen, "c", false, true), HomeChange::Keep);
-        assert_eq!(change_on_claim(&seen, "c", false, false), HomeChange::Keep);
+        assert_eq!(
+            change_on_claim(&seen, "c", false, false, true),
+            HomeChange::Keep
+        );
+        assert_eq!(
+            change_on_claim(&seen, "c", false, false, false),
+            HomeChange::Keep
+        );
     }
 
     #[test]
-    fn a_named_room_without_a_home_gets_this_one() {
+    fn a_room_without_a_home_gets_one_only_from_a_live_owner() {
         let seen = fence(None);
+        // Handed over by its live owner for a request naming it.
         assert_eq!(
-            change_on_claim(&seen, "c", true, false),
+            change_on_claim(&seen, "c", true, true, false),
             HomeChange::HereIfUnset
         );
+        // Taken from a dead or departed owner: the request may have come
+        // here only because that owner is out of the ring.
+        assert_eq!(
+            change_on_claim(&seen, "c", true, false, false),
+            HomeChange::Keep
+        );
         // Found by the sweep: none is guessed.
-        assert_eq!(change_on_claim(&seen, "c", false, false), HomeChange::Keep);
+        assert_eq!(
+            change_on_claim(&seen, "c", false, false, false),
+            HomeChange::Keep
+        );
     }
 
     #[test]
     fn a_room_coming_home_stays_home() {
         let seen = fence(Some("b"));
-        assert_eq!(change_on_claim(&seen, "b", true, true), HomeChange::Keep);
+        assert_eq!(
+            change_on_claim(&seen, "b", true, true, true),
+            HomeChange::Keep
+        );
     }
 }

@@ -286,7 +286,7 @@ pub(crate) async fn start_claimed(
                 Arrival::Handover | Arrival::Woken => "",
             };
             tracing::info!(room = %id, how = how.name(), previous_owner, "took the room over");
-            home::settle_on_claim(state, id, seen, named).await;
+            home::settle_on_claim(state, id, seen, named, handed_here).await;
             Ok(Adoption::Adopted)
         }
         Err(reason) => {
