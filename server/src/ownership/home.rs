@@ -33,7 +33,11 @@ use crate::AppState;
 use crate::store::Fence;
 
 /// The homes of the rooms running here, where known (rooms created here
-/// have none until a request names them).
+/// have none until a request names them). A room taken up here without a
+/// home is noted with an empty one: it learns its home only from a
+/// handover by a live owner, never from the requests that reach it here
+/// (they may come here only because its previous owner is out of the
+/// ring).
 #[derive(Debug, Default)]
 pub struct Homes {
     by_room: Mutex<HashMap<String, String>>,
@@ -63,7 +67,7 @@ impl Homes {
         homes.retain(|id, _| running.contains(id));
         homes
             .iter()
-            .filter(|(_, home)| home.as_str() != me)
+            .filter(|(_, home)| !home.is_empty() && home.as_str() != me)
             .map(|(id, home)| (id.clone(), home.clone()))
             .collect()
     }
@@ -138,7 +142,8 @@ pub(crate) async fn settle_on_claim(
             }
         }
     };
-    state.homes.note(id, home);
+    // Taken up without a home: none is learnt here (see `Homes`).
+    state.homes.note(id, Some(home.unwrap_or_default()));
 }
 
 /// A request named a room running here: if it has no known home, this
