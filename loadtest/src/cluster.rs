@@ -6,6 +6,10 @@
 //! [`RedisProbe`] reads what the benchmarks need from that Redis: who owns each room,
 //! how many moves each room has stored, the command counters (`INFO commandstats`) and a
 //! `MONITOR` sample sorted by what each command is for.
+//!
+//! Over 700 lines by a few: the load tester's harness (Redis, instances, the
+//! balancer, the Redis probe) in one place; it is to merge with `tests/src`
+//! into one harness crate (issue 36).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

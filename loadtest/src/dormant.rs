@@ -21,6 +21,10 @@
 //! Memory is the server's resident set (`VmRSS`): pages it touched and still holds,
 //! whatever its allocator does with freed memory, so it is an upper bound on what the
 //! lobbies themselves hold. Redis's own figure is `used_memory` from `INFO memory`.
+//!
+//! Over 700 lines: one experiment (set-up, the unload and wake measurements,
+//! the report) read top to bottom; whether it stays at all is issue 36's
+//! question for the load tester's one-question experiments.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

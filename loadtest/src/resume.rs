@@ -22,6 +22,9 @@
 //!
 //! With `--redis-rtt-ms`, the resuming server reaches Redis through a
 //! [`DelayProxy`] that adds that round trip, as a network between them would.
+//!
+//! Over 700 lines by a few: one experiment's run and report, read top to
+//! bottom, and their tests.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;

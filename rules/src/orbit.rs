@@ -73,6 +73,10 @@
 //!
 //! [`OrbitGame::perft`] counts the leaves of the legal-move tree: depth 0 is 1,
 //! and a finished game has no moves.
+//!
+//! Over 700 lines: the variant's board geometry, move generator, scoring and
+//! game share private helpers (`ray`, `generate`, `diagonal`) and read as one
+//! rule set, as `space.rs` does.
 
 use std::fmt;
 
