@@ -145,7 +145,11 @@ async fn the_checks_at_start_ride_through_redis_stalls() {
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
         redis.pause(1_500).await;
         let deadline = tokio::time::Instant::now() + PATIENCE;
-        while jumpgate_e2e::http_get(process.addr, "/readyz").await.0 != 200 {
+        // Launched without waiting for its listener: ready once it listens
+        // and its `/readyz` says so.
+        while tokio::net::TcpStream::connect(process.addr).await.is_err()
+            || jumpgate_e2e::http_get(process.addr, "/readyz").await.0 != 200
+        {
             assert!(
                 process.try_wait().is_none(),
                 "stopped at a stall {delay_ms} ms in: {}",
