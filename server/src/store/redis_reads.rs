@@ -133,48 +133,57 @@ impl RedisStore {
 
     /// See [`Store::alive`](super::Store::alive).
     pub(super) async fn read_alive(&self, instances: &[String]) -> Result<Vec<bool>, StoreError> {
-        // Every heartbeat is in a slot of its own.
-        let groups: Vec<(String, Vec<Cmd>)> = instances
-            .iter()
-            .map(|instance| {
-                let key = alive_key(instance);
-                let mut exists = redis::cmd("EXISTS");
-                exists.arg(&key);
-                (key, vec![exists])
-            })
-            .collect();
-        self.conn
-            .query_per_slot(&groups)
-            .await
-            .into_iter()
-            .map(|reply| {
-                let [exists] = replies::<1>(reply)?;
-                parse(exists)
-            })
-            .collect()
+        let found = self
+            .exist_per_instance(instances, |i| vec![alive_key(i)])
+            .await?;
+        Ok(found.iter().map(|f| f[0]).collect())
     }
 
     /// See [`Store::up`](super::Store::up).
     pub(super) async fn read_up(&self, instances: &[String]) -> Result<Vec<bool>, StoreError> {
-        // An instance's heartbeat and unready mark share its slot.
+        let keys = |i: &str| vec![alive_key(i), unready_key(i)];
+        let found = self.exist_per_instance(instances, keys).await?;
+        Ok(found.iter().map(|f| f[0] && !f[1]).collect())
+    }
+
+    /// Per instance, in order, whether each of the keys `keys` names for it
+    /// exists: one `EXISTS` per key, grouped by the instance's slot (its
+    /// keys share it; each instance has a slot of its own).
+    async fn exist_per_instance(
+        &self,
+        instances: &[String],
+        keys: impl Fn(&str) -> Vec<String>,
+    ) -> Result<Vec<Vec<bool>>, StoreError> {
         let groups: Vec<(String, Vec<Cmd>)> = instances
             .iter()
             .map(|instance| {
-                let key = alive_key(instance);
-                let mut alive = redis::cmd("EXISTS");
-                alive.arg(&key);
-                let mut unready = redis::cmd("EXISTS");
-                unready.arg(unready_key(instance));
-                (key, vec![alive, unready])
+                let keys = keys(instance);
+                let cmds = keys
+                    .iter()
+                    .map(|key| {
+                        let mut exists = redis::cmd("EXISTS");
+                        exists.arg(key);
+                        exists
+                    })
+                    .collect();
+                (keys[0].clone(), cmds)
             })
             .collect();
         self.conn
             .query_per_slot(&groups)
             .await
             .into_iter()
-            .map(|reply| {
-                let [alive, unready] = replies::<2>(reply)?;
-                Ok(parse::<bool>(alive)? && !parse::<bool>(unready)?)
+            .zip(&groups)
+            .map(|(reply, (_, cmds))| {
+                let values = reply.map_err(StoreError::from)?;
+                if values.len() != cmds.len() {
+                    return Err(StoreError::Unreadable(format!(
+                        "{} replies, not {}",
+                        values.len(),
+                        cmds.len()
+                    )));
+                }
+                values.into_iter().map(parse::<bool>).collect()
             })
             .collect()
     }
