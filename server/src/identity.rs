@@ -36,15 +36,7 @@ const ACCOUNT_FALLBACK_NAME: &str = "Player";
 /// one this server issued).
 const GUEST_FALLBACK_NAME: &str = "Guest";
 
-/// A player as the server knows them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Identity {
-    /// Stable id, shown to other clients (never an email).
-    pub id: String,
-    /// Display name.
-    pub name: String,
-    pub guest: bool,
-}
+pub use jumpgate_lobby::Identity;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct GuestClaims {

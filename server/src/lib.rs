@@ -6,9 +6,10 @@
 pub mod admin;
 /// The computer opponents (the `jumpgate-bots` crate).
 pub use jumpgate_bots as bots;
+/// Room codes (from the `jumpgate-lobby` crate).
+pub use jumpgate_lobby::code;
 /// The rules engine (the `jumpgate-rules` crate).
 pub use jumpgate_rules as rules;
-pub mod code;
 pub mod config;
 pub mod http;
 pub mod idempotency;
@@ -16,7 +17,8 @@ pub mod identity;
 pub mod leaderboard;
 pub mod limits;
 pub mod listener;
-pub mod lobby;
+/// The lobby state machine (the `jumpgate-lobby` crate).
+pub use jumpgate_lobby as lobby;
 pub mod metrics;
 pub mod my_games;
 pub mod net;

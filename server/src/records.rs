@@ -49,20 +49,7 @@ pub struct PlayerRecord {
     pub best_streak: u32,
 }
 
-/// A finished series to record.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SeriesRecord {
-    pub series: String,
-    pub rule_set: String,
-    pub players: [String; 2],
-    /// Index into `players`; `None` for a drawn series.
-    pub winner: Option<usize>,
-    /// When the series ended (Unix ms; 0 in records written before this
-    /// was stored, taken as now): a record decided longer ago than the
-    /// idempotency window allows is refused, never counted twice.
-    #[serde(default)]
-    pub decided: u64,
-}
+pub use jumpgate_lobby::SeriesRecord;
 
 pub trait Records: Send + Sync + std::fmt::Debug {
     fn record<'a>(&'a self, series: &'a SeriesRecord) -> StoreFuture<'a, ()>;

@@ -105,44 +105,7 @@ pub enum WriteError {
 
 pub type WriteFuture<'a> = Pin<Box<dyn Future<Output = Result<(), WriteError>> + Send + 'a>>;
 
-/// One move in a room's log: `(game_no, ply)` orders it and makes a
-/// retried write harmless.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredMove {
-    pub game_no: u64,
-    /// 1-based ply within the game.
-    pub ply: u32,
-    /// The path as internal square indices, comma-separated.
-    pub path: String,
-    /// The move as written in the rule set's notation when it was played.
-    pub text: String,
-    pub seat: u8,
-    pub seq: u32,
-    /// What the move changed besides the game, for a move stored by a
-    /// [`MoveAppend`] (the record does not hold it); `None` for a move
-    /// stored with a record that holds it.
-    pub effects: Option<MoveEffects>,
-}
-
-/// What a move appended without its record changed in the lobby besides
-/// the game (which replays from the paths): enough to bring a record
-/// written before the move up to the lobby after it. The draw offer
-/// follows from who moved, so it is not stored.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MoveEffects {
-    /// The lobby's version after the move.
-    pub version: u64,
-    /// When the move was played (Unix ms): the lobby's last move and the
-    /// start of its expiry window.
-    pub at_ms: u64,
-    /// The deadline (live) or claim time (correspondence) it set, Unix ms.
-    pub deadline_ms: u64,
-    /// The seat to move after it.
-    pub to_move: Option<u8>,
-    /// The action as the player submitted it (JSON), which a re-sent
-    /// action with the same seq is compared with.
-    pub submitted: String,
-}
+pub use jumpgate_lobby::{MoveEffects, StoredMove};
 
 /// The instance that owns a room, and the epoch at which it claimed it.
 /// Epochs only grow: every claim adds one.

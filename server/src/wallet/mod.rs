@@ -102,14 +102,7 @@ pub struct WalletView {
     pub archived: Vec<ArchivedPeriod>,
 }
 
-/// How a staked series ends for the money.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Settlement {
-    /// The winner takes the pot, up to the daily cap.
-    Winner { winner: String, loser: String },
-    /// Every stake goes back.
-    Refund { players: [String; 2] },
-}
+pub use jumpgate_lobby::Settlement;
 
 /// What a settlement moved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

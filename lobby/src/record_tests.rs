@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::rules::RuleSet;
+use jumpgate_rules::RuleSet;
 
 const CLOCK: Duration = Duration::from_secs(10);
 const BREAK: Duration = Duration::from_secs(3);
@@ -105,7 +105,7 @@ proptest! {
         let mut lobby = Lobby::new(RoomCode::generate(), options, None, "a_ann", timing, 7, start);
         let mut stored = Stored { record: String::new(), log: Vec::new() };
         for id in ["a_ann", "a_bob"] {
-            let who = crate::identity::Identity { id: id.into(), name: id.into(), guest: false };
+            let who = crate::effects::Identity { id: id.into(), name: id.into(), guest: false };
             lobby.enter(&who, None, false, &|_| true, now).unwrap();
             store(&mut lobby, &mut stored, compact, clock(start, now));
         }
@@ -199,7 +199,7 @@ fn american_pair(pace: Pace, start: Instant) -> (Lobby, Timing) {
         start,
     );
     for id in ["a_ann", "a_bob"] {
-        let who = crate::identity::Identity {
+        let who = crate::effects::Identity {
             id: id.into(),
             name: id.into(),
             guest: false,

@@ -9,7 +9,7 @@ const EXPIRY: Duration = Duration::from_secs(7 * 86_400);
 
 fn correspondence_lobby(now: Instant, stake: u32) -> Lobby {
     let options = LobbyOptions {
-        rule_set: Variant::Draughts(crate::rules::RuleSet::American),
+        rule_set: Variant::Draughts(jumpgate_rules::RuleSet::American),
         series_length: 3,
         invite_only: false,
         stake,
@@ -233,7 +233,7 @@ fn a_series_scored_by_points_ends_when_it_is_decided() {
 #[test]
 fn an_invite_only_lobby_shows_itself_only_to_its_invite_and_its_seats() {
     let options = LobbyOptions {
-        rule_set: Variant::Draughts(crate::rules::RuleSet::American),
+        rule_set: Variant::Draughts(jumpgate_rules::RuleSet::American),
         series_length: 1,
         invite_only: true,
         stake: 0,
@@ -300,7 +300,7 @@ fn an_invite_only_lobby_shows_itself_only_to_its_invite_and_its_seats() {
 
 fn free_lobby() -> Lobby {
     let options = LobbyOptions {
-        rule_set: Variant::Draughts(crate::rules::RuleSet::American),
+        rule_set: Variant::Draughts(jumpgate_rules::RuleSet::American),
         series_length: 3,
         invite_only: false,
         stake: 0,
@@ -456,7 +456,7 @@ mod properties {
     use proptest::prelude::*;
 
     use super::super::*;
-    use crate::rules::RuleSet;
+    use jumpgate_rules::RuleSet;
 
     const CLOCK: Duration = Duration::from_secs(10);
     const BREAK: Duration = Duration::from_secs(3);

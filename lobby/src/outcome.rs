@@ -1,8 +1,8 @@
 //! Where a lobby is in its life and how its games and series end, stored
 //! by these names (the same as the protocol's, which the room maps them to).
 
-use crate::rules::Color;
-use crate::rules::variant_game::EndReason;
+use jumpgate_rules::Color;
+use jumpgate_rules::variant_game::EndReason;
 
 /// Where the lobby is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -3,7 +3,7 @@
 //! stored record (records written before the option load as `standard`).
 
 use super::*;
-use crate::rules::RuleSet;
+use jumpgate_rules::RuleSet;
 
 /// A Brazilian game from the start position (a random playout) that ends
 /// with a king each: the federation's 5 moves each run out on the last

@@ -5,9 +5,9 @@
 use std::time::Instant;
 
 use super::{GameEnd, GameResult, Lobby, Phase, Points, SeriesEnd, SeriesResult};
-use crate::records::SeriesRecord;
-use crate::rules::Color;
-use crate::wallet::Settlement;
+use crate::effects::SeriesRecord;
+use crate::effects::Settlement;
+use jumpgate_rules::Color;
 
 /// Points for a game won off the board (on time, by resignation or by
 /// leaving) in rule sets scored by points: as much as all pieces in a row.
@@ -37,7 +37,7 @@ impl Lobby {
     fn save_game(&mut self) {
         let Some(round) = &self.round else { return };
         let name = |seat: usize| self.seats[seat].as_ref().map(|s| s.name.clone());
-        let tags = crate::rules::pdn::PdnTags {
+        let tags = jumpgate_rules::pdn::PdnTags {
             event: Some(format!(
                 "Jumpgate {} round {}",
                 self.code, self.series.round

@@ -10,10 +10,10 @@ use super::{
     Action, EscrowIntent, GameResult, Lobby, LobbyOptions, Pace, Phase, Round, Seat, Series, Timing,
 };
 use crate::code::RoomCode;
-use crate::records::SeriesRecord;
-use crate::rules::{Color, DrawRules, Variant, VariantGame};
-use crate::store::{MoveEffects, StoredMove};
-use crate::wallet::Settlement;
+use crate::effects::SeriesRecord;
+use crate::effects::Settlement;
+use crate::effects::{MoveEffects, StoredMove};
+use jumpgate_rules::{Color, DrawRules, Variant, VariantGame};
 
 /// The same moment on both clocks, to convert deadlines.
 #[derive(Debug, Clone, Copy)]

@@ -1,8 +1,11 @@
 //! The lobby as a pure state machine: seats, the series, the round in play,
 //! draw offers and rematches as one value ([`Lobby`]), and the transitions
 //! that change it. No I/O, no tokio, no wire format: time comes in as a
-//! parameter, refusals are [`LobbyError`]s, and the room task
-//! (`crate::room`) carries out what a transition leaves to do.
+//! parameter, refusals are [`LobbyError`]s, and the room task (the
+//! server's `room` module) carries out what a transition leaves to do, as
+//! the plain values of [`effects`]. The crate's dependencies make that
+//! boundary hard to cross: the rules engine, serde, nothing async or
+//! networked (the test command checks it).
 //!
 //! What is left to do is part of the value, so it is stored with it and
 //! survives a crash: [`Lobby::escrow_intent`] (take both stakes, then
@@ -14,18 +17,18 @@
 //! Over 700 lines: every transition works on the same private state, so they
 //! stay together; outcomes, series and the stored record are split out.
 
+pub mod code;
+pub mod effects;
 mod outcome;
 mod record;
 mod series;
 
 use std::time::{Duration, Instant};
 
-use crate::code::RoomCode;
-use crate::identity::Identity;
-use crate::records::SeriesRecord;
-use crate::rules::{Color, DrawRules, MoveInfo, Variant, VariantGame};
-use crate::store::StoredMove;
-use crate::wallet::Settlement;
+use jumpgate_rules::{Color, DrawRules, MoveInfo, Variant, VariantGame};
+
+pub use crate::code::RoomCode;
+pub use crate::effects::{Identity, MoveEffects, SeriesRecord, Settlement, StoredMove};
 
 pub use outcome::{GameEnd, GameResult, Phase, Points, SeriesEnd, SeriesResult};
 pub use record::{RecordGlance, ResumeError, StrandedStakes, WallClock, glance, stranded_stakes};
@@ -114,7 +117,8 @@ pub struct EscrowIntent {
     pub series: String,
     /// When the series start was decided (Unix ms, stamped by the first
     /// write that stores it; 0 until then): the escrow and its undoing
-    /// carry it (see [`crate::idempotency`]).
+    /// carry it (the server keeps an idempotency key for a bounded window
+    /// after this moment).
     #[serde(default)]
     pub decided: u64,
     /// The two accounts and what each stakes.
