@@ -12,9 +12,7 @@ pub use jumpgate_lobby::code;
 pub use jumpgate_rules as rules;
 pub mod config;
 pub mod http;
-pub mod idempotency;
 pub mod identity;
-pub mod leaderboard;
 pub mod limits;
 pub mod listener;
 /// The lobby state machine (the `jumpgate-lobby` crate).
@@ -24,12 +22,13 @@ pub mod my_games;
 pub mod net;
 pub mod outbound;
 pub mod ownership;
-pub mod records;
 pub mod resume;
 pub mod room;
 pub mod solo;
-pub mod store;
-pub mod wallet;
+/// Persistence (the `jumpgate-store` crate): rooms, ownership, solo games,
+/// wallets, records, leaderboards, idempotency keys.
+pub use jumpgate_store as store;
+pub use jumpgate_store::{idempotency, leaderboard, records, wallet};
 pub mod web;
 pub mod wire_view;
 

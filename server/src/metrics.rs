@@ -3,6 +3,8 @@
 
 use std::sync::LazyLock;
 
+use jumpgate_store::metrics::{REDIS_OPS, STORE_METRICS};
+
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -79,29 +81,11 @@ const MOVE_BUCKETS: &[f64] = &[
     0.025, 0.05, 0.1,
 ];
 
-/// Buckets for one Redis operation: 100 µs to 5 s (the command timeout is
-/// 2 s by default; a stall shows at the top).
-const REDIS_BUCKETS: &[f64] = &[
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-];
-
 /// Buckets for a computer move: 1 ms to 10 s (the Executive thinks about
 /// `--executive-ms`, 1 s by default; the lower levels answer in
 /// milliseconds).
 const BOT_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0,
-];
-
-/// The Redis operations timed (`op` of `jumpgate_redis_op_seconds`);
-/// `resume` is one round trip of a batch at start (see [`crate::resume`]).
-pub const REDIS_OPS: &[&str] = &[
-    "append",
-    "games",
-    "load",
-    "ownership",
-    "ping",
-    "resume",
-    "write",
 ];
 
 /// What became of a stored room the start looked at (`outcome` of
@@ -191,16 +175,8 @@ impl Metrics {
                 "Bold Points given back out of escrow (draws, undone starts, the daily cap)",
             ))
             .expect("valid metric"),
-            redis_op_seconds: HistogramVec::new(
-                hist("redis_op_seconds", "Redis operation latency", REDIS_BUCKETS),
-                &["op"],
-            )
-            .expect("valid metric"),
-            redis_errors: IntCounterVec::new(
-                opts("redis_errors_total", "Redis operations that failed"),
-                &["op"],
-            )
-            .expect("valid metric"),
+            redis_op_seconds: STORE_METRICS.redis_op_seconds.clone(),
+            redis_errors: STORE_METRICS.redis_errors.clone(),
             bot_think_seconds: HistogramVec::new(
                 hist(
                     "bot_think_seconds",
@@ -227,21 +203,13 @@ impl Metrics {
                 "Connections dropped for falling behind",
             ))
             .expect("valid metric"),
-            store_conflicts: IntCounter::with_opts(opts(
-                "store_conflicts_total",
-                "Room writes refused because the stored room had moved on",
-            ))
-            .expect("valid metric"),
+            store_conflicts: STORE_METRICS.store_conflicts.clone(),
             writes_unconfirmed: IntCounter::with_opts(opts(
                 "writes_unconfirmed_total",
                 "Room writes whose outcome was unknown (timeout, lost connection) and had to be resolved",
             ))
             .expect("valid metric"),
-            writes_fenced: IntCounter::with_opts(opts(
-                "writes_fenced_total",
-                "Room writes refused because another instance had taken the room over (the room stopped here)",
-            ))
-            .expect("valid metric"),
+            writes_fenced: STORE_METRICS.writes_fenced.clone(),
             writes_expired: IntCounterVec::new(
                 opts(
                     "writes_expired_total",

@@ -11,7 +11,7 @@ use tokio::time::{Duration, Instant};
 use super::*;
 use crate::identity::Identity;
 use crate::outbound::{Member, Outbound};
-use crate::store::MemoryStore;
+use crate::store::{MemoryStore, OwnershipStore, RoomStore};
 
 const CLOCK: Duration = Duration::from_millis(300);
 const BREAK: Duration = Duration::from_millis(200);

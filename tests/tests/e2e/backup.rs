@@ -5,7 +5,8 @@ use std::net::SocketAddr;
 
 use jumpgate_e2e::{JumpgateProcess, PATIENCE, Player, RedisServer, free_port, lobby_pair};
 use jumpgate_protocol::{ClientMessage, Encoding, Phase, RoomState, RuleSet};
-use jumpgate_server::store::{RedisStore, Store};
+use jumpgate_server::store::RedisStore;
+use jumpgate_server::store::prelude::*;
 use jumpgate_server::wallet::{RedisWallets, Totals, WalletRules, Wallets};
 
 use crate::persistence::play;

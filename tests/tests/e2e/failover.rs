@@ -11,7 +11,8 @@ use jumpgate_e2e::table::Table;
 use jumpgate_e2e::{JumpgateProcess, PATIENCE, Player, RedisServer, TestServer, lobby_pair};
 use jumpgate_protocol::client::ClientError;
 use jumpgate_protocol::{ClientMessage, Encoding, RuleSet, ServerMessage};
-use jumpgate_server::store::{RedisStore, Store};
+use jumpgate_server::store::RedisStore;
+use jumpgate_server::store::prelude::*;
 
 /// Short heartbeats, so takeovers come quickly in tests.
 const HEARTBEAT_TTL_MS: &str = "1000";

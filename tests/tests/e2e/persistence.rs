@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use jumpgate_e2e::{Endpoint, JumpgateProcess, Player, RedisServer, TestServer, lobby_pair};
 use jumpgate_protocol::{ClientMessage, Encoding, ErrorCode, Phase, RuleSet, ServerMessage};
-use jumpgate_server::store::{RedisStore, Store};
+use jumpgate_server::store::RedisStore;
+use jumpgate_server::store::prelude::*;
 
 fn ply(p: &Player) -> u32 {
     p.state

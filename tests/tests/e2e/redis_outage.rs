@@ -8,7 +8,8 @@ use std::time::Duration;
 use jumpgate_e2e::table::Table;
 use jumpgate_e2e::{JumpgateProcess, RedisServer};
 use jumpgate_protocol::RuleSet;
-use jumpgate_server::store::{RedisStore, Store};
+use jumpgate_server::store::RedisStore;
+use jumpgate_server::store::prelude::*;
 
 /// Short heartbeats: the outage below is three of them.
 const HEARTBEAT_TTL_MS: u64 = 1000;

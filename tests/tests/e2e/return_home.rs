@@ -12,7 +12,8 @@ use std::time::Duration;
 use jumpgate_e2e::balancer::Balancer;
 use jumpgate_e2e::table::Table;
 use jumpgate_e2e::{JumpgateProcess, PATIENCE, RedisServer};
-use jumpgate_server::store::{RedisStore, Store};
+use jumpgate_server::store::RedisStore;
+use jumpgate_server::store::prelude::*;
 
 use crate::failover::{env, nothing_lost, open_tables, play_all, start_instances};
 

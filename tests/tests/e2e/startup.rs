@@ -16,7 +16,8 @@ use jumpgate_e2e::{
     JumpgateProcess, PATIENCE, Player, RedisCluster, RedisServer, http_get, lobby_pair,
 };
 use jumpgate_protocol::{Encoding, RuleSet};
-use jumpgate_server::store::{OwnerEpoch, RedisStore, RoomWrite, Store};
+use jumpgate_server::store::prelude::*;
+use jumpgate_server::store::{OwnerEpoch, RedisStore, RoomWrite};
 
 /// Lobbies opened by players; the others copy them.
 const TEMPLATES: usize = 6;

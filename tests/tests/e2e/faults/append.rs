@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use jumpgate_e2e::{JumpgateProcess, PATIENCE, Player, RedisCluster, RedisServer, seated_pair_on};
 use jumpgate_protocol::{ClientMessage, Encoding, ErrorCode, RuleSet};
+use jumpgate_server::store::prelude::*;
 use jumpgate_server::store::{
-    Fence, MemoryStore, MoveAppend, MoveEffects, OwnerEpoch, RedisStore, RoomWrite, Store,
-    StoredMove, WriteError,
+    Fence, MemoryStore, MoveAppend, MoveEffects, OwnerEpoch, RedisStore, RoomWrite, StoredMove,
+    WriteError,
 };
 
 use super::{STALL_MS, mover, retry_move, send_move, server_env, stored_moves};

@@ -17,7 +17,8 @@ use jumpgate_e2e::{
     JumpgateProcess, PATIENCE, Player, RedisServer, account_token as signed_token, seated_pair_on,
 };
 use jumpgate_protocol::{ClientMessage, Encoding, ErrorCode, Phase, RuleSet, ServerMessage};
-use jumpgate_server::store::{RedisStore, Store};
+use jumpgate_server::store::RedisStore;
+use jumpgate_server::store::prelude::*;
 use jumpgate_server::wallet::{RedisWallets, WalletRules, Wallets};
 
 const ISSUER_SECRET: &[u8] = b"faults-issuer-secret-0123456789abcdef";

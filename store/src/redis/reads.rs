@@ -5,10 +5,10 @@
 //! a few per room.
 //!
 //! Every command still names keys of one slot, and each room's commands
-//! form one group of its own slot ([`super::RedisConn::query_per_slot`]):
+//! form one group of its own slot ([`crate::RedisConn::query_per_slot`]):
 //! one pipeline on one Redis, one per slot, all at once, on a cluster. A
 //! batch's claim is the same compare-and-set script as
-//! [`Store::claim`](super::Store::claim), sent once the whole batch is
+//! [`Store::claim`](crate::Store::claim), sent once the whole batch is
 //! listed under the claimer; the room's record and moves are read in the
 //! same pipeline right after its claim, so the read sees everything
 //! written before the claim, and no one else can write after it.
@@ -17,15 +17,16 @@ use std::sync::Arc;
 
 use redis::{Cmd, Value};
 
-use super::conn::RedisConn;
-use super::redis::{OPEN_SET, RedisStore, alive_key, keys, owned_key, unready_key};
-use super::{
+use super::RedisStore;
+use crate::conn::RedisConn;
+use crate::keys::{OPEN_SET, alive_key, owned_key, room_keys, unready_key};
+use crate::{
     Claimed, Fence, MoveEffects, OpenRecord, OwnerEpoch, PerRoom, StoreError, StoredMove,
     StoredRoom,
 };
 
 impl RedisStore {
-    /// See [`Store::open_records`](super::Store::open_records).
+    /// See [`Store::open_records`](crate::Store::open_records).
     pub(super) async fn read_open_records(
         &self,
         codes: &[String],
@@ -39,7 +40,7 @@ impl RedisStore {
             let mut conn = self.conn.clone();
             let mut other = self.conn.clone();
             async move {
-                let [room, moves, _, _] = keys(code);
+                let [room, moves, _, _] = room_keys(code);
                 let mut read = redis::pipe();
                 read.get(&room)
                     .cmd("XREVRANGE")
@@ -68,7 +69,7 @@ impl RedisStore {
         futures_util::future::try_join_all(reads).await
     }
 
-    /// See [`Store::fences`](super::Store::fences).
+    /// See [`Store::fences`](crate::Store::fences).
     pub(super) async fn read_fences(
         &self,
         codes: &[String],
@@ -79,7 +80,7 @@ impl RedisStore {
         let groups: Vec<(String, Vec<Cmd>)> = codes
             .iter()
             .map(|code| {
-                let [room, _, _, fence] = keys(code);
+                let [room, _, _, fence] = room_keys(code);
                 let mut read = redis::cmd("HMGET");
                 read.arg(&fence)
                     .arg(&["owner", "epoch", "handed", "parked", "wake", "home"]);
@@ -131,7 +132,7 @@ impl RedisStore {
             .collect())
     }
 
-    /// See [`Store::alive`](super::Store::alive).
+    /// See [`Store::alive`](crate::Store::alive).
     pub(super) async fn read_alive(&self, instances: &[String]) -> Result<Vec<bool>, StoreError> {
         let found = self
             .exist_per_instance(instances, |i| vec![alive_key(i)])
@@ -139,7 +140,7 @@ impl RedisStore {
         Ok(found.iter().map(|f| f[0]).collect())
     }
 
-    /// See [`Store::up`](super::Store::up).
+    /// See [`Store::up`](crate::Store::up).
     pub(super) async fn read_up(&self, instances: &[String]) -> Result<Vec<bool>, StoreError> {
         let keys = |i: &str| vec![alive_key(i), unready_key(i)];
         let found = self.exist_per_instance(instances, keys).await?;
@@ -188,7 +189,7 @@ impl RedisStore {
             .collect()
     }
 
-    /// See [`Store::claim_and_load`](super::Store::claim_and_load).
+    /// See [`Store::claim_and_load`](crate::Store::claim_and_load).
     pub(super) async fn claim_and_read(
         &self,
         rooms: &[(String, Fence)],
@@ -247,7 +248,7 @@ impl RedisStore {
         let groups: Vec<(String, Vec<Cmd>)> = rooms
             .iter()
             .map(|(code, seen)| {
-                let [room, moves, _, fence] = keys(code);
+                let [room, moves, _, fence] = room_keys(code);
                 let mut claim = redis::cmd("EVALSHA");
                 claim
                     .arg(self.claim.get_hash())
@@ -316,7 +317,7 @@ pub(super) async fn load_room(
     conn: &mut RedisConn,
     code: &str,
 ) -> Result<Option<StoredRoom>, StoreError> {
-    let [room, moves, _, _] = keys(code);
+    let [room, moves, _, _] = room_keys(code);
     let (record, log): (Value, Value) = redis::pipe()
         .get(&room)
         .cmd("XRANGE")

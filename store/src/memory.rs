@@ -11,8 +11,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{
-    Beat, Dormant, Fence, MoveAppend, OpenRecord, Orphan, OwnerEpoch, RoomWrite, Store,
-    StoreFuture, StoredMove, StoredRoom, WriteError, WriteFuture,
+    Beat, Dormant, DormantStore, Fence, MoveAppend, OpenRecord, Orphan, OwnerEpoch, OwnershipStore,
+    RoomStore, RoomWrite, SoloStore, StoreFuture, StoredMove, StoredRoom, WriteError, WriteFuture,
 };
 
 /// A key of the memory store that can expire.
@@ -277,23 +277,9 @@ impl MemoryStore {
     }
 }
 
-impl Store for MemoryStore {
+impl RoomStore for MemoryStore {
     fn write<'a>(&'a self, write: &'a RoomWrite) -> WriteFuture<'a> {
         let result = self.tables().apply(write, Instant::now());
-        Box::pin(async move { result })
-    }
-
-    fn write_solo<'a>(&'a self, write: &'a RoomWrite, owner: &'a str) -> WriteFuture<'a> {
-        let now = Instant::now();
-        let mut tables = self.tables();
-        let (code, open, ttl) = (write.code.clone(), write.open, write.expire_after);
-        let result = tables.apply(write, now);
-        if result.is_ok() && !open && tables.solos.get(owner).is_some_and(|(id, _)| *id == code) {
-            let at = tables.expire(Expiring::SoloNote(owner.to_owned()), ttl, now);
-            if let Some(note) = tables.solos.get_mut(owner) {
-                note.1 = at;
-            }
-        }
         Box::pin(async move { result })
     }
 
@@ -346,6 +332,58 @@ impl Store for MemoryStore {
         false
     }
 
+    fn open_codes(&self) -> StoreFuture<'_, Vec<String>> {
+        let codes = self.tables().open.iter().cloned().collect();
+        Box::pin(async move { Ok(codes) })
+    }
+
+    fn rooms_of<'a>(&'a self, identity: &'a str) -> StoreFuture<'a, Vec<String>> {
+        let codes = self
+            .tables()
+            .mine
+            .get(identity)
+            .map(|codes| codes.iter().cloned().collect())
+            .unwrap_or_default();
+        Box::pin(async move { Ok(codes) })
+    }
+
+    fn forget_rooms_of<'a>(
+        &'a self,
+        identity: &'a str,
+        codes: &'a [String],
+    ) -> StoreFuture<'a, ()> {
+        let mut tables = self.tables();
+        if let Some(listed) = tables.mine.get_mut(identity) {
+            for code in codes {
+                listed.remove(code);
+            }
+            if listed.is_empty() {
+                tables.mine.remove(identity);
+            }
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<OpenRecord>>> {
+        let tables = self.tables();
+        let records = codes
+            .iter()
+            .map(|code| {
+                tables
+                    .rooms
+                    .get(code)
+                    .filter(|_| tables.open.contains(code))
+                    .map(|r| OpenRecord {
+                        record: r.record.clone(),
+                        last_move: r.moves.values().next_back().cloned(),
+                    })
+            })
+            .collect();
+        Box::pin(async move { Ok(records) })
+    }
+}
+
+impl OwnershipStore for MemoryStore {
     // One process holds a memory store, so ownership is trivial; it is kept
     // exact anyway so the rooms' fencing behaves the same in every test.
 
@@ -465,11 +503,6 @@ impl Store for MemoryStore {
         Box::pin(async { Ok(()) })
     }
 
-    fn open_codes(&self) -> StoreFuture<'_, Vec<String>> {
-        let codes = self.tables().open.iter().cloned().collect();
-        Box::pin(async move { Ok(codes) })
-    }
-
     fn ask_handover<'a>(
         &'a self,
         _owner: &'a str,
@@ -482,6 +515,22 @@ impl Store for MemoryStore {
     fn handover_requests(&self, _me: &str) -> mpsc::Receiver<String> {
         // Nobody else can ask: a channel whose sender is gone.
         mpsc::channel(1).1
+    }
+}
+
+impl SoloStore for MemoryStore {
+    fn write_solo<'a>(&'a self, write: &'a RoomWrite, owner: &'a str) -> WriteFuture<'a> {
+        let now = Instant::now();
+        let mut tables = self.tables();
+        let (code, open, ttl) = (write.code.clone(), write.open, write.expire_after);
+        let result = tables.apply(write, now);
+        if result.is_ok() && !open && tables.solos.get(owner).is_some_and(|(id, _)| *id == code) {
+            let at = tables.expire(Expiring::SoloNote(owner.to_owned()), ttl, now);
+            if let Some(note) = tables.solos.get_mut(owner) {
+                note.1 = at;
+            }
+        }
+        Box::pin(async move { result })
     }
 
     fn index_solo<'a>(&'a self, owner: &'a str, id: &'a str) -> StoreFuture<'a, ()> {
@@ -510,7 +559,9 @@ impl Store for MemoryStore {
         let id = self.tables().solos.get(owner).map(|(id, _)| id.clone());
         Box::pin(async move { Ok(id) })
     }
+}
 
+impl DormantStore for MemoryStore {
     fn park<'a>(
         &'a self,
         code: &'a str,
@@ -569,50 +620,5 @@ impl Store for MemoryStore {
             tables.dormant.remove(&entry.code);
         }
         Box::pin(async { Ok(()) })
-    }
-
-    fn rooms_of<'a>(&'a self, identity: &'a str) -> StoreFuture<'a, Vec<String>> {
-        let codes = self
-            .tables()
-            .mine
-            .get(identity)
-            .map(|codes| codes.iter().cloned().collect())
-            .unwrap_or_default();
-        Box::pin(async move { Ok(codes) })
-    }
-
-    fn forget_rooms_of<'a>(
-        &'a self,
-        identity: &'a str,
-        codes: &'a [String],
-    ) -> StoreFuture<'a, ()> {
-        let mut tables = self.tables();
-        if let Some(listed) = tables.mine.get_mut(identity) {
-            for code in codes {
-                listed.remove(code);
-            }
-            if listed.is_empty() {
-                tables.mine.remove(identity);
-            }
-        }
-        Box::pin(async { Ok(()) })
-    }
-
-    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<OpenRecord>>> {
-        let tables = self.tables();
-        let records = codes
-            .iter()
-            .map(|code| {
-                tables
-                    .rooms
-                    .get(code)
-                    .filter(|_| tables.open.contains(code))
-                    .map(|r| OpenRecord {
-                        record: r.record.clone(),
-                        last_move: r.moves.values().next_back().cloned(),
-                    })
-            })
-            .collect();
-        Box::pin(async move { Ok(records) })
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::idempotency::{IdempotencyWindow, SEEN_LUA, SeenKeys, seen_keys};
-use crate::store::{StoreError, StoreFuture};
+use crate::{StoreError, StoreFuture};
 
 /// Rank names, lowest first.
 pub const RANKS: [&str; 6] = [
@@ -170,7 +170,7 @@ impl Records for MemoryRecords {
 /// `WINNER|LOSER` → count), `…:draws` (hash `A|B`, sorted → count).
 #[derive(Clone)]
 pub struct RedisRecords {
-    conn: crate::store::RedisConn,
+    conn: crate::RedisConn,
     script: redis::Script,
     window: IdempotencyWindow,
 }
@@ -181,7 +181,7 @@ impl std::fmt::Debug for RedisRecords {
     }
 }
 
-const R: &str = "jgr:{records}";
+use crate::keys::RECORDS as R;
 
 /// After [`SEEN_LUA`]. KEYS: (seen), won, streak, best, h2h, draws.
 /// ARGV: (window, decided), series, a, b, winner ('a' | 'b' | ''), draw
@@ -214,7 +214,7 @@ impl RedisRecords {
         timeout: std::time::Duration,
         window: IdempotencyWindow,
     ) -> Result<RedisRecords, StoreError> {
-        let conn = crate::store::redis_connection(url, timeout)?;
+        let conn = crate::redis_connection(url, timeout)?;
         Ok(RedisRecords {
             conn,
             script: redis::Script::new(&format!("{SEEN_LUA}{RECORD}")),

@@ -8,7 +8,7 @@ use super::{
     Wallets, now_ms,
 };
 use crate::idempotency::{SEEN_LUA, seen_keys};
-use crate::store::{StoreError, StoreFuture};
+use crate::{StoreError, StoreFuture};
 
 /// Wallets in Redis. Keys (tag `{wallets}`): `jgw:{wallets}:bal` (hash
 /// account → balance), `…:escrow:SERIES` (hash account → held), `…:done`
@@ -20,7 +20,7 @@ use crate::store::{StoreError, StoreFuture};
 /// `…:totals` (hash: granted, escrow).
 #[derive(Clone)]
 pub struct RedisWallets {
-    conn: crate::store::RedisConn,
+    conn: crate::RedisConn,
     rules: WalletRules,
     escrow: ::redis::Script,
     settle: ::redis::Script,
@@ -35,7 +35,7 @@ impl std::fmt::Debug for RedisWallets {
     }
 }
 
-const P: &str = "jgw:{wallets}";
+use crate::keys::WALLETS as P;
 
 /// Shared by every wallet script, after [`SEEN_LUA`]: `KEYS[4]` is the
 /// balances, `KEYS[5]` the totals, `ARGV[3]` the ledger entries kept per
@@ -205,7 +205,7 @@ impl RedisWallets {
         timeout: std::time::Duration,
         rules: WalletRules,
     ) -> Result<RedisWallets, StoreError> {
-        let conn = crate::store::redis_connection(url, timeout)?;
+        let conn = crate::redis_connection(url, timeout)?;
         let script = |body: &str| ::redis::Script::new(&format!("{SEEN_LUA}{WALLET_LUA}{body}"));
         Ok(RedisWallets {
             conn,

@@ -9,7 +9,7 @@ use super::{
     WalletView, Wallets, month_of, now_ms,
 };
 use crate::idempotency::SeenKeys;
-use crate::store::{StoreError, StoreFuture};
+use crate::{StoreError, StoreFuture};
 
 #[derive(Debug, Default)]
 struct Book {

@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 
 pub use self::memory::MemoryWallets;
 pub use self::redis::RedisWallets;
+use crate::StoreFuture;
 use crate::idempotency::IdempotencyWindow;
-use crate::store::StoreFuture;
 
 /// Wallet rules.
 #[derive(Clone, Copy, Debug)]
@@ -135,7 +135,7 @@ pub enum Escrow {
 
 /// `decided` (Unix ms; 0 for now) is when the movement was first decided,
 /// the same for every retry; an escrow decided longer ago than the window
-/// allows is refused with [`crate::store::StoreError::Expired`] and takes
+/// allows is refused with [`crate::StoreError::Expired`] and takes
 /// nothing (a settlement is never refused: see [`Wallets::settle`]).
 pub trait Wallets: Send + Sync + std::fmt::Debug {
     fn rules(&self) -> WalletRules;

@@ -25,7 +25,7 @@
 
 use std::collections::HashMap;
 
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// How long an idempotency key is kept after its write was decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,8 +20,7 @@
 
 use super::{RedisConn, StoreError};
 
-/// The key holding the storage format.
-pub const FORMAT_KEY: &str = "jg:storage-format";
+pub use crate::keys::FORMAT_KEY;
 
 /// The newest storage format this build reads.
 pub const NEWEST_FORMAT_READ: u32 = 2;

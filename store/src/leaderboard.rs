@@ -14,7 +14,8 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::idempotency::{IdempotencyWindow, SEEN_LUA, SeenKeys, seen_keys};
-use crate::store::{StoreError, StoreFuture};
+use crate::keys::{BOARDS, board_key, board_order_key, board_ordered_key};
+use crate::{StoreError, StoreFuture};
 
 /// How a ranked game ended for the player.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -263,7 +264,7 @@ impl Leaderboards for MemoryLeaderboards {
 ///   filled in once, in the background: see [`RedisLeaderboards::migrate`]).
 #[derive(Clone)]
 pub struct RedisLeaderboards {
-    conn: crate::store::RedisConn,
+    conn: crate::RedisConn,
     window: IdempotencyWindow,
     script: redis::Script,
     fill: redis::Script,
@@ -327,18 +328,6 @@ end
 return #ARGV
 ";
 
-fn board_key(rule_set: &str) -> String {
-    format!("jgl:{{boards}}:{rule_set}")
-}
-
-fn order_key(rule_set: &str) -> String {
-    format!("jgl:{{boards}}:{rule_set}:order")
-}
-
-fn ordered_flag(rule_set: &str) -> String {
-    format!("jgl:{{boards}}:{rule_set}:ordered")
-}
-
 /// Players per batch when a board is filled into its order.
 const FILL_BATCH: usize = 500;
 
@@ -348,7 +337,7 @@ impl RedisLeaderboards {
         timeout: std::time::Duration,
         window: IdempotencyWindow,
     ) -> Result<RedisLeaderboards, StoreError> {
-        let conn = crate::store::redis_connection(url, timeout)?;
+        let conn = crate::redis_connection(url, timeout)?;
         Ok(RedisLeaderboards {
             conn,
             window,
@@ -359,7 +348,7 @@ impl RedisLeaderboards {
     }
 
     /// Fills the order of a board written before the order existed (the
-    /// migration), in batches of [`FILL_BATCH`] players, each batch one
+    /// migration), in batches of `FILL_BATCH` players, each batch one
     /// short script, so Redis is never blocked for the whole board; then
     /// marks the board ordered. Safe to run while games are recorded and
     /// more than once. Started in the background by the first page read
@@ -367,7 +356,7 @@ impl RedisLeaderboards {
     /// players not yet filled in.
     pub async fn migrate(&self, rule_set: &str) -> Result<usize, StoreError> {
         let mut conn = self.conn.clone();
-        let (board, order) = (board_key(rule_set), order_key(rule_set));
+        let (board, order) = (board_key(rule_set), board_order_key(rule_set));
         let mut cursor = 0u64;
         let mut filled = 0;
         loop {
@@ -398,7 +387,7 @@ impl RedisLeaderboards {
             }
         }
         let () = redis::cmd("SET")
-            .arg(ordered_flag(rule_set))
+            .arg(board_ordered_key(rule_set))
             .arg(1)
             .query_async(&mut conn)
             .await
@@ -456,12 +445,12 @@ impl Leaderboards for RedisLeaderboards {
                 RankedOutcome::Loss => "loss",
             };
             let mut call = self.script.prepare_invoke();
-            for key in seen_keys("jgl:{boards}:done") {
+            for key in seen_keys(&format!("{BOARDS}:done")) {
                 call.key(key);
             }
             let _: i64 = call
                 .key(board_key(rule_set))
-                .key(order_key(rule_set))
+                .key(board_order_key(rule_set))
                 .arg(self.window.ms)
                 .arg(decided)
                 .arg(game)
@@ -480,7 +469,7 @@ impl Leaderboards for RedisLeaderboards {
             let mut conn = self.conn.clone();
             let bounds = page_bounds(page, per_page);
             let (_, per_page, first) = bounds;
-            let order = order_key(rule_set);
+            let order = board_order_key(rule_set);
             // ZCARD is O(1), ZRANGE by rank O(log n + page), EXISTS O(1).
             let (total, keys, ordered): (u64, Vec<String>, bool) = redis::pipe()
                 .zcard(&order)
@@ -489,7 +478,7 @@ impl Leaderboards for RedisLeaderboards {
                     isize::try_from(first).unwrap_or(isize::MAX),
                     isize::try_from(first + u64::from(per_page) - 1).unwrap_or(isize::MAX),
                 )
-                .exists(ordered_flag(rule_set))
+                .exists(board_ordered_key(rule_set))
                 .query_async(&mut conn)
                 .await
                 .map_err(StoreError::from)?;

@@ -1,5 +1,13 @@
-//! Where rooms are kept beyond memory: the [`Store`] trait, an in-memory
-//! store (the default, lost on restart) and the Redis store.
+//! Jumpgate's persistence: everything the server keeps beyond one
+//! process, behind traits with an in-memory and a Redis implementation
+//! each — rooms and their move logs, ownership (fences, heartbeats,
+//! orphans, handovers), solo games and unloaded rooms (the [`Store`]
+//! traits, here), wallets with escrow ([`wallet`]), career records
+//! ([`records`]), leaderboards ([`leaderboard`]), and the idempotency keys
+//! they share ([`idempotency`]). [`keys`] names every Redis key, for the
+//! tools that read a deployment's Redis too.
+//!
+//! ## Rooms
 //!
 //! A room stores each change in one of two shapes. A [`RoomWrite`] holds
 //! its whole record (small), the moves played since the last write
@@ -25,11 +33,15 @@
 //! "Ownership").
 
 mod conn;
+pub mod idempotency;
+pub mod keys;
+pub mod leaderboard;
 mod memory;
+pub mod metrics;
 pub mod preflight;
+pub mod records;
 mod redis;
-mod redis_reads;
-mod scripts;
+pub mod wallet;
 
 pub use self::conn::{RedisConn, cluster_seeds, redis_connection};
 pub use self::memory::MemoryStore;
@@ -142,12 +154,12 @@ pub struct Fence {
     pub handed: bool,
     /// Unloaded by its owner (a correspondence lobby nobody was connected
     /// to): free to claim, but loaded only when asked for or when due
-    /// (see [`Store::park`]), not by the audit at start.
+    /// (see [`DormantStore::park`]), not by the audit at start.
     pub parked: bool,
     /// A parked room's wake time as listed in `jg:dormant` (its score).
     pub wake: Option<String>,
     /// The instance the balancer was last seen sending the room's players
-    /// to (see [`Store::set_home`]); kept while it runs elsewhere.
+    /// to (see [`OwnershipStore::set_home`]); kept while it runs elsewhere.
     pub home: Option<String>,
 }
 
@@ -260,7 +272,7 @@ pub struct OpenRecord {
     pub last_move: Option<StoredMove>,
 }
 
-/// What claiming a room in a batch came to (see [`Store::claim_and_load`]).
+/// What claiming a room in a batch came to (see [`OwnershipStore::claim_and_load`]).
 #[derive(Debug)]
 pub enum Claimed {
     /// The fence was no longer the one seen: someone else moved first.
@@ -277,8 +289,9 @@ pub enum Claimed {
 /// unknown.
 pub type PerRoom<T> = Vec<Result<T, StoreError>>;
 
-/// What the rooms persist.
-pub trait Store: Send + Sync + std::fmt::Debug {
+/// Rooms and their move logs: conditional, fenced writes, loads, the
+/// finished games, and the "my games" lists.
+pub trait RoomStore: Send + Sync + std::fmt::Debug {
     /// Applies a write atomically, all of it or none of it, if it follows
     /// from the stored version (see [`RoomWrite::expected_version`]).
     fn write<'a>(&'a self, write: &'a RoomWrite) -> WriteFuture<'a>;
@@ -296,7 +309,25 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn ping(&self) -> StoreFuture<'_, ()>;
     /// Whether state survives a restart of this process.
     fn is_durable(&self) -> bool;
+    /// Every open room's code (the audit at start).
+    fn open_codes(&self) -> StoreFuture<'_, Vec<String>>;
+    /// The lobbies listed under an identity ("my games"): a superset of
+    /// the open lobbies it holds a seat in.
+    fn rooms_of<'a>(&'a self, identity: &'a str) -> StoreFuture<'a, Vec<String>>;
+    /// Takes lobbies off an identity's list (they closed, or it lost its
+    /// seat).
+    fn forget_rooms_of<'a>(&'a self, identity: &'a str, codes: &'a [String])
+    -> StoreFuture<'a, ()>;
+    /// The records of these rooms, where open (`None`: closed or gone),
+    /// each with the last move logged.
+    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<OpenRecord>>>;
+}
 
+/// Who runs which room: fences, claims, releases, homes, instance
+/// heartbeats, orphans and handover requests (see ARCHITECTURE.md,
+/// "Ownership"). It extends [`RoomStore`] because a room's fence and its
+/// record live together (a claim can load what it claimed).
+pub trait OwnershipStore: RoomStore {
     /// The fence of an open room; `None` if no open room has that code.
     fn fence<'a>(&'a self, code: &'a str) -> StoreFuture<'a, Option<Fence>>;
     /// Claims a room for `me` if its fence is still `seen` (a compare and
@@ -351,8 +382,6 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn orphans<'a>(&'a self, me: &'a str, limit: usize) -> StoreFuture<'a, Vec<Orphan>>;
     /// Takes a room off the list it was found on.
     fn forget_orphan<'a>(&'a self, orphan: &'a Orphan) -> StoreFuture<'a, ()>;
-    /// Every open room's code (the audit at start).
-    fn open_codes(&self) -> StoreFuture<'_, Vec<String>>;
     /// Asks the instance `owner` to hand the room over to `to`.
     fn ask_handover<'a>(
         &'a self,
@@ -363,56 +392,6 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// What other instances ask `me` to hand over, as they come: the code,
     /// a space and the asking instance.
     fn handover_requests(&self, me: &str) -> mpsc::Receiver<String>;
-    /// Notes which solo game an identity plays (read by `resume_solo` on
-    /// any instance). The note lasts until a write closes that game.
-    fn index_solo<'a>(&'a self, owner: &'a str, id: &'a str) -> StoreFuture<'a, ()>;
-    /// Notes `id` as the identity's solo game unless another game is noted
-    /// (a game taken over must not displace the current one); returns the
-    /// game noted afterwards.
-    fn index_solo_unless_noted<'a>(
-        &'a self,
-        owner: &'a str,
-        id: &'a str,
-    ) -> StoreFuture<'a, Option<String>>;
-    /// The solo game last noted for an identity.
-    fn solo_of<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Option<String>>;
-    /// [`write`](Self::write) for a solo game of the identity `owner`: a
-    /// write that closes the game (not [`open`](RoomWrite::open)) also
-    /// gives the identity's note a TTL of `expire_after`, if the note
-    /// still names this game, so the note expires with it. Like the set
-    /// of open rooms, the note is updated only once the write applied,
-    /// and a failure to update it makes the write's outcome unknown.
-    fn write_solo<'a>(&'a self, write: &'a RoomWrite, owner: &'a str) -> WriteFuture<'a>;
-    /// Unloads a room `owner` still holds: its owner is cleared (the epoch
-    /// stays) and it is marked parked, and it is listed as dormant until
-    /// `wake_ms` (Unix milliseconds; `u64::MAX` for never), when a sweep
-    /// loads it. `false` if `owner` no longer holds it.
-    fn park<'a>(
-        &'a self,
-        code: &'a str,
-        owner: &'a OwnerEpoch,
-        wake_ms: u64,
-    ) -> StoreFuture<'a, bool>;
-    /// Lists a parked room as dormant under `wake` (a score as
-    /// [`Fence::wake`] holds it) unless it is listed already: restores an
-    /// entry a failover lost.
-    fn relist_dormant<'a>(&'a self, code: &'a str, wake: &'a str) -> StoreFuture<'a, ()>;
-    /// Up to `limit` dormant rooms due by `now_ms`, soonest first. Entries
-    /// may be stale (the room was loaded since): callers check the fence.
-    fn dormant_due(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<Dormant>>;
-    /// Takes a dormant entry off the list, unless the room was listed again
-    /// with another wake time meanwhile.
-    fn forget_dormant<'a>(&'a self, entry: &'a Dormant) -> StoreFuture<'a, ()>;
-    /// The lobbies listed under an identity ("my games"): a superset of
-    /// the open lobbies it holds a seat in.
-    fn rooms_of<'a>(&'a self, identity: &'a str) -> StoreFuture<'a, Vec<String>>;
-    /// Takes lobbies off an identity's list (they closed, or it lost its
-    /// seat).
-    fn forget_rooms_of<'a>(&'a self, identity: &'a str, codes: &'a [String])
-    -> StoreFuture<'a, ()>;
-    /// The records of these rooms, where open (`None`: closed or gone),
-    /// each with the last move logged.
-    fn open_records<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, Vec<Option<OpenRecord>>>;
 
     /// [`fence`](Self::fence) for many rooms at once (the start reads them
     /// in batches), in the order of `codes`. The outer error: nothing was
@@ -437,7 +416,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         })
     }
     /// [`claim`](Self::claim) for many rooms at once, each room read
-    /// ([`load`](Self::load)) right after its own claim, in the order of
+    /// ([`load`](RoomStore::load)) right after its own claim, in the order of
     /// `rooms` (code and the fence seen). Every room is listed among `me`'s
     /// rooms before any is claimed. The outer error: nothing was claimed;
     /// an inner one: that room's claim may or may not have landed (read
@@ -462,6 +441,68 @@ pub trait Store: Send + Sync + std::fmt::Debug {
             Ok(claimed)
         })
     }
+}
+
+/// Solo games against the computer: which game an identity plays, and
+/// the writes that close it together with that note.
+pub trait SoloStore: RoomStore {
+    /// Notes which solo game an identity plays (read by `resume_solo` on
+    /// any instance). The note lasts until a write closes that game.
+    fn index_solo<'a>(&'a self, owner: &'a str, id: &'a str) -> StoreFuture<'a, ()>;
+    /// Notes `id` as the identity's solo game unless another game is noted
+    /// (a game taken over must not displace the current one); returns the
+    /// game noted afterwards.
+    fn index_solo_unless_noted<'a>(
+        &'a self,
+        owner: &'a str,
+        id: &'a str,
+    ) -> StoreFuture<'a, Option<String>>;
+    /// The solo game last noted for an identity.
+    fn solo_of<'a>(&'a self, owner: &'a str) -> StoreFuture<'a, Option<String>>;
+    /// [`write`](RoomStore::write) for a solo game of the identity `owner`: a
+    /// write that closes the game (not [`open`](RoomWrite::open)) also
+    /// gives the identity's note a TTL of `expire_after`, if the note
+    /// still names this game, so the note expires with it. Like the set
+    /// of open rooms, the note is updated only once the write applied,
+    /// and a failure to update it makes the write's outcome unknown.
+    fn write_solo<'a>(&'a self, write: &'a RoomWrite, owner: &'a str) -> WriteFuture<'a>;
+}
+
+/// Unloaded rooms (correspondence lobbies nobody is connected to): parked
+/// with their wake time, and the list of those due.
+pub trait DormantStore: OwnershipStore {
+    /// Unloads a room `owner` still holds: its owner is cleared (the epoch
+    /// stays) and it is marked parked, and it is listed as dormant until
+    /// `wake_ms` (Unix milliseconds; `u64::MAX` for never), when a sweep
+    /// loads it. `false` if `owner` no longer holds it.
+    fn park<'a>(
+        &'a self,
+        code: &'a str,
+        owner: &'a OwnerEpoch,
+        wake_ms: u64,
+    ) -> StoreFuture<'a, bool>;
+    /// Lists a parked room as dormant under `wake` (a score as
+    /// [`Fence::wake`] holds it) unless it is listed already: restores an
+    /// entry a failover lost.
+    fn relist_dormant<'a>(&'a self, code: &'a str, wake: &'a str) -> StoreFuture<'a, ()>;
+    /// Up to `limit` dormant rooms due by `now_ms`, soonest first. Entries
+    /// may be stale (the room was loaded since): callers check the fence.
+    fn dormant_due(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<Dormant>>;
+    /// Takes a dormant entry off the list, unless the room was listed again
+    /// with another wake time meanwhile.
+    fn forget_dormant<'a>(&'a self, entry: &'a Dormant) -> StoreFuture<'a, ()>;
+}
+
+/// Everything the server persists about rooms: the four concerns above,
+/// implemented together by each store (memory and Redis).
+pub trait Store: RoomStore + OwnershipStore + SoloStore + DormantStore {}
+
+impl<T: RoomStore + OwnershipStore + SoloStore + DormantStore> Store for T {}
+
+/// The store traits, for code that calls a concrete store's methods
+/// (a `dyn Store` needs no import).
+pub mod prelude {
+    pub use crate::{DormantStore, OwnershipStore, RoomStore, SoloStore, Store};
 }
 
 #[cfg(test)]
