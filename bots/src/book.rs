@@ -1,5 +1,5 @@
 //! The Executive's opening book, one per rule set, made by our own deeper
-//! searches of the early plies (`jumpgate book`, see the bots README) and
+//! searches of the early plies (`jumpgate-engine book`, see the bots README) and
 //! stored in the crate as `book/<rule set>.bin`.
 //!
 //! A file is a sorted list of 12-byte entries: the position's Zobrist key

@@ -1,6 +1,6 @@
 //! The strength ladder: each level plays the level below it in every rule
 //! set, from seeded random openings, both colours of each opening, and
-//! reports the upper level's score. `jumpgate ladder` prints it.
+//! reports the upper level's score. `jumpgate-engine ladder` prints it.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -64,6 +64,17 @@ pub const PAIRINGS: [(Level, Level); 3] = [
 
 /// Plays the whole ladder on `config.threads` threads.
 pub fn run(config: &LadderConfig) -> Vec<LadderRow> {
+    run_reporting(config, || {})
+}
+
+/// Games the ladder of `config` plays in all.
+pub fn total_games(config: &LadderConfig) -> usize {
+    config.rule_sets.len() * PAIRINGS.len() * config.games_per_pairing()
+}
+
+/// [`run`], calling `game_done` as each game ends (from the thread that
+/// played it), so that a caller can show how far the ladder has come.
+pub fn run_reporting(config: &LadderConfig, game_done: impl Fn() + Sync) -> Vec<LadderRow> {
     let rule_sets = &config.rule_sets;
     let games = config.games_per_pairing();
     let mix = |parts: &[u64]| {
@@ -139,6 +150,8 @@ pub fn run(config: &LadderConfig) -> Vec<LadderRow> {
                     if end == arena::GameEnd::Capped {
                         row[3] += 1;
                     }
+                    drop(tally);
+                    game_done();
                 }
             });
         }

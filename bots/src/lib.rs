@@ -17,9 +17,9 @@
 //! - [`space`] and [`orbit`]: the same four levels for Space Mode and the
 //!   orbit game, over one generic search (`tree`) that each game plugs
 //!   into with a small trait;
-//! - [`ladder`]: every level against the level below, for `jumpgate ladder`;
+//! - [`ladder`]: every level against the level below, for `jumpgate-engine ladder`;
 //! - [`versus`]: the Executive against its previous version, for
-//!   `jumpgate versus`;
+//!   `jumpgate-engine versus`;
 //! - `timing`: the Executive's time management.
 //!
 //! The easy levels stray on purpose, from a seed, so with the same seed and
@@ -77,10 +77,11 @@ pub struct BotConfig {
     /// Which Executive plays (the other levels have one version each).
     pub executive: ExecutiveVersion,
     /// Weights for the current Executive instead of its own, to try a fit
-    /// before it is written into the crate (`jumpgate versus --weights`).
+    /// before it is written into the crate (`jumpgate-engine versus
+    /// --weights`).
     pub weights: Option<&'static tuned::TunedWeights>,
     /// Search refinements for the current Executive instead of its own, to
-    /// try a combination (`jumpgate versus --search`).
+    /// try a combination (`jumpgate-engine versus --search`).
     pub search: Option<SearchFeatures>,
 }
 

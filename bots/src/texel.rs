@@ -2,7 +2,8 @@
 //! tuning): self-play games make positions labelled with how their game
 //! ended, and the weights are moved to minimise the squared error between
 //! each result and a logistic curve of the evaluation. Pure computation;
-//! `jumpgate selfplay` and `jumpgate tune` read and write the files.
+//! `jumpgate-engine selfplay` and `jumpgate-engine tune` read and write the
+//! files.
 
 use std::time::Duration;
 
@@ -34,13 +35,26 @@ pub fn self_play(
     nodes: u64,
     weights: &'static TunedWeights,
 ) -> Vec<Sample> {
+    self_play_reporting(rule_set, games, seed, nodes, weights, |_| {})
+}
+
+/// [`self_play`], telling `games_done` the number of games played after
+/// each one.
+pub fn self_play_reporting(
+    rule_set: RuleSet,
+    games: usize,
+    seed: u64,
+    nodes: u64,
+    weights: &'static TunedWeights,
+    mut games_done: impl FnMut(usize),
+) -> Vec<Sample> {
     let bot = BotConfig::new(Level::Executive)
         .with_node_limit(nodes)
         .with_time_budget(Duration::from_secs(600))
         .with_weights(weights);
     let mut rng = SplitMix64::new(seed ^ (rule_set as u64).rotate_left(40));
     let mut samples = Vec::new();
-    for _ in 0..games {
+    for played in 1..=games {
         let opening = 4 + rng.below(6) as usize;
         let start = arena::random_opening(rule_set, rng.next_u64(), opening);
         let skip = start.moves().len();
@@ -60,6 +74,7 @@ pub fn self_play(
             }
             pos.play_unchecked(m);
         }
+        games_done(played);
     }
     samples
 }
@@ -102,6 +117,18 @@ pub fn fit(
     start: &TunedWeights,
     steps: usize,
     prior: f64,
+) -> Fit {
+    fit_reporting(rule_set, samples, start, steps, prior, |_| {})
+}
+
+/// [`fit`], telling `steps_done` the number of passes made after each one.
+pub fn fit_reporting(
+    rule_set: RuleSet,
+    samples: &[Sample],
+    start: &TunedWeights,
+    steps: usize,
+    prior: f64,
+    mut steps_done: impl FnMut(usize),
 ) -> Fit {
     let rows: Vec<Row> = samples
         .iter()
@@ -158,6 +185,7 @@ pub fn fit(
             let v_hat = v[i] / (1.0 - beta2.powi(step as i32));
             w[i] -= rate * m_hat / (v_hat.sqrt() + eps);
         }
+        steps_done(step);
     }
     let mut weights = *start;
     for i in 0..FEATURES {

@@ -1,6 +1,6 @@
 //! The Executive against its previous version: balanced openings, each
 //! played with both colours, at a fixed time per move, with the time each
-//! side used. `jumpgate versus` prints it; a benchmark, never a test.
+//! side used. `jumpgate-engine versus` prints it; a benchmark, never a test.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};

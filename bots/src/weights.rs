@@ -1,6 +1,6 @@
-//! The Executive's evaluation weights per rule set, as `jumpgate tune`
-//! printed them (see the bots README for the data and the commands); each
-//! fit beat the version before it on equal nodes before it was kept.
+//! The Executive's evaluation weights per rule set, as `jumpgate-engine
+//! tune` printed them (see the bots README for the data and the commands);
+//! each fit beat the version before it on equal nodes before it was kept.
 //!
 //! Feature order: men, kings, back_rank, centre, tempo, near_crown,
 //! king_post, mobility, runaway, trade, king_alone, threatened, to_move,
