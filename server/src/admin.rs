@@ -19,7 +19,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use crate::AppState;
+use crate::app::App;
 
 /// The longest grant key accepted, in bytes (keys are kept for ever).
 const MAX_GRANT_KEY_BYTES: usize = 200;
@@ -27,7 +27,7 @@ const MAX_GRANT_KEY_BYTES: usize = 200;
 /// The most points one grant may add.
 const MAX_GRANT: u64 = 1_000_000;
 
-pub fn router(state: Arc<AppState>) -> Router {
+pub fn router(state: Arc<App>) -> Router {
     Router::new()
         .route("/api/admin/wallets/{account}", get(wallet))
         .route("/api/admin/wallets/{account}/grant", post(grant))
@@ -66,7 +66,7 @@ fn storage_unavailable(e: &impl std::fmt::Display) -> Response {
 
 /// Lets a request through only with the configured bearer token, compared
 /// in constant time.
-async fn authorise(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+async fn authorise(State(state): State<Arc<App>>, request: Request, next: Next) -> Response {
     let Some(expected) = &state.settings.admin_token else {
         return error(
             StatusCode::NOT_FOUND,
@@ -114,14 +114,14 @@ fn bad_path() -> Response {
 }
 
 async fn wallet(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<App>>,
     account: Result<Path<String>, PathRejection>,
 ) -> Response {
     let Path(account) = match account {
         Ok(path) => path,
         Err(_) => return bad_path(),
     };
-    match state.wallets.wallet(&account).await {
+    match state.backends.wallets.wallet(&account).await {
         Ok(view) => Json(view).into_response(),
         Err(e) => storage_unavailable(&e),
     }
@@ -166,7 +166,7 @@ fn scoped_grant_key(account: &str, key: &str) -> String {
 }
 
 async fn grant(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<App>>,
     account: Result<Path<String>, PathRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -183,10 +183,15 @@ async fn grant(
         Err(why) => return error(StatusCode::BAD_REQUEST, "invalid_grant", &why),
     };
     let key = scoped_grant_key(&account, &body.key);
-    if let Err(e) = state.wallets.grant(&account, body.amount, &key).await {
+    if let Err(e) = state
+        .backends
+        .wallets
+        .grant(&account, body.amount, &key)
+        .await
+    {
         return storage_unavailable(&e);
     }
-    match state.wallets.wallet(&account).await {
+    match state.backends.wallets.wallet(&account).await {
         Ok(view) => Json(view).into_response(),
         Err(e) => storage_unavailable(&e),
     }
@@ -195,8 +200,8 @@ async fn grant(
 /// At start, until the stored rooms without a live owner are taken back,
 /// the unresumable list is not complete: the room endpoints say so (`503
 /// starting`, retry after a second) rather than answer from part of it.
-fn still_starting(state: &AppState) -> Option<Response> {
-    if *state.resumed.borrow() {
+fn still_starting(state: &App) -> Option<Response> {
+    if state.lifecycle.is_resumed() {
         return None;
     }
     let mut response = error(
@@ -210,22 +215,18 @@ fn still_starting(state: &AppState) -> Option<Response> {
     Some(response)
 }
 
-async fn unresumable(State(state): State<Arc<AppState>>) -> Response {
+async fn unresumable(State(state): State<Arc<App>>) -> Response {
     if let Some(starting) = still_starting(&state) {
         return starting;
     }
-    let list = state
-        .unresumable
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
+    let list = state.registry.unresumable();
     Json(serde_json::json!({ "rooms": list })).into_response()
 }
 
 /// Releases the stakes an unresumable lobby holds, as its record says
 /// (idempotent: settling twice moves nothing the second time).
 async fn settle_unresumable(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<App>>,
     code: Result<Path<String>, PathRejection>,
 ) -> Response {
     let Path(code) = match code {
@@ -236,12 +237,11 @@ async fn settle_unresumable(
         return starting;
     }
     let stakes = state
-        .unresumable
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
+        .registry
+        .unresumable()
+        .into_iter()
         .find(|u| u.code == code)
-        .map(|u| u.stakes.clone());
+        .map(|u| u.stakes);
     let Some(stakes) = stakes else {
         return error(
             StatusCode::NOT_FOUND,
@@ -253,6 +253,7 @@ async fn settle_unresumable(
         return Json(serde_json::json!({"series": null, "paid": 0, "refunded": 0})).into_response();
     };
     match state
+        .backends
         .wallets
         .settle(
             &stakes.series,

@@ -11,18 +11,17 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use jumpgate_protocol::Subprotocol;
-use tokio::sync::oneshot;
 
-use crate::AppState;
+use crate::app::App;
 use crate::limits::ClientAddr;
-use crate::room::RoomCommand;
+use crate::room::{RoomHandle, RoomStopped};
 
 /// Frames larger than this close the connection; between the protocol's
 /// 16 KiB limit and this, a message is refused with `message_too_large` and
 /// the connection stays open.
 const MAX_FRAME_BYTES: usize = 64 * 1024;
 
-pub fn router(state: Arc<AppState>) -> Router {
+pub fn router(state: Arc<App>) -> Router {
     let timeout = state.settings.http_request_timeout;
     // What a client may ask for, each request counted against its
     // address's rate.
@@ -72,7 +71,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 /// Refuses a request past its client address's rate with `429`, the JSON
 /// error body and `Retry-After`.
 async fn limit_rate(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<App>>,
     client: ClientAddr,
     request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -110,7 +109,7 @@ fn number_param(params: &[(String, String)], name: &str) -> Option<u32> {
 /// A public leaderboard page: names and scores only, read by rank (see
 /// `crate::leaderboard`), and cacheable.
 async fn leaderboard(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<App>>,
     Path(rule_set): Path<String>,
     Query(params): Query<Vec<(String, String)>>,
 ) -> Response {
@@ -123,7 +122,12 @@ async fn leaderboard(
         )
             .into_response();
     };
-    match state.leaderboards.page(rs.name(), page, per_page).await {
+    match state
+        .backends
+        .leaderboards
+        .page(rs.name(), page, per_page)
+        .await
+    {
         // A board changes only when a ranked game ends, and anyone may
         // ask for it: caches and browsers may keep a page briefly, which
         // bounds what a busy page costs Redis however often it is asked.
@@ -144,7 +148,7 @@ const LEADERBOARD_CACHE: &str = "public, max-age=10, stale-while-revalidate=30";
 /// What the internal `--metrics-listen` address serves: `/metrics`, and
 /// `/healthz` and `/readyz` for probes that must answer even when the
 /// public listener is full.
-pub fn internal_router(state: Arc<AppState>) -> Router {
+pub fn internal_router(state: Arc<App>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
@@ -163,33 +167,33 @@ async fn metrics() -> impl IntoResponse {
 /// (at start), so none is answered as if a lobby did not exist; the probes
 /// answer meanwhile (`/healthz` yes, `/readyz` not yet).
 async fn after_resume(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<App>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let mut resumed = state.resumed.subscribe();
-    let _ = resumed.wait_for(|done| *done).await;
+    let mut resumed = state.lifecycle.resumed();
+    let _ = resumed.wait().await;
     next.run(request).await
 }
 
 /// Ready to serve: the stored rooms are back, not shutting down, and the
 /// store answers.
-async fn ready(State(state): State<Arc<AppState>>) -> Response {
-    if !*state.resumed.borrow() {
+async fn ready(State(state): State<Arc<App>>) -> Response {
+    if !state.lifecycle.is_resumed() {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             "starting: taking the stored rooms back\n",
         )
             .into_response();
     }
-    if state.is_draining() {
+    if state.lifecycle.is_draining() {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             "draining: handing rooms over\n",
         )
             .into_response();
     }
-    match state.store.ping().await {
+    match state.backends.store.ping().await {
         Ok(()) => "ready\n".into_response(),
         Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("store: {e}\n")).into_response(),
     }
@@ -207,7 +211,7 @@ fn choose_subprotocol(headers: &HeaderMap) -> Option<Subprotocol> {
 }
 
 async fn upgrade(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<App>>,
     client: ClientAddr,
     headers: HeaderMap,
     Query(params): Query<Vec<(String, String)>>,
@@ -222,7 +226,9 @@ async fn upgrade(
         .map(|(_, value)| value.to_ascii_uppercase());
     // Past the cap a new connection is refused before the upgrade, and the
     // health, readiness and metrics endpoints still answer.
-    let Some(slot) = crate::net::ConnectionSlot::take(&state) else {
+    let Some(slot) =
+        crate::net::ConnectionSlot::take(&state.lifecycle, state.settings.max_connections)
+    else {
         crate::metrics::METRICS
             .edge_refusals
             .with_label_values(&["websocket_cap"])
@@ -276,7 +282,7 @@ async fn upgrade(
 
 /// `GET /api/my-games`: the unfinished games of the identity whose token
 /// (a guest's or an account's) is in `Authorization: Bearer …`.
-async fn my_games(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+async fn my_games(State(state): State<Arc<App>>, headers: HeaderMap) -> Response {
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -300,7 +306,13 @@ async fn my_games(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Res
                 .into_response();
         }
     };
-    match crate::my_games::list(&state, &identity).await {
+    let listed = crate::my_games::list(
+        &*state.backends.store,
+        &state.registry,
+        state.settings.correspondence_expiry,
+        &identity,
+    );
+    match listed.await {
         Ok(games) => (
             [(header::CACHE_CONTROL, "no-store")],
             Json(serde_json::json!({ "games": games })),
@@ -324,7 +336,7 @@ fn invite_param(params: &[(String, String)]) -> Option<String> {
 /// code. An invite-only lobby asked without its `?invite=` answers exactly
 /// as a code without a lobby.
 async fn lobby_summary(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<App>>,
     Path(code): Path<String>,
     RawQuery(query): RawQuery,
     Query(params): Query<Vec<(String, String)>>,
@@ -334,10 +346,8 @@ async fn lobby_summary(
         return crate::web::index(headers).await;
     }
     let invite = invite_param(&params);
-    match ask_room(&state, &code, |reply| RoomCommand::Summary {
-        who: None,
-        invite,
-        reply,
+    match ask_room(&state, &code, |room| async move {
+        room.summary(None, invite).await
     })
     .await
     {
@@ -349,12 +359,18 @@ async fn lobby_summary(
 /// The lobby's finished games as PDN, behind the same invite rule as its
 /// summary.
 async fn lobby_games(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<App>>,
     Path(code): Path<String>,
     Query(params): Query<Vec<(String, String)>>,
 ) -> Response {
     let invite = invite_param(&params);
-    match ask_room(&state, &code, |reply| RoomCommand::Games { invite, reply }).await {
+    match ask_room(
+        &state,
+        &code,
+        |room| async move { room.games(invite).await },
+    )
+    .await
+    {
         Ok(games) => (
             [(header::CONTENT_TYPE, "application/x-pdn; charset=utf-8")],
             games.join("\n"),
@@ -367,18 +383,21 @@ async fn lobby_games(
 /// Asks the room with this code (taken over if it runs elsewhere) and
 /// waits for its answer. No room, a room that stopped, and a room that
 /// does not show itself to this request (`None`) all answer [`not_found`].
-async fn ask_room<T>(
-    state: &Arc<AppState>,
+async fn ask_room<T, F>(
+    state: &Arc<App>,
     code: &str,
-    command: impl FnOnce(oneshot::Sender<Option<T>>) -> RoomCommand,
-) -> Result<T, Response> {
+    ask: impl FnOnce(RoomHandle) -> F,
+) -> Result<T, Response>
+where
+    F: std::future::Future<Output = Result<Option<T>, RoomStopped>>,
+{
     // A code exactly as issued (any case): the balancer hashes only those,
     // so a padded one could reach an instance the room's players do not,
     // and make the room move back and forth.
     if code.trim() != code {
         return Err(not_found());
     }
-    match state.ask_room(code, true, command).await {
+    match state.ownership.ask_room(code, true, ask).await {
         Ok(Some(answer)) => Ok(answer),
         Ok(None) => Err(not_found()),
         Err(refusal) => Err(try_again(&refusal)),

@@ -21,7 +21,7 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use ipnet::IpNet;
 
-use crate::AppState;
+use crate::app::App;
 
 /// The limits' settings (see the `--max-connections-per-address` family of
 /// flags); a rate of 0 turns that limit off.
@@ -162,12 +162,12 @@ impl std::fmt::Display for ClientAddr {
     }
 }
 
-impl FromRequestParts<Arc<AppState>> for ClientAddr {
+impl FromRequestParts<Arc<App>> for ClientAddr {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(
         parts: &mut Parts,
-        state: &Arc<AppState>,
+        state: &Arc<App>,
     ) -> Result<Self, Self::Rejection> {
         // Requests made without a peer (router tests) count as loopback.
         let peer = parts

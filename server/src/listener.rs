@@ -20,7 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tower::ServiceExt;
 
-use crate::AppState;
+use crate::app::App;
 use crate::limits::{ClientAddr, HeldSlot};
 use crate::metrics::METRICS;
 
@@ -66,7 +66,7 @@ pub fn fit_to_fd_limit(max_connections: usize, http_headroom: usize) -> (usize, 
 pub async fn serve(
     listener: TcpListener,
     app: Router,
-    state: Arc<AppState>,
+    state: Arc<App>,
     stop: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let settings = state.settings.clone();
@@ -147,13 +147,9 @@ impl Drop for Admitted {
 /// is closed at once) when the listener or the peer's address is full.
 /// WebSocket connections leave the count when they upgrade: they are
 /// under `--max-connections` (and the address's WebSocket cap) from then.
-fn admit(
-    state: &Arc<AppState>,
-    open: &Arc<watch::Sender<usize>>,
-    peer: SocketAddr,
-) -> Option<Admitted> {
+fn admit(state: &Arc<App>, open: &Arc<watch::Sender<usize>>, peer: SocketAddr) -> Option<Admitted> {
     let limits = &state.settings.limits;
-    let websockets = *state.live_connections.borrow();
+    let websockets = state.lifecycle.connections();
     let cap = state.settings.max_connections + state.settings.http_headroom;
     if *open.borrow() + websockets >= cap {
         METRICS

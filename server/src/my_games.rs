@@ -6,11 +6,12 @@
 use jumpgate_protocol as wire;
 use jumpgate_protocol::ErrorCode;
 
-use crate::AppState;
+use crate::app::Registry;
 use crate::identity::Identity;
 use crate::lobby::{Pace, Phase, glance};
 use crate::outbound::Refusal;
 use crate::room::view;
+use crate::store::Store;
 use crate::wire_view;
 
 /// Most open lobbies an identity may hold a seat in at once (creating or
@@ -25,12 +26,11 @@ const MOST_READ: usize = 2 * MOST_OPEN_LOBBIES;
 /// Whether `identity` may take a seat in one more lobby (`code`: the one
 /// it asks for, where it may hold a seat already).
 pub async fn may_take_seat(
-    state: &AppState,
+    store: &dyn Store,
     identity: &Identity,
     code: Option<&str>,
 ) -> Result<(), Refusal> {
-    let codes = state
-        .store
+    let codes = store
         .rooms_of(&identity.id)
         .await
         .map_err(|_| unavailable())?;
@@ -60,9 +60,14 @@ fn unavailable() -> Refusal {
 /// The identity's open lobbies in which it holds a seat, most recently
 /// active first (games where it is to move before the others), then its
 /// unfinished solo game. Lobbies it no longer sits in, or that closed, are
-/// taken off its list as they are found.
-pub async fn list(state: &AppState, identity: &Identity) -> Result<Vec<wire::MyGame>, Refusal> {
-    let store = &state.store;
+/// taken off its list as they are found. `expire_after`: how long a
+/// correspondence lobby lasts without a move.
+pub async fn list(
+    store: &dyn Store,
+    registry: &Registry,
+    expire_after: std::time::Duration,
+    identity: &Identity,
+) -> Result<Vec<wire::MyGame>, Refusal> {
     let mut codes = store
         .rooms_of(&identity.id)
         .await
@@ -73,7 +78,7 @@ pub async fn list(state: &AppState, identity: &Identity) -> Result<Vec<wire::MyG
         .open_records(&codes)
         .await
         .map_err(|_| unavailable())?;
-    let expire_after = state.settings.correspondence_expiry.as_millis() as u64;
+    let expire_after = expire_after.as_millis() as u64;
     let mut games = Vec::new();
     let mut stale = Vec::new();
     for (code, record) in codes.iter().zip(records) {
@@ -118,27 +123,30 @@ pub async fn list(state: &AppState, identity: &Identity) -> Result<Vec<wire::MyG
     // Your moves first, then the latest moves (lobbies without one last).
     games.sort_by_key(|g| (!g.your_turn, std::cmp::Reverse(g.last_move_at)));
     games.truncate(MOST_OPEN_LOBBIES);
-    if let Some(solo) = solo_game(state, identity).await? {
+    if let Some(solo) = solo_game(store, registry, identity).await? {
         games.push(solo);
     }
     Ok(games)
 }
 
 /// The identity's unfinished solo game, if it has one.
-async fn solo_game(state: &AppState, identity: &Identity) -> Result<Option<wire::MyGame>, Refusal> {
-    let id = if state.store.is_durable() {
-        state
-            .store
+async fn solo_game(
+    store: &dyn Store,
+    registry: &Registry,
+    identity: &Identity,
+) -> Result<Option<wire::MyGame>, Refusal> {
+    let id = if store.is_durable() {
+        store
             .solo_of(&identity.id)
             .await
             .map_err(|_| unavailable())?
     } else {
-        state.solo_of(&identity.id).map(|h| h.id)
+        registry.solo_of(&identity.id).map(|h| h.id().to_owned())
     };
     let Some(id) = id else {
         return Ok(None);
     };
-    let stored = state.store.load(&id).await.map_err(|_| unavailable())?;
+    let stored = store.load(&id).await.map_err(|_| unavailable())?;
     Ok(stored
         .and_then(|s| crate::solo::solo_record(&s.record))
         .filter(|r| r.owner == identity.id)

@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
-use crate::AppState;
 use crate::metrics::METRICS;
+use crate::ownership::Ownership;
 use crate::ownership::{self, Adoption};
 use crate::store::{Claimed, Fence, StoreError};
 
@@ -36,39 +36,7 @@ const PASS_PAUSE: Duration = Duration::from_millis(500);
 /// Takes back the stored rooms without a live owner (after a restart of a
 /// single instance, all of them), then starts the ownership tasks and
 /// lets requests through.
-/// Checks the Redis before anything is written to it (see
-/// [`crate::store::preflight`]), waiting while it does not answer; an
-/// error is a refusal to run on it.
-pub(crate) async fn check_store(
-    state: &Arc<AppState>,
-) -> Result<(), crate::store::preflight::PreflightError> {
-    use crate::store::preflight;
-    let Some(url) = &state.settings.redis_url else {
-        return Ok(());
-    };
-    let conn = crate::store::redis_connection(url, state.settings.redis_timeout)?;
-    let writes = preflight::format_written(state.settings.compact_every);
-    loop {
-        match preflight::preflight(&conn, writes).await {
-            Ok(found) => {
-                tracing::info!(
-                    storage_format = found.format,
-                    writes,
-                    eviction = found.policy.as_deref().unwrap_or("unknown"),
-                    "Redis checked"
-                );
-                return Ok(());
-            }
-            Err(e) if e.is_transient() => {
-                tracing::warn!(error = %e, "cannot check Redis yet; retrying");
-                tokio::time::sleep(PASS_PAUSE).await;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-pub(crate) async fn resume_stored_rooms(state: &Arc<AppState>) {
+pub(crate) async fn resume_stored_rooms(state: &Arc<Ownership>) {
     // Alive before claiming anything: others must not count this instance
     // dead while it takes rooms over.
     ownership::start_heartbeat(state).await;
@@ -87,7 +55,7 @@ pub(crate) async fn resume_stored_rooms(state: &Arc<AppState>) {
     METRICS.resume_seconds.set(resume.as_secs_f64());
     tracing::info!(adopted, resume_ms = resume.as_millis() as u64, instance = %state.settings.instance_id, "rooms without a live owner taken over");
     ownership::spawn_background(state);
-    state.resumed.send_replace(true);
+    state.lifecycle.resume_done();
     ownership::mark_ready(state);
 }
 
@@ -95,7 +63,7 @@ pub(crate) async fn resume_stored_rooms(state: &Arc<AppState>) {
 /// rooms stored before ownership existed as well as those of instances
 /// that died. Returns how many rooms run here afterwards. Only failing to
 /// list the rooms at all is an error.
-async fn adopt_open_rooms(state: &Arc<AppState>) -> Result<usize, StoreError> {
+async fn adopt_open_rooms(state: &Arc<Ownership>) -> Result<usize, StoreError> {
     let codes = state.store.open_codes().await?;
     // Progress for operators: how many stored rooms are still to look at.
     METRICS
@@ -106,7 +74,7 @@ async fn adopt_open_rooms(state: &Arc<AppState>) -> Result<usize, StoreError> {
     for pass in 1..=PASSES {
         let (taken, deferred) = resume_pass(state, pending).await;
         adopted += taken;
-        if deferred.is_empty() || state.is_draining() {
+        if deferred.is_empty() || state.lifecycle.is_draining() {
             break;
         }
         if pass == PASSES {
@@ -133,7 +101,7 @@ async fn adopt_open_rooms(state: &Arc<AppState>) -> Result<usize, StoreError> {
 
 /// One pass over `codes`, batch after batch; returns how many rooms run
 /// here now and those a store error left undecided.
-async fn resume_pass(state: &Arc<AppState>, codes: Vec<String>) -> (usize, Vec<String>) {
+async fn resume_pass(state: &Arc<Ownership>, codes: Vec<String>) -> (usize, Vec<String>) {
     let size = state.settings.resume_batch.max(1);
     let batches: Vec<Vec<String>> = codes.chunks(size).map(<[String]>::to_vec).collect();
     futures_util::stream::iter(batches)
@@ -159,8 +127,8 @@ fn settle(outcome: &str) {
 /// heartbeats of the owners they name, and claims and reads those without
 /// a live owner. Returns how many run here now and the rooms a store error
 /// left undecided (to be looked at again from their fence).
-async fn resume_batch(state: &Arc<AppState>, codes: Vec<String>) -> (usize, Vec<String>) {
-    if state.is_draining() {
+async fn resume_batch(state: &Arc<Ownership>, codes: Vec<String>) -> (usize, Vec<String>) {
+    if state.lifecycle.is_draining() {
         return (0, Vec::new());
     }
     let mut deferred = Vec::new();
@@ -247,7 +215,7 @@ async fn resume_batch(state: &Arc<AppState>, codes: Vec<String>) -> (usize, Vec<
         // One adoption per room at a time on this instance (requests and
         // sweeps wait for the start, but the rule holds everywhere).
         held.push(state.adoption_lock(&code).lock_owned().await);
-        if state.runs(&code) {
+        if state.registry.runs(&code) {
             adopted += 1;
             settle("taken");
             continue;

@@ -337,14 +337,21 @@ impl RedisLeaderboards {
         timeout: std::time::Duration,
         window: IdempotencyWindow,
     ) -> Result<RedisLeaderboards, StoreError> {
-        let conn = crate::redis_connection(url, timeout)?;
-        Ok(RedisLeaderboards {
+        Ok(RedisLeaderboards::on(
+            crate::redis_connection(url, timeout)?,
+            window,
+        ))
+    }
+
+    /// The leaderboards on a shared connection.
+    pub fn on(conn: crate::RedisConn, window: IdempotencyWindow) -> RedisLeaderboards {
+        RedisLeaderboards {
             conn,
             window,
             script: redis::Script::new(&format!("{SEEN_LUA}{PLACE_KEY_LUA}{RECORD}")),
             fill: redis::Script::new(&format!("{PLACE_KEY_LUA}{FILL}")),
             checked: std::sync::Arc::default(),
-        })
+        }
     }
 
     /// Fills the order of a board written before the order existed (the

@@ -214,12 +214,19 @@ impl RedisRecords {
         timeout: std::time::Duration,
         window: IdempotencyWindow,
     ) -> Result<RedisRecords, StoreError> {
-        let conn = crate::redis_connection(url, timeout)?;
-        Ok(RedisRecords {
+        Ok(RedisRecords::on(
+            crate::redis_connection(url, timeout)?,
+            window,
+        ))
+    }
+
+    /// The records on a shared connection.
+    pub fn on(conn: crate::RedisConn, window: IdempotencyWindow) -> RedisRecords {
+        RedisRecords {
             conn,
             script: redis::Script::new(&format!("{SEEN_LUA}{RECORD}")),
             window,
-        })
+        }
     }
 
     async fn hget(&self, key: &str, field: &str) -> Result<u32, StoreError> {

@@ -18,7 +18,7 @@ use jumpgate_protocol::{Encoding, ErrorCode, ProtocolVersion, ServerMessage, Sub
 use tokio::sync::{Notify, mpsc};
 use tokio::time::{Duration, Instant};
 
-use crate::AppState;
+use crate::app::{App, Lifecycle};
 use crate::limits::{ClientAddr, HeldSlot};
 use crate::outbound::{ConnId, Outbound, to_ws};
 use session::Session;
@@ -44,7 +44,7 @@ struct Connection {
     encoding: Encoding,
     /// The protocol version its subprotocol names.
     version: ProtocolVersion,
-    state: Arc<AppState>,
+    state: Arc<App>,
     session: Session,
     out_tx: mpsc::Sender<Outbound>,
     kick: Arc<Notify>,
@@ -87,7 +87,7 @@ pub struct Admission {
 /// function's own arguments (every idle connection holds that future).
 pub fn serve(
     socket: WebSocket,
-    state: Arc<AppState>,
+    state: Arc<App>,
     admission: Admission,
 ) -> impl std::future::Future<Output = ()> + Send {
     use tracing::Instrument;
@@ -117,30 +117,21 @@ pub fn serve(
 /// never completes).
 #[derive(Debug)]
 pub struct ConnectionSlot {
-    state: Arc<AppState>,
+    lifecycle: Lifecycle,
 }
 
 impl ConnectionSlot {
-    /// A slot, or `None` when every one is taken.
-    pub fn take(state: &Arc<AppState>) -> Option<ConnectionSlot> {
-        let max = state.settings.max_connections;
-        let mut taken = false;
-        state.live_connections.send_if_modified(|n| {
-            taken = *n < max;
-            if taken {
-                *n += 1;
-            }
-            taken
-        });
-        taken.then(|| ConnectionSlot {
-            state: state.clone(),
+    /// A slot, or `None` when `max` are taken.
+    pub fn take(lifecycle: &Lifecycle, max: usize) -> Option<ConnectionSlot> {
+        lifecycle.open_connection(max).then(|| ConnectionSlot {
+            lifecycle: lifecycle.clone(),
         })
     }
 }
 
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
-        self.state.live_connections.send_modify(|n| *n -= 1);
+        self.lifecycle.connection_closed();
     }
 }
 
@@ -149,7 +140,7 @@ impl Drop for ConnectionSlot {
 async fn serve_inner(
     mut socket: WebSocket,
     subprotocol: Subprotocol,
-    state: Arc<AppState>,
+    state: Arc<App>,
     id: ConnId,
     named_room: Option<String>,
     client: ClientAddr,
@@ -174,7 +165,7 @@ async fn serve_inner(
         client,
         identity_slot: None,
     };
-    let mut shutdown = state.shutdown.subscribe();
+    let mut shutdown = state.lifecycle.closing();
     let kick = conn.kick.clone();
     let settings = state.settings.clone();
     let hello_deadline = Instant::now() + settings.hello_timeout;
@@ -269,7 +260,7 @@ async fn serve_inner(
                     break None;
                 }
             }
-            _ = shutdown.changed() => break Some((CLOSE_GOING_AWAY, "server restarting")),
+            () = shutdown.wait() => break Some((CLOSE_GOING_AWAY, "server restarting")),
         }
     };
     // The closing steps live in their own boxed future: held inline, they
@@ -521,7 +512,7 @@ mod tests {
     #[test]
     fn the_connection_future_stays_small() {
         fn future_size<F: std::future::Future>(
-            _: fn(WebSocket, Arc<AppState>, Admission) -> F,
+            _: fn(WebSocket, Arc<App>, Admission) -> F,
         ) -> usize {
             std::mem::size_of::<F>()
         }

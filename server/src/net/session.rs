@@ -6,14 +6,13 @@
 
 use jumpgate_protocol as wire;
 use jumpgate_protocol::{ClientMessage, ErrorCode, ServerMessage};
-use tokio::sync::oneshot;
 
 use super::{CLOSE_POLICY, CLOSE_PROTOCOL_ERROR, Connection, Flow};
 use crate::identity::Identity;
 use crate::lobby::{Action, LobbyOptions};
 use crate::outbound::Member;
-use crate::room::{Entered, RoomCommand, RoomHandle};
-use crate::solo::{SoloCommand, SoloHandle};
+use crate::room::{Entered, RoomHandle};
+use crate::solo::{SoloHandle, SoloRequest};
 use crate::wire_view;
 
 /// Where a connection is.
@@ -65,18 +64,8 @@ impl Connection {
             },
         );
         match previous {
-            Session::Lobby { room, .. } => {
-                let _ = room
-                    .commands
-                    .send(RoomCommand::Disconnect { conn: self.id })
-                    .await;
-            }
-            Session::Solo { solo, .. } => {
-                let _ = solo
-                    .commands
-                    .send(SoloCommand::Detach { conn: self.id })
-                    .await;
-            }
+            Session::Lobby { room, .. } => room.disconnect(self.id).await,
+            Session::Solo { solo, .. } => solo.detach(self.id).await,
             Session::Greeting | Session::Idle { .. } => {}
         }
     }
@@ -121,7 +110,10 @@ impl Connection {
                 if !self.may_create_room(seq, &identity) {
                     return Flow::Continue;
                 }
-                if let Err(r) = crate::my_games::may_take_seat(&self.state, &identity, None).await {
+                if let Err(r) =
+                    crate::my_games::may_take_seat(&*self.state.backends.store, &identity, None)
+                        .await
+                {
                     self.refuse(Some(seq), r.code, &r.message);
                     return Flow::Continue;
                 }
@@ -133,7 +125,7 @@ impl Connection {
                     pace: wire_view::pace_from_wire(pace.unwrap_or_default()),
                     draw_rules: wire_view::draw_rules_from_wire(draw_rules.unwrap_or_default()),
                 };
-                let (handle, invite) = self.state.create_room(options, &identity);
+                let (handle, invite) = self.state.registry.create_room(options, &identity);
                 self.enter(handle, seq, invite, false, identity).await;
             }
             ClientMessage::JoinLobby { seq, code, invite } => {
@@ -159,6 +151,7 @@ impl Connection {
                 }
                 match self
                     .state
+                    .ownership
                     .acquire_solo(&identity.id, self.named_room.as_deref())
                     .await
                 {
@@ -174,8 +167,7 @@ impl Connection {
             ClientMessage::Leave { seq } => self.leave(seq, identity).await,
             ClientMessage::Undo { seq } => {
                 if matches!(self.session, Session::Solo { .. }) {
-                    self.tell_solo(SoloCommand::Undo { conn: self.id, seq })
-                        .await;
+                    self.tell_solo(seq, SoloRequest::Undo).await;
                 } else {
                     self.refuse(
                         Some(seq),
@@ -190,29 +182,17 @@ impl Connection {
                 path,
             } => match self.session {
                 Session::Solo { .. } => {
-                    let conn = self.id;
-                    self.tell_solo(SoloCommand::Move {
-                        conn,
-                        seq,
-                        notation,
-                        path,
-                    })
-                    .await
+                    self.tell_solo(seq, SoloRequest::Move { notation, path })
+                        .await
                 }
                 _ => self.act(seq, Action::Move { notation, path }).await,
             },
             ClientMessage::Resign { seq } => match self.session {
-                Session::Solo { .. } => {
-                    self.tell_solo(SoloCommand::Resign { conn: self.id, seq })
-                        .await
-                }
+                Session::Solo { .. } => self.tell_solo(seq, SoloRequest::Resign).await,
                 _ => self.act(seq, Action::Resign).await,
             },
             ClientMessage::Resync { seq, since } => match self.session {
-                Session::Solo { .. } => {
-                    self.tell_solo(SoloCommand::Resync { conn: self.id, seq })
-                        .await
-                }
+                Session::Solo { .. } => self.tell_solo(seq, SoloRequest::Resync).await,
                 // Protocol 2 resyncs from a version: the room's history.
                 _ if self.version == wire::ProtocolVersion::V2 => {
                     self.act_since(seq, Action::Resync, Some(since)).await;
@@ -231,7 +211,14 @@ impl Connection {
                     .await;
             }
             ClientMessage::MyGames { seq } => {
-                match crate::my_games::list(&self.state, &identity).await {
+                let state = &self.state;
+                let listed = crate::my_games::list(
+                    &*state.backends.store,
+                    &state.registry,
+                    state.settings.correspondence_expiry,
+                    &identity,
+                );
+                match listed.await {
                     Ok(games) => self.reply(ServerMessage::MyGames { seq, games }),
                     Err(r) => self.refuse(Some(seq), r.code, &r.message),
                 }
@@ -339,13 +326,7 @@ impl Connection {
             self.refuse(Some(seq), ErrorCode::NotInLobby, NOT_IN_LOBBY);
             return;
         };
-        let command = RoomCommand::Act {
-            conn: self.id,
-            seq,
-            action,
-            since,
-        };
-        if room.commands.send(command).await.is_err() {
+        if room.act(self.id, seq, action, since).await.is_err() {
             self.session = Session::Idle {
                 identity: identity.clone(),
             };
@@ -363,12 +344,7 @@ impl Connection {
         match &mut self.session {
             Session::Lobby { room, leaving, .. } => {
                 *leaving = Some(seq);
-                let command = RoomCommand::Leave {
-                    conn: self.id,
-                    seq,
-                    out: self.out_tx.clone(),
-                };
-                if room.commands.send(command).await.is_err() {
+                if room.leave(self.id, seq, self.out_tx.clone()).await.is_err() {
                     // The room task stopped under a connected member: it
                     // moved to another instance, where the seat is still
                     // held. Nothing was applied.
@@ -391,9 +367,9 @@ impl Connection {
         }
     }
 
-    async fn tell_solo(&mut self, command: SoloCommand) {
+    async fn tell_solo(&mut self, seq: u32, request: SoloRequest) {
         if let Session::Solo { solo, identity } = &self.session
-            && solo.commands.send(command).await.is_err()
+            && solo.request(self.id, seq, request).await.is_err()
         {
             self.session = Session::Idle {
                 identity: identity.clone(),
@@ -404,12 +380,11 @@ impl Connection {
     /// Attaches to a solo game; it answers `ack` and its state itself.
     async fn attach_solo(&mut self, handle: SoloHandle, seq: u32, identity: Identity) {
         self.leave_session().await;
-        let attach = SoloCommand::Attach {
-            conn: self.id,
-            out: self.out_tx.clone(),
-            seq,
-        };
-        if handle.commands.send(attach).await.is_ok() {
+        if handle
+            .attach(self.id, self.out_tx.clone(), seq)
+            .await
+            .is_ok()
+        {
             self.session = Session::Solo {
                 identity,
                 solo: handle,
@@ -445,6 +420,7 @@ impl Connection {
         // practice game is simply replaced.
         let existing = match self
             .state
+            .ownership
             .acquire_solo(&identity.id, self.named_room.as_deref())
             .await
         {
@@ -454,20 +430,15 @@ impl Connection {
                 return;
             }
         };
-        if let Some(existing) = existing {
-            let (tx, rx) = oneshot::channel();
-            let asked = existing
-                .commands
-                .send(SoloCommand::CloseIfPractice { reply: tx })
-                .await;
-            if asked.is_ok() && rx.await == Ok(false) {
-                self.refuse(
-                    Some(seq),
-                    ErrorCode::NotNow,
-                    "you have a ranked game in progress: resume_solo to finish it, or resign it",
-                );
-                return;
-            }
+        if let Some(existing) = existing
+            && existing.close_if_practice().await == Ok(false)
+        {
+            self.refuse(
+                Some(seq),
+                ErrorCode::NotNow,
+                "you have a ranked game in progress: resume_solo to finish it, or resign it",
+            );
+            return;
         }
         let record = match crate::solo::new_record(
             &identity,
@@ -482,8 +453,13 @@ impl Connection {
                 return;
             }
         };
-        if self.state.store.is_durable()
-            && let Err(e) = self.state.store.index_solo(&identity.id, &record.id).await
+        if self.state.backends.store.is_durable()
+            && let Err(e) = self
+                .state
+                .backends
+                .store
+                .index_solo(&identity.id, &record.id)
+                .await
         {
             tracing::warn!(error = %e, "cannot note the new solo game");
             self.refuse(
@@ -494,7 +470,7 @@ impl Connection {
             return;
         }
         let owner = crate::store::OwnerEpoch::first(&self.state.settings.instance_id);
-        match self.state.spawn_solo(record, owner) {
+        match self.state.registry.spawn_solo(record, owner) {
             Ok(handle) => self.attach_solo(handle, seq, identity).await,
             Err(e) => self.refuse(Some(seq), ErrorCode::InternalError, &e),
         }
@@ -514,7 +490,8 @@ impl Connection {
         }
         if !watch
             && let Err(r) =
-                crate::my_games::may_take_seat(&self.state, &identity, Some(&code)).await
+                crate::my_games::may_take_seat(&*self.state.backends.store, &identity, Some(&code))
+                    .await
         {
             self.refuse(Some(seq), r.code, &r.message);
             return;
@@ -526,7 +503,7 @@ impl Connection {
         // A room unloaded just as the request reached it answers
         // `Unloaded`: looking it up again loads it.
         for _ in 0..ENTRY_ATTEMPTS {
-            let handle = match self.state.acquire_room(&code, named).await {
+            let handle = match self.state.ownership.acquire_room(&code, named).await {
                 Ok(Some(handle)) => handle,
                 Ok(None) => {
                     self.refuse(Some(seq), ErrorCode::UnknownLobby, "no lobby has that code");
@@ -561,10 +538,9 @@ impl Connection {
             .is_some_and(|n| n.eq_ignore_ascii_case(code.trim()));
         match self
             .state
-            .ask_room(&code, named, |reply| RoomCommand::Summary {
-                who: Some(who),
-                invite,
-                reply,
+            .ownership
+            .ask_room(&code, named, |room| async move {
+                room.summary(Some(who), invite).await
             })
             .await
         {
@@ -585,29 +561,16 @@ impl Connection {
         watch: bool,
         identity: Identity,
     ) -> Entered {
-        let (reply_tx, reply_rx) = oneshot::channel();
-        let command = RoomCommand::Enter {
-            member: Member {
-                conn: self.id,
-                version: self.version,
-                identity: identity.clone(),
-                out: self.out_tx.clone(),
-                kick: self.kick.clone(),
-            },
-            seq,
-            invite,
-            watch,
-            reply: reply_tx,
+        let member = Member {
+            conn: self.id,
+            version: self.version,
+            identity: identity.clone(),
+            out: self.out_tx.clone(),
+            kick: self.kick.clone(),
         };
-        if handle.commands.send(command).await.is_err() {
-            self.refuse(
-                Some(seq),
-                ErrorCode::RoomUnavailable,
-                "the lobby closed or moved just now; reconnect naming it and try again",
-            );
-            return Entered::No;
-        }
-        match reply_rx.await {
+        // A room that stopped before taking the request, or before
+        // answering it, closed or moved just now.
+        match handle.enter(member, seq, invite, watch).await {
             Ok(Entered::Yes) => {
                 // A solo game this connection was attached to carries on
                 // without it (`resume_solo` comes back to it).

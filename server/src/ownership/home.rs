@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::AppState;
+use crate::ownership::Ownership;
 use crate::store::Fence;
 
 /// The homes of the rooms running here, where known (rooms created here
@@ -60,9 +60,10 @@ impl Homes {
     }
 
     /// The rooms running here whose home is another instance.
-    fn away(&self, state: &AppState) -> Vec<(String, String)> {
+    fn away(&self, state: &Ownership) -> Vec<(String, String)> {
         let me = &*state.settings.instance_id;
-        let running: std::collections::HashSet<String> = state.running_ids().into_iter().collect();
+        let running: std::collections::HashSet<String> =
+            state.registry.running_ids().into_iter().collect();
         let mut homes = self.lock();
         homes.retain(|id, _| running.contains(id));
         homes
@@ -112,7 +113,7 @@ pub(crate) fn change_on_claim(
 /// Records the home of a room just claimed here (see [`change_on_claim`]).
 /// A store error leaves the home as it was: the room runs anyway.
 pub(crate) async fn settle_on_claim(
-    state: &AppState,
+    state: &Ownership,
     id: &str,
     seen: &Fence,
     named: bool,
@@ -148,7 +149,7 @@ pub(crate) async fn settle_on_claim(
 
 /// A request named a room running here: if it has no known home, this
 /// instance becomes it (once per room; in the background).
-pub(crate) fn named_here(state: &Arc<AppState>, id: &str) {
+pub(crate) fn named_here(state: &Arc<Ownership>, id: &str) {
     if !state.store.is_durable() || state.homes.knows(id) {
         return;
     }
@@ -182,9 +183,9 @@ const BACK_PER_LOOK: usize = 50;
 /// again), `BACK_PER_LOOK` a second at most. Never while this instance
 /// drains or doubts deaths (an outage of the store: see
 /// [`super::DeathWatch`]).
-pub(crate) async fn return_rooms_home(state: Arc<AppState>, after: Duration) {
+pub(crate) async fn return_rooms_home(state: Arc<Ownership>, after: Duration) {
     let mut up_since: HashMap<String, Instant> = HashMap::new();
-    while !state.is_draining() {
+    while !state.lifecycle.is_draining() {
         tokio::time::sleep(HOMES_EVERY).await;
         let away = state.homes.away(&state);
         let mut instances: Vec<String> = away.iter().map(|(_, home)| home.clone()).collect();
@@ -206,7 +207,7 @@ pub(crate) async fn return_rooms_home(state: Arc<AppState>, after: Duration) {
             .filter(|(_, home)| up_since.get(home).is_some_and(|t| t.elapsed() >= after))
             .take(BACK_PER_LOOK)
             .collect();
-        if due.is_empty() || state.is_draining() || state.deaths.doubts() {
+        if due.is_empty() || state.lifecycle.is_draining() || state.deaths.doubts() {
             continue;
         }
         hand_back(&state, due).await;
@@ -214,7 +215,7 @@ pub(crate) async fn return_rooms_home(state: Arc<AppState>, after: Duration) {
 }
 
 /// Hands each room to its home, a few at a time.
-async fn hand_back(state: &Arc<AppState>, rooms: Vec<(String, String)>) {
+async fn hand_back(state: &Arc<Ownership>, rooms: Vec<(String, String)>) {
     use futures_util::StreamExt;
     futures_util::stream::iter(rooms)
         .for_each_concurrent(16, |(id, home)| async move {

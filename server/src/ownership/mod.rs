@@ -10,18 +10,21 @@
 //! so a room ends up on the instance the load balancer sends its players
 //! to.
 
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use jumpgate_protocol::ErrorCode;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::AppState;
+use crate::app::{Lifecycle, Registry};
+use crate::code::RoomCode;
 use crate::outbound::Refusal;
-use crate::room::RoomCommand;
-use crate::solo::SoloCommand;
-use crate::store::{Beat, Fence, Orphan, StoreError};
+use crate::room::{RoomHandle, RoomStopped};
+use crate::solo::SoloHandle;
+use crate::store::{Beat, Fence, Orphan, Store, StoreError};
+use crate::sync::lock;
 
 mod doubt;
 mod home;
@@ -40,6 +43,143 @@ const ADOPT_AT_ONCE: usize = 16;
 const ASK_AGAIN: Duration = Duration::from_millis(500);
 /// How often a waiting request looks at the fence.
 const POLL: Duration = Duration::from_millis(25);
+
+/// The settings ownership reads.
+#[derive(Debug, Clone)]
+pub struct OwnershipSettings {
+    /// This instance, as fences and heartbeats name it.
+    pub instance_id: Arc<str>,
+    pub heartbeat_ttl: Duration,
+    pub redis_timeout: Duration,
+    /// Hand a room back to its home once the home has been up this long.
+    pub return_home_after: Option<Duration>,
+    /// The least time the side to move gets after a takeover.
+    pub resume_grace: Duration,
+    /// Rooms read and claimed per batch at start.
+    pub resume_batch: usize,
+}
+
+/// What taking, keeping and giving up rooms across instances works with:
+/// the store's fences, the rooms running here, the lifecycle (nothing is
+/// taken while draining), and this instance's view of the others.
+#[derive(Debug)]
+pub struct Ownership {
+    pub settings: OwnershipSettings,
+    pub store: Arc<dyn Store>,
+    pub registry: Arc<Registry>,
+    pub lifecycle: Lifecycle,
+    /// Whether an expired heartbeat is taken as a dead instance just now.
+    pub deaths: DeathWatch,
+    /// Where the rooms running here belong.
+    pub homes: Homes,
+    /// One lock per room being taken over, so it is claimed once here.
+    adoptions: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Rooms this process is asking another instance to hand over: a room
+    /// handed to us is one of these (a planned move), not one whose asker
+    /// died before taking it.
+    asking: std::sync::Mutex<HashSet<String>>,
+}
+
+impl Ownership {
+    pub fn new(
+        settings: OwnershipSettings,
+        store: Arc<dyn Store>,
+        registry: Arc<Registry>,
+        lifecycle: Lifecycle,
+    ) -> Ownership {
+        Ownership {
+            settings,
+            store,
+            registry,
+            lifecycle,
+            deaths: DeathWatch::default(),
+            homes: Homes::default(),
+            adoptions: std::sync::Mutex::default(),
+            asking: std::sync::Mutex::default(),
+        }
+    }
+
+    /// The lock under which room `id` is taken over here.
+    pub(crate) fn adoption_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = lock(&self.adoptions);
+        if locks.len() > 1024 {
+            locks.retain(|_, lock| Arc::strong_count(lock) > 1);
+        }
+        locks.entry(id.to_owned()).or_default().clone()
+    }
+
+    /// The room with this code: running here, or taken over (see
+    /// [`acquire`]). `Ok(None)`: no open lobby has that code. `may_ask`:
+    /// whether a live owner may be asked to hand it over.
+    pub async fn acquire_room(
+        self: &Arc<Self>,
+        code: &str,
+        may_ask: bool,
+    ) -> Result<Option<RoomHandle>, Refusal> {
+        let Some(code) = RoomCode::parse(code) else {
+            return Ok(None);
+        };
+        acquire(self, code.as_str(), may_ask, || self.registry.room(&code)).await
+    }
+
+    /// Asks the lobby with this code (taken over, or loaded, if it does not
+    /// run here) for something and waits for its answer. `Ok(None)`: no
+    /// open lobby has that code, or it does not show itself to this request.
+    pub async fn ask_room<T, F>(
+        self: &Arc<Self>,
+        code: &str,
+        may_ask: bool,
+        ask: impl FnOnce(RoomHandle) -> F,
+    ) -> Result<Option<T>, Refusal>
+    where
+        F: Future<Output = Result<Option<T>, RoomStopped>>,
+    {
+        let Some(handle) = self.acquire_room(code, may_ask).await? else {
+            return Ok(None);
+        };
+        // A room that stops before answering moved just now: ask again.
+        ask(handle).await.map_err(|RoomStopped| {
+            Refusal::new(
+                ErrorCode::RoomUnavailable,
+                "the lobby moved between server instances just now; try again",
+            )
+        })
+    }
+
+    /// The player's unfinished solo game: running here, or taken over;
+    /// `named` is the room the connection named in its address.
+    pub async fn acquire_solo(
+        self: &Arc<Self>,
+        player: &str,
+        named: Option<&str>,
+    ) -> Result<Option<SoloHandle>, Refusal> {
+        if let Some(handle) = self.registry.solo_of(player) {
+            if named.is_some_and(|n| n == handle.id()) {
+                named_here(self, handle.id());
+            }
+            return Ok(Some(handle));
+        }
+        if !self.store.is_durable() {
+            return Ok(None);
+        }
+        let id = match self.store.solo_of(player).await {
+            Ok(Some(id)) => id,
+            Ok(None) => return Ok(None),
+            Err(_) => {
+                return Err(Refusal::new(
+                    ErrorCode::StorageUnavailable,
+                    "your solo game could not be looked up just now; try again",
+                ));
+            }
+        };
+        // Only a connection that names the game may have it handed over.
+        let may_ask = named == Some(id.as_str());
+        acquire(self, &id, may_ask, || {
+            self.registry.solo_of(player).filter(|h| h.id() == id)
+        })
+        .await
+    }
+}
 
 /// What taking a room over came to.
 #[derive(Debug, PartialEq, Eq)]
@@ -78,7 +218,7 @@ fn storage_unavailable() -> Refusal {
 /// the room's players are). `local` looks it up
 /// among this instance's rooms. `Ok(None)`: no open room has that id.
 pub async fn acquire<H>(
-    state: &Arc<AppState>,
+    state: &Arc<Ownership>,
     id: &str,
     may_ask: bool,
     local: impl Fn() -> Option<H>,
@@ -89,7 +229,7 @@ pub async fn acquire<H>(
         }
         return Ok(Some(handle));
     }
-    if !state.store.is_durable() || state.is_unresumable(id) {
+    if !state.store.is_durable() || state.registry.is_unresumable(id) {
         return Ok(None);
     }
     let deadline = Instant::now() + state.settings.heartbeat_ttl + Duration::from_secs(2);
@@ -99,7 +239,7 @@ pub async fn acquire<H>(
         if let Some(handle) = local() {
             return Ok(Some(handle));
         }
-        if state.is_draining() || Instant::now() >= deadline {
+        if state.lifecycle.is_draining() || Instant::now() >= deadline {
             return Err(unavailable());
         }
         let fence = match state.store.fence(id).await {
@@ -133,21 +273,17 @@ pub async fn acquire<H>(
 }
 
 /// Notes, while a request may ask for a room, that this process asks for
-/// it (see [`AppState::asking`]).
+/// it (see `Ownership::asking`).
 struct Asking<'a> {
-    state: &'a AppState,
+    state: &'a Ownership,
     id: Option<String>,
 }
 
 impl<'a> Asking<'a> {
-    fn new(state: &'a AppState, id: &str, may_ask: bool) -> Asking<'a> {
+    fn new(state: &'a Ownership, id: &str, may_ask: bool) -> Asking<'a> {
         let id = may_ask.then(|| id.to_owned());
         if let Some(id) = &id {
-            state
-                .asking
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id.clone());
+            lock(&state.asking).insert(id.clone());
         }
         Asking { state, id }
     }
@@ -156,11 +292,7 @@ impl<'a> Asking<'a> {
 impl Drop for Asking<'_> {
     fn drop(&mut self) {
         if let Some(id) = &self.id {
-            self.state
-                .asking
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(id);
+            lock(&self.state.asking).remove(id);
         }
     }
 }
@@ -169,7 +301,7 @@ impl Drop for Asking<'_> {
 /// (or expired while deaths are doubted: see [`DeathWatch`]). A room
 /// released, owned by a dead instance, or owned by this instance without
 /// running here is free to claim.
-async fn owner_if_alive(state: &AppState, fence: &Fence) -> Result<Option<String>, StoreError> {
+async fn owner_if_alive(state: &Ownership, fence: &Fence) -> Result<Option<String>, StoreError> {
     match &fence.owner {
         None => Ok(None),
         Some(owner) if **owner == *state.settings.instance_id => Ok(None),
@@ -184,10 +316,10 @@ async fn owner_if_alive(state: &AppState, fence: &Fence) -> Result<Option<String
 
 /// Claims a room whose fence is still `seen`, loads it and starts its task.
 /// One adoption per room at a time on this instance.
-async fn adopt(state: &Arc<AppState>, id: &str, seen: &Fence) -> Result<Adoption, StoreError> {
+async fn adopt(state: &Arc<Ownership>, id: &str, seen: &Fence) -> Result<Adoption, StoreError> {
     let lock = state.adoption_lock(id);
     let _held = lock.lock().await;
-    if state.runs(id) {
+    if state.registry.runs(id) {
         return Ok(Adoption::Adopted);
     }
     let me = &state.settings.instance_id;
@@ -204,7 +336,7 @@ async fn adopt(state: &Arc<AppState>, id: &str, seen: &Fence) -> Result<Adoption
 /// does not resume is listed for the operator; a replaced or closed solo
 /// game is closed.
 pub(crate) async fn start_claimed(
-    state: &Arc<AppState>,
+    state: &Arc<Ownership>,
     id: &str,
     seen: &Fence,
     owner: crate::store::OwnerEpoch,
@@ -217,7 +349,7 @@ pub(crate) async fn start_claimed(
         // Stored bytes this server cannot read: kept, listed for the
         // operator, never retried in a loop.
         Err(StoreError::Unreadable(reason)) => {
-            state.list_unresumable(id, reason, None);
+            state.registry.list_unresumable(id, reason, None);
             return Ok(Adoption::Unresumable);
         }
         Err(e) => return Err(e),
@@ -227,11 +359,7 @@ pub(crate) async fn start_claimed(
     // takeover follows an owner that died, froze or shut down: the side to
     // move gets at least the resume grace. (So nobody can stretch a clock
     // by making a room move: only a handover follows a request.)
-    let named = state
-        .asking
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .contains(id);
+    let named = lock(&state.asking).contains(id);
     let handed_here = seen.handed && seen.owner.as_deref() == Some(&**me) && named;
     let grace = if handed_here {
         Duration::ZERO
@@ -253,9 +381,9 @@ pub(crate) async fn start_claimed(
                 return match crate::solo::close_discarded(
                     record,
                     owner,
-                    &state.settings,
+                    &state.registry.solo_deps().settings,
                     &*state.store,
-                    &*state.leaderboards,
+                    &*state.registry.solo_deps().boards,
                 )
                 .await
                 {
@@ -267,9 +395,13 @@ pub(crate) async fn start_claimed(
                     Err(_) => Ok(Adoption::Lost),
                 };
             }
-            state.spawn_solo(record, owner).map(|_| ())
+            state.registry.spawn_solo(record, owner).map(|_| ())
         }
-        None => state.resume_room(stored, owner, grace).map(|_| ()),
+        None => state
+            .registry
+            .resume_room(stored, owner, grace)
+            .map(|_| ())
+            .map_err(|e| format!("room {id}: {e}")),
     };
     match started {
         Ok(()) => {
@@ -290,7 +422,7 @@ pub(crate) async fn start_claimed(
             Ok(Adoption::Adopted)
         }
         Err(reason) => {
-            state.list_unresumable(id, reason, stakes);
+            state.registry.list_unresumable(id, reason, stakes);
             Ok(Adoption::Unresumable)
         }
     }
@@ -332,7 +464,7 @@ impl Arrival {
 
 /// Takes over one room found on an orphan list, if it is still free, and
 /// takes it off the list (`true`) unless it must be tried again.
-async fn adopt_orphan(state: &Arc<AppState>, orphan: &Orphan) -> Result<bool, StoreError> {
+async fn adopt_orphan(state: &Arc<Ownership>, orphan: &Orphan) -> Result<bool, StoreError> {
     let Some(fence) = state.store.fence(&orphan.code).await? else {
         // Closed or expired: nothing to adopt.
         state.store.forget_orphan(orphan).await?;
@@ -340,7 +472,7 @@ async fn adopt_orphan(state: &Arc<AppState>, orphan: &Orphan) -> Result<bool, St
     };
     let me = &*state.settings.instance_id;
     let ours = fence.owner.as_deref() == Some(me);
-    if state.runs(&orphan.code) {
+    if state.registry.runs(&orphan.code) {
         if ours {
             // Running here, as the store says: an entry of our own list
             // stays (it is how others find the room if we die).
@@ -372,11 +504,11 @@ async fn adopt_orphan(state: &Arc<AppState>, orphan: &Orphan) -> Result<bool, St
 
 /// Takes over a batch of orphans, several at a time (each is a few round
 /// trips to Redis); returns how many are off their lists.
-async fn adopt_orphans(state: &Arc<AppState>, orphans: Vec<Orphan>) -> usize {
+async fn adopt_orphans(state: &Arc<Ownership>, orphans: Vec<Orphan>) -> usize {
     use futures_util::StreamExt;
     futures_util::stream::iter(orphans)
         .map(|orphan| async move {
-            if state.is_draining() {
+            if state.lifecycle.is_draining() {
                 return false;
             }
             match adopt_orphan(state, &orphan).await {
@@ -397,16 +529,16 @@ async fn adopt_orphans(state: &Arc<AppState>, orphans: Vec<Orphan>) -> usize {
 /// expiry, or the end of its break), several at a time; returns how many
 /// are off the dormant list. An entry for a room that runs somewhere, or is
 /// gone, is simply dropped: a room lists itself again when it unloads.
-async fn wake_dormant(state: &Arc<AppState>, due: Vec<crate::store::Dormant>) -> usize {
+async fn wake_dormant(state: &Arc<Ownership>, due: Vec<crate::store::Dormant>) -> usize {
     use futures_util::StreamExt;
     futures_util::stream::iter(due)
         .map(|entry| async move {
-            if state.is_draining() {
+            if state.lifecycle.is_draining() {
                 return false;
             }
             let woken = async {
                 if let Some(fence) = state.store.fence(&entry.code).await?
-                    && !state.runs(&entry.code)
+                    && !state.registry.runs(&entry.code)
                     && owner_if_alive(state, &fence).await?.is_none()
                 {
                     match adopt(state, &entry.code, &fence).await? {
@@ -434,7 +566,7 @@ async fn wake_dormant(state: &Arc<AppState>, due: Vec<crate::store::Dormant>) ->
 
 /// Starts the heartbeat, before this instance claims anything, and keeps
 /// it until the instance drains. Returns once the first beat is stored.
-pub async fn start_heartbeat(state: &Arc<AppState>) {
+pub async fn start_heartbeat(state: &Arc<Ownership>) {
     if !state.store.is_durable() {
         return;
     }
@@ -453,12 +585,12 @@ pub async fn start_heartbeat(state: &Arc<AppState>) {
         tokio::time::sleep(ttl / 3).await;
     }
     let beat = state.clone();
-    let mut draining = state.draining.subscribe();
+    let mut draining = state.lifecycle.draining();
     let task = tokio::spawn(async move {
         loop {
             tokio::select! {
                 // Draining (or the state gone): no more beats.
-                _ = draining.wait_for(|d| *d) => break,
+                () = draining.wait() => break,
                 () = tokio::time::sleep(ttl / 3) => {}
             }
             let beaten = beat.store.heartbeat(&me, &token, ttl).await;
@@ -485,20 +617,20 @@ pub async fn start_heartbeat(state: &Arc<AppState>) {
             }
         }
     });
-    *state.heartbeat.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+    state.lifecycle.keep_heartbeat(task);
 }
 
 /// Says this instance is ready for rooms to come back to it (its stored
 /// rooms resumed), retrying in the background until it is stored or the
 /// instance drains.
-pub fn mark_ready(state: &Arc<AppState>) {
+pub fn mark_ready(state: &Arc<Ownership>) {
     if !state.store.is_durable() {
         return;
     }
     let state = state.clone();
     tokio::spawn(async move {
         let me = &*state.settings.instance_id;
-        while !state.is_draining() {
+        while !state.lifecycle.is_draining() {
             match state.store.mark_unready(me, false).await {
                 Ok(()) => return,
                 Err(e) => {
@@ -514,13 +646,9 @@ pub fn mark_ready(state: &Arc<AppState>) {
 /// (or has failed) when this returns, and no other follows. The wait is
 /// bounded (two store timeouts: a beat, or a check of the rooms' fences
 /// after a lapsed one, still under way); past it the task is aborted.
-pub async fn stop_heartbeat(state: &AppState) {
-    state.draining.send_replace(true);
-    let task = state
-        .heartbeat
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take();
+pub async fn stop_heartbeat(state: &Ownership) {
+    state.lifecycle.start_draining();
+    let task = state.lifecycle.take_heartbeat();
     if let Some(mut task) = task {
         let patience = state.settings.redis_timeout * 2;
         if tokio::time::timeout(patience, &mut task).await.is_err() {
@@ -532,14 +660,14 @@ pub async fn stop_heartbeat(state: &AppState) {
 
 /// Starts the tasks that keep ownership going until the instance drains:
 /// the sweep for orphans, and answering handover requests.
-pub fn spawn_background(state: &Arc<AppState>) {
+pub fn spawn_background(state: &Arc<Ownership>) {
     if !state.store.is_durable() {
         return;
     }
     let sweep = state.clone();
     tokio::spawn(async move {
         let mut full = false;
-        while !sweep.is_draining() {
+        while !sweep.lifecycle.is_draining() {
             // A full batch means more may be waiting: go on at once.
             if !full {
                 tokio::time::sleep(SWEEP_EVERY).await;
@@ -564,14 +692,15 @@ pub fn spawn_background(state: &Arc<AppState>) {
     let wake = state.clone();
     tokio::spawn(async move {
         let mut full = false;
-        while !wake.is_draining() {
+        while !wake.lifecycle.is_draining() {
             if !full {
                 tokio::time::sleep(SWEEP_EVERY).await;
             }
-            let now_ms = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64);
-            let due = match wake.store.dormant_due(now_ms, SWEEP_BATCH).await {
+            let due = match wake
+                .store
+                .dormant_due(crate::sync::now_ms(), SWEEP_BATCH)
+                .await
+            {
                 Ok(due) => due,
                 Err(e) => {
                     tracing::debug!(error = %e, "cannot look for dormant rooms now");
@@ -603,50 +732,42 @@ pub fn spawn_background(state: &Arc<AppState>) {
 
 /// Asks every room and solo game here to check that the store still names
 /// this instance as its owner (each stops if not).
-async fn check_all_owners(state: &Arc<AppState>) {
-    for id in state.running_ids() {
+async fn check_all_owners(state: &Arc<Ownership>) {
+    for id in state.registry.running_ids() {
         check_owner(state, &id).await;
     }
 }
 
 /// Asks the room or solo game `id`, if it runs here, to check its owner.
-async fn check_owner(state: &Arc<AppState>, id: &str) {
-    if let Some(room) = crate::code::RoomCode::parse(id).and_then(|c| state.room(&c)) {
-        let _ = room.commands.send(RoomCommand::CheckOwner).await;
-    } else if let Some(solo) = state.solo_by_id(id) {
-        let _ = solo.commands.send(SoloCommand::CheckOwner).await;
+async fn check_owner(state: &Arc<Ownership>, id: &str) {
+    if let Some(room) = RoomCode::parse(id).and_then(|c| state.registry.room(&c)) {
+        room.check_owner().await;
+    } else if let Some(solo) = state.registry.solo_by_id(id) {
+        solo.check_owner().await;
     }
 }
 
 /// Hands one room or solo game over, if it runs here. A room this
 /// instance owns in the store without running it is released.
-async fn hand_over(state: &Arc<AppState>, id: &str, to: Option<String>) -> bool {
-    let (tx, rx) = oneshot::channel();
-    let asked = if let Some(room) = crate::code::RoomCode::parse(id).and_then(|c| state.room(&c)) {
-        room.commands
-            .send(RoomCommand::HandOver { to, reply: tx })
-            .await
-            .is_ok()
-    } else if let Some(solo) = state.solo_by_id(id) {
-        solo.commands
-            .send(SoloCommand::HandOver { to, reply: tx })
-            .await
-            .is_ok()
+async fn hand_over(state: &Arc<Ownership>, id: &str, to: Option<String>) -> bool {
+    if let Some(room) = RoomCode::parse(id).and_then(|c| state.registry.room(&c)) {
+        room.hand_over(to).await == Ok(true)
+    } else if let Some(solo) = state.registry.solo_by_id(id) {
+        solo.hand_over(to).await == Ok(true)
     } else {
         release_unrun(state, id).await;
-        return true;
-    };
-    asked && rx.await == Ok(true)
+        true
+    }
 }
 
 /// Releases a room the store says this instance owns although it does not
 /// run it (its task stopped), unless an adoption of it is under way.
-async fn release_unrun(state: &Arc<AppState>, id: &str) {
+async fn release_unrun(state: &Arc<Ownership>, id: &str) {
     let lock = state.adoption_lock(id);
     let Ok(_held) = lock.try_lock() else {
         return;
     };
-    if state.runs(id) {
+    if state.registry.runs(id) {
         return;
     }
     let Ok(Some(fence)) = state.store.fence(id).await else {
@@ -664,9 +785,9 @@ async fn release_unrun(state: &Arc<AppState>, id: &str) {
 /// Hands every room and solo game of this instance over (at shutdown), a
 /// few at a time; returns how many could not be (they are adopted once
 /// this instance's heartbeat has expired).
-pub async fn hand_over_all(state: &Arc<AppState>) -> usize {
+pub async fn hand_over_all(state: &Arc<Ownership>) -> usize {
     use futures_util::StreamExt;
-    let ids = state.running_ids();
+    let ids = state.registry.running_ids();
     let total = ids.len();
     let handed = futures_util::stream::iter(ids)
         .map(|id| {

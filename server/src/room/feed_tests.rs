@@ -17,6 +17,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Duration;
 
 use super::*;
+use crate::config::Settings;
 use crate::identity::Identity;
 use crate::lobby::Action;
 use crate::outbound::{Member, Outbound};
@@ -103,10 +104,12 @@ impl Game {
                 draw_rules: crate::rules::DrawRules::Standard,
             },
             &identity(1),
-            Arc::new(settings),
-            Arc::new(MemoryStore::default()),
-            Arc::new(crate::wallet::MemoryWallets::default()),
-            Arc::new(crate::records::MemoryRecords::default()),
+            &RoomDeps {
+                settings: Arc::new(crate::app::room_settings(&settings)),
+                store: Arc::new(MemoryStore::default()),
+                wallets: Arc::new(crate::wallet::MemoryWallets::default()),
+                records: Arc::new(crate::records::MemoryRecords::default()),
+            },
         );
         let (commands, rx) = super::mailbox(16);
         tokio::spawn(room.run(rx));

@@ -3,14 +3,16 @@
 //! storing every change (conditionally, resolving unknown outcomes), taking
 //! and settling stakes, recording series, running the clock, and fanning
 //! out each change as one `state`, encoded once per encoding. Connections
-//! talk to it by [`RoomCommand`]; everything it sends a connection goes
+//! talk to it through its [`RoomHandle`]; everything it sends a connection goes
 //! through that connection's one ordered queue.
 //!
 //! Over 700 lines: the mailbox loop and the handling of each command work on
 //! the room's private state together; storage, stakes and the view are
 //! split out.
 
+mod deps;
 mod feed;
+mod handle;
 mod stakes;
 mod storage;
 pub mod view;
@@ -23,18 +25,20 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Duration, Instant, sleep_until};
 
 use crate::code::RoomCode;
-use crate::config::Settings;
 use crate::lobby::{
-    Action, Applied, ClockEvent, Lobby, LobbyError, LobbyOptions, Phase, Timing, WallClock,
+    Action, Applied, ClockEvent, Lobby, LobbyError, LobbyOptions, Phase, ResumeError, WallClock,
 };
 use crate::outbound::{ConnId, Member, Outbound, Refusal, SharedFrame};
 use crate::records::Records;
 use crate::store::{OwnerEpoch, Store, StoredRoom};
 use crate::wallet::Wallets;
 
-/// Messages to a room task.
+pub use self::deps::{RoomDeps, RoomSettings};
+pub use self::handle::{RoomHandle, RoomStopped};
+
+/// Messages to a room task (sent through a [`RoomHandle`]).
 #[derive(Debug)]
-pub enum RoomCommand {
+enum RoomCommand {
     /// Join (take or retake a seat) or watch. The room answers on the
     /// member's queue: `ack` and a `state`, or the refusal; `reply` only
     /// says whether the connection is now in the room.
@@ -107,25 +111,25 @@ pub enum Entered {
 /// A command and when it was sent, so the room can tell how long its
 /// mailbox made it wait.
 #[derive(Debug)]
-pub struct Queued {
+pub(crate) struct Queued {
     at: Instant,
     command: RoomCommand,
 }
 
 /// The sending side of a room's mailbox.
 #[derive(Clone, Debug)]
-pub struct Mailbox(mpsc::Sender<Queued>);
+struct Mailbox(mpsc::Sender<Queued>);
 
 /// A room's mailbox holding `capacity` commands: the sending side for
 /// handles, the receiving side for [`Room::run`].
-pub fn mailbox(capacity: usize) -> (Mailbox, mpsc::Receiver<Queued>) {
+fn mailbox(capacity: usize) -> (Mailbox, mpsc::Receiver<Queued>) {
     let (tx, rx) = mpsc::channel(capacity);
     (Mailbox(tx), rx)
 }
 
 impl Mailbox {
     /// Queues a command; `Err` if the room has stopped.
-    pub async fn send(&self, command: RoomCommand) -> Result<(), RoomCommand> {
+    async fn send(&self, command: RoomCommand) -> Result<(), RoomCommand> {
         let queued = Queued {
             at: Instant::now(),
             command,
@@ -134,23 +138,16 @@ impl Mailbox {
     }
 
     /// Whether the room has stopped taking commands.
-    pub fn is_closed(&self) -> bool {
+    fn is_closed(&self) -> bool {
         self.0.is_closed()
     }
-}
-
-/// Handle to a running room.
-#[derive(Clone, Debug)]
-pub struct RoomHandle {
-    pub code: RoomCode,
-    pub commands: Mailbox,
 }
 
 /// The state one room task owns.
 #[derive(Debug)]
 pub struct Room {
     lobby: Lobby,
-    settings: Arc<Settings>,
+    settings: Arc<RoomSettings>,
     store: Arc<dyn Store>,
     wallets: Arc<dyn Wallets>,
     records: Arc<dyn Records>,
@@ -204,24 +201,12 @@ fn now() -> std::time::Instant {
     Instant::now().into_std()
 }
 
-fn timing(settings: &Settings) -> Timing {
-    Timing {
-        move_clock: settings.move_clock,
-        break_time: settings.break_time,
-        claim_after: settings.correspondence_claim,
-        expire_after: settings.correspondence_expiry,
-    }
-}
-
 impl Room {
     pub fn new(
         code: RoomCode,
         options: LobbyOptions,
         host: &crate::identity::Identity,
-        settings: Arc<Settings>,
-        store: Arc<dyn Store>,
-        wallets: Arc<dyn Wallets>,
-        records: Arc<dyn Records>,
+        deps: &RoomDeps,
     ) -> Room {
         let invite = options.invite_only.then(|| nanoid::nanoid!(22));
         let lobby = Lobby::new(
@@ -229,29 +214,21 @@ impl Room {
             options,
             invite,
             &host.id,
-            timing(&settings),
+            deps.settings.timing(),
             rand::random(),
             now(),
         );
-        let owner = OwnerEpoch::first(&settings.instance_id);
-        Room::around(lobby, owner, 0, settings, store, wallets, records)
+        let owner = OwnerEpoch::first(&deps.settings.instance_id);
+        Room::around(lobby, owner, 0, deps)
     }
 
-    fn around(
-        lobby: Lobby,
-        owner: OwnerEpoch,
-        stored_version: u64,
-        settings: Arc<Settings>,
-        store: Arc<dyn Store>,
-        wallets: Arc<dyn Wallets>,
-        records: Arc<dyn Records>,
-    ) -> Room {
+    fn around(lobby: Lobby, owner: OwnerEpoch, stored_version: u64, deps: &RoomDeps) -> Room {
         Room {
             lobby,
-            settings,
-            store,
-            wallets,
-            records,
+            settings: deps.settings.clone(),
+            store: deps.store.clone(),
+            wallets: deps.wallets.clone(),
+            records: deps.records.clone(),
             members: Vec::new(),
             owner,
             stored_version,
@@ -284,24 +261,18 @@ impl Room {
         stored: StoredRoom,
         owner: OwnerEpoch,
         grace: std::time::Duration,
-        settings: Arc<Settings>,
-        store: Arc<dyn Store>,
-        wallets: Arc<dyn Wallets>,
-        records: Arc<dyn Records>,
-    ) -> Result<Room, String> {
+        deps: &RoomDeps,
+    ) -> Result<Room, ResumeError> {
         let lobby = Lobby::from_record(
             &stored.record,
             &stored.moves,
-            timing(&settings),
+            deps.settings.timing(),
             wall_clock(),
             grace,
             rand::random(),
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         let version = lobby.version;
-        Ok(Room::around(
-            lobby, owner, version, settings, store, wallets, records,
-        ))
+        Ok(Room::around(lobby, owner, version, deps))
     }
 
     fn is_empty(&self) -> bool {
@@ -332,8 +303,15 @@ impl Room {
             || self.lobby.pending_record.is_some()
     }
 
+    /// The room's handle, and its task to spawn (a mailbox of 256
+    /// commands between them).
+    pub fn start(self) -> (RoomHandle, impl std::future::Future<Output = ()> + Send) {
+        let (tx, rx) = mailbox(256);
+        (RoomHandle::new(self.code().clone(), tx), self.run(rx))
+    }
+
     /// Runs the room until nobody is seated or connected.
-    pub async fn run(mut self, mut commands: mpsc::Receiver<Queued>) {
+    async fn run(mut self, mut commands: mpsc::Receiver<Queued>) {
         let metrics = &crate::metrics::METRICS;
         let rule_set = self.lobby.options.rule_set.name();
         metrics.lobbies_live.with_label_values(&[rule_set]).inc();

@@ -256,14 +256,17 @@ impl Room {
                 return false;
             }
         };
+        let deps = super::RoomDeps {
+            settings: self.settings.clone(),
+            store: self.store.clone(),
+            wallets: self.wallets.clone(),
+            records: self.records.clone(),
+        };
         match Room::resume(
             stored,
             self.owner.clone(),
             self.settings.resume_grace,
-            self.settings.clone(),
-            self.store.clone(),
-            self.wallets.clone(),
-            self.records.clone(),
+            &deps,
         ) {
             Ok(mut fresh) => {
                 fresh.members = std::mem::take(&mut self.members);

@@ -9,6 +9,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::{Duration, Instant};
 
 use super::*;
+use crate::config::Settings;
 use crate::identity::Identity;
 use crate::outbound::{Member, Outbound};
 use crate::store::{MemoryStore, OwnershipStore, RoomStore};
@@ -49,10 +50,12 @@ async fn start(move_clock: Duration, break_time: Duration) -> Harness {
             draw_rules: crate::rules::DrawRules::Standard,
         },
         &host,
-        Arc::new(settings),
-        store.clone(),
-        Arc::new(crate::wallet::MemoryWallets::default()),
-        Arc::new(crate::records::MemoryRecords::default()),
+        &RoomDeps {
+            settings: Arc::new(crate::app::room_settings(&settings)),
+            store: store.clone(),
+            wallets: Arc::new(crate::wallet::MemoryWallets::default()),
+            records: Arc::new(crate::records::MemoryRecords::default()),
+        },
     );
     let (tx, rx) = super::mailbox(16);
     tokio::spawn(room.run(rx));

@@ -20,15 +20,16 @@ use jumpgate_protocol::{ErrorCode, ServerMessage};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::config::Settings;
 use crate::leaderboard::{Leaderboards, RankedOutcome};
 use crate::outbound::{ConnId, Outbound, Refusal};
 use crate::rules::{MoveInfo, VariantGame};
 use crate::store::{OwnerEpoch, RoomWrite, Store, StoreError, WriteError};
 use crate::wire_view;
 
+mod handle;
 mod pool;
 mod record;
+pub use handle::{SoloHandle, SoloRequest, SoloStopped};
 pub use pool::BotPool;
 pub use record::{SoloMove, SoloRecord, my_game, new_record, solo_record};
 use record::{replay, undo_point, wire_level};
@@ -36,9 +37,10 @@ use record::{replay, undo_point, wire_level};
 /// How soon a close that could not be stored is tried again.
 const CLOSE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Messages to a solo game's task.
+/// Messages to a solo game's task (sent through a [`SoloHandle`], or by
+/// the game to itself when the computer has moved).
 #[derive(Debug)]
-pub enum SoloCommand {
+enum SoloCommand {
     Attach {
         conn: ConnId,
         out: mpsc::Sender<Outbound>,
@@ -84,11 +86,24 @@ pub enum SoloCommand {
     CheckOwner,
 }
 
-/// Handle to a running solo game.
-#[derive(Clone, Debug)]
-pub struct SoloHandle {
-    pub id: String,
-    pub commands: mpsc::Sender<SoloCommand>,
+/// The settings a solo game reads.
+#[derive(Debug, Clone)]
+pub struct SoloSettings {
+    /// How long a closed game's keys are kept.
+    pub finished_ttl: std::time::Duration,
+    /// How long a practice game nobody is attached to stays open.
+    pub idle_lobby: std::time::Duration,
+    /// Plies after which a ranked game is scored as a draw.
+    pub ranked_ply_cap: usize,
+}
+
+/// Everything a solo game is given: built once, cloned into every game.
+#[derive(Debug, Clone)]
+pub struct SoloDeps {
+    pub settings: Arc<SoloSettings>,
+    pub store: Arc<dyn Store>,
+    pub boards: Arc<dyn Leaderboards>,
+    pub pool: Arc<BotPool>,
 }
 
 /// One solo game.
@@ -96,7 +111,7 @@ pub struct SoloHandle {
 pub struct SoloGame {
     record: SoloRecord,
     game: VariantGame,
-    settings: Arc<Settings>,
+    settings: Arc<SoloSettings>,
     store: Arc<dyn Store>,
     boards: Arc<dyn Leaderboards>,
     pool: Arc<BotPool>,
@@ -126,26 +141,31 @@ pub struct SoloGame {
 }
 
 impl SoloGame {
-    /// Builds the game from its record (new, or stored before a restart).
-    pub fn from_record(
+    /// Builds the game from its record (new, or stored before a restart),
+    /// owned here at `owner`: its handle, and its task to spawn.
+    pub fn start(
         record: SoloRecord,
         owner: OwnerEpoch,
-        settings: Arc<Settings>,
-        store: Arc<dyn Store>,
-        boards: Arc<dyn Leaderboards>,
-        pool: Arc<BotPool>,
-        self_tx: mpsc::Sender<SoloCommand>,
-    ) -> Result<SoloGame, String> {
+        deps: &SoloDeps,
+    ) -> Result<
+        (
+            SoloHandle,
+            impl std::future::Future<Output = ()> + Send + use<>,
+        ),
+        String,
+    > {
+        let (self_tx, rx) = mpsc::channel(64);
         let (game, notations, last_move) = replay(&record)?;
-        Ok(SoloGame {
+        let handle = SoloHandle::new(record.id.clone(), self_tx.clone());
+        let game = SoloGame {
             stored_version: record.version,
             highest_attempt: record.version,
             record,
             game,
-            settings,
-            store,
-            boards,
-            pool,
+            settings: deps.settings.clone(),
+            store: deps.store.clone(),
+            boards: deps.boards.clone(),
+            pool: deps.pool.clone(),
             self_tx,
             attached: None,
             owner,
@@ -156,18 +176,11 @@ impl SoloGame {
             unattached_since: Some(Instant::now()),
             closing: false,
             retry_close_at: Instant::now(),
-        })
+        };
+        Ok((handle, game.run(rx)))
     }
 
-    pub fn id(&self) -> &str {
-        &self.record.id
-    }
-
-    pub fn owner(&self) -> &str {
-        &self.record.owner
-    }
-
-    pub async fn run(mut self, mut commands: mpsc::Receiver<SoloCommand>) {
+    async fn run(mut self, mut commands: mpsc::Receiver<SoloCommand>) {
         crate::metrics::METRICS.solo_games_live.inc();
         self.run_until_done(&mut commands).await;
         crate::metrics::METRICS.solo_games_live.dec();
@@ -762,7 +775,7 @@ fn ranked_outcome(record: &SoloRecord) -> Option<RankedOutcome> {
 pub async fn close_discarded(
     mut record: SoloRecord,
     owner: OwnerEpoch,
-    settings: &Settings,
+    settings: &SoloSettings,
     store: &dyn Store,
     boards: &dyn Leaderboards,
 ) -> Result<(), WriteError> {

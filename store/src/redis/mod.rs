@@ -106,8 +106,14 @@ async fn observed<T>(
 }
 
 impl RedisStore {
+    /// The store on a connection of its own to `url`.
     pub fn open(url: &str, timeout: Duration) -> Result<RedisStore, StoreError> {
-        let conn = redis_connection(url, timeout)?;
+        RedisStore::on(redis_connection(url, timeout)?, url)
+    }
+
+    /// The store on a shared connection to `url` (which also names the
+    /// node the handover subscription goes to).
+    pub fn on(conn: RedisConn, url: &str) -> Result<RedisStore, StoreError> {
         Ok(RedisStore {
             client: redis::Client::open(super::conn::first_node(url)).map_err(StoreError::from)?,
             conn,

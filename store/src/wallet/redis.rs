@@ -205,9 +205,16 @@ impl RedisWallets {
         timeout: std::time::Duration,
         rules: WalletRules,
     ) -> Result<RedisWallets, StoreError> {
-        let conn = crate::redis_connection(url, timeout)?;
+        Ok(RedisWallets::on(
+            crate::redis_connection(url, timeout)?,
+            rules,
+        ))
+    }
+
+    /// The wallets on a shared connection.
+    pub fn on(conn: crate::RedisConn, rules: WalletRules) -> RedisWallets {
         let script = |body: &str| ::redis::Script::new(&format!("{SEEN_LUA}{WALLET_LUA}{body}"));
-        Ok(RedisWallets {
+        RedisWallets {
             conn,
             rules,
             escrow: script(ESCROW),
@@ -215,7 +222,7 @@ impl RedisWallets {
             grant: script(GRANT),
             open: script(OPEN),
             totals: ::redis::Script::new(TOTALS),
-        })
+        }
     }
 
     /// An invocation of `script` with the keys and arguments every wallet
