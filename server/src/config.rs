@@ -294,7 +294,7 @@ pub struct Settings {
     /// Least time the side to move gets when a game resumes.
     pub resume_grace: Duration,
     /// Stored rooms read and claimed together at start (see
-    /// [`crate::resume`]).
+    /// ARCHITECTURE.md, "Resuming").
     pub resume_batch: usize,
     /// How long a finished or closed lobby stays in the store.
     pub finished_ttl: Duration,

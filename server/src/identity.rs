@@ -315,10 +315,7 @@ impl Identities {
     }
 
     fn token_for(&self, identity: &Identity) -> String {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let now = crate::sync::now_secs();
         let claims = GuestClaims {
             sub: identity.id.clone(),
             name: identity.name.clone(),

@@ -3,8 +3,8 @@
 //! [`run`] serves on a bound listener until the shutdown future resolves, so
 //! tests bind port 0 and stop the server at will.
 
-pub mod admin;
-pub mod app;
+pub(crate) mod admin;
+pub(crate) mod app;
 /// The computer opponents (the `jumpgate-bots` crate).
 pub use jumpgate_bots as bots;
 /// Room codes (from the `jumpgate-lobby` crate).
@@ -12,26 +12,26 @@ pub use jumpgate_lobby::code;
 /// The rules engine (the `jumpgate-rules` crate).
 pub use jumpgate_rules as rules;
 pub mod config;
-pub mod http;
+pub(crate) mod http;
 pub mod identity;
 pub mod limits;
-pub mod listener;
+pub(crate) mod listener;
 /// The lobby state machine (the `jumpgate-lobby` crate).
 pub use jumpgate_lobby as lobby;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod my_games;
-pub mod net;
-pub mod outbound;
-pub mod ownership;
-pub mod resume;
-pub mod room;
-pub mod solo;
-pub mod sync;
+pub(crate) mod net;
+pub(crate) mod outbound;
+pub(crate) mod ownership;
+pub(crate) mod resume;
+pub(crate) mod room;
+pub(crate) mod solo;
+pub(crate) mod sync;
 /// Persistence (the `jumpgate-store` crate): rooms, ownership, solo games,
 /// wallets, records, leaderboards, idempotency keys.
 pub use jumpgate_store as store;
 pub use jumpgate_store::{idempotency, leaderboard, records, wallet};
-pub mod web;
-pub mod wire_view;
+pub(crate) mod web;
+pub(crate) mod wire_view;
 
 pub use crate::app::{StartupError, run};

@@ -22,6 +22,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use ipnet::IpNet;
 
 use crate::app::App;
+use crate::sync::lock;
 
 /// The limits' settings (see the `--max-connections-per-address` family of
 /// flags); a rate of 0 turns that limit off.
@@ -249,11 +250,7 @@ impl ClientLimits {
     /// until then. Nobody jumps the queue: while connections of the address
     /// wait, a new message waits too.
     pub fn message(&self, addr: ClientAddr) -> Result<(), TryAgain> {
-        let queued = self
-            .message_queues
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains_key(&addr);
+        let queued = lock(&self.message_queues).contains_key(&addr);
         if queued {
             return Err(TryAgain(Duration::ZERO));
         }
@@ -269,12 +266,7 @@ impl ClientLimits {
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let limiter = self.messages.clone();
         let queues = self.message_queues.clone();
-        let queue = queues
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(addr)
-            .or_default()
-            .clone();
+        let queue = lock(&queues).entry(addr).or_default().clone();
         async move {
             let turn = queue.clone().lock_owned().await;
             if let Some(limiter) = &limiter {
@@ -285,7 +277,7 @@ impl ClientLimits {
             // The last one out takes the queue away (the map holds one
             // reference, this future another).
             drop(turn);
-            let mut map = queues.lock().unwrap_or_else(|e| e.into_inner());
+            let mut map = lock(&queues);
             if Arc::strong_count(&queue) == 2 {
                 map.remove(&addr);
             }
@@ -351,18 +343,12 @@ impl ClientLimits {
         }
         // A queue whose last waiter went away mid-wait (its connection
         // closed) is held by the map alone: nobody is in it.
-        self.message_queues
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|_, queue| Arc::strong_count(queue) > 1);
+        lock(&self.message_queues).retain(|_, queue| Arc::strong_count(queue) > 1);
     }
 
     /// Addresses with at least one connection open.
     pub fn addresses_connected(&self) -> usize {
-        self.by_address
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .len()
+        lock(&self.by_address).len()
     }
 }
 
@@ -388,7 +374,7 @@ pub struct HeldSlot<K: std::hash::Hash + Eq> {
 
 impl<K: std::hash::Hash + Eq + Clone> HeldSlot<K> {
     fn take(counts: &Arc<Mutex<HashMap<K, usize>>>, key: K, max: usize) -> Option<Self> {
-        let mut map = counts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = lock(counts);
         let held = map.entry(key.clone()).or_insert(0);
         if *held >= max {
             if *held == 0 {
@@ -407,7 +393,7 @@ impl<K: std::hash::Hash + Eq + Clone> HeldSlot<K> {
 impl<K: std::hash::Hash + Eq> Drop for HeldSlot<K> {
     fn drop(&mut self) {
         let Some(key) = self.key.take() else { return };
-        let mut map = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = lock(&self.counts);
         if let Some(held) = map.get_mut(&key) {
             *held -= 1;
             if *held == 0 {

@@ -1,12 +1,5 @@
-//! Small helpers every task shares: taking a lock whose holder panicked
-//! (the data is still consistent: nothing here panics half-way through an
-//! update), and the wall clock in Unix milliseconds.
+//! The helpers every task shares, from the store crate (see
+//! `jumpgate_store::sync`): taking a lock whose holder panicked, and the
+//! wall clock in Unix milliseconds and seconds.
 
-use std::sync::{Mutex, MutexGuard};
-
-/// Locks `mutex`, going on if a holder panicked.
-pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-pub use crate::idempotency::now_ms;
+pub use jumpgate_store::sync::{lock, now_ms, now_secs};

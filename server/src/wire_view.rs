@@ -8,6 +8,7 @@ use jumpgate_protocol as wire;
 use tokio::time::Instant;
 
 use crate::rules::{Color, DrawRules, MoveInfo, RuleSet, Variant, VariantGame};
+use crate::sync::lock;
 
 pub fn rule_set(variant: Variant) -> wire::RuleSet {
     match variant {
@@ -81,7 +82,7 @@ pub fn unix_ms(at: Instant) -> u64 {
     let now = Instant::now();
     let now_unix = unix_ns(SystemTime::now());
     let (base, base_unix) = {
-        let mut anchor = WALL_ANCHOR.lock().unwrap_or_else(|e| e.into_inner());
+        let mut anchor = lock(&WALL_ANCHOR);
         match *anchor {
             Some((base, base_unix))
                 if (base_unix + nanos_between(base, now) - now_unix).abs() < WALL_DRIFT_NS =>
@@ -107,15 +108,6 @@ fn nanos_between(from: Instant, to: Instant) -> i128 {
 fn unix_ns(at: SystemTime) -> i128 {
     at.duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128)
-}
-
-/// Unix milliseconds as a tokio instant (now, if already past).
-pub fn instant_from_unix_ms(ms: u64) -> Instant {
-    let now_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    Instant::now() + std::time::Duration::from_millis(ms.saturating_sub(now_unix))
 }
 
 /// [`move_view`] for a move no longer needed, without copying its strings.

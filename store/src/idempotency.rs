@@ -179,13 +179,7 @@ impl SeenKeys {
     }
 }
 
-/// This process's clock, Unix milliseconds.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use crate::sync::now_ms;
 
 #[cfg(test)]
 mod tests {

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::idempotency::{IdempotencyWindow, SEEN_LUA, SeenKeys, seen_keys};
 use crate::keys::{BOARDS, board_key, board_order_key, board_ordered_key};
+use crate::sync::lock;
 use crate::{StoreError, StoreFuture};
 
 /// How a ranked game ended for the player.
@@ -212,7 +213,7 @@ impl Leaderboards for MemoryLeaderboards {
         outcome: RankedOutcome,
         decided: u64,
     ) -> StoreFuture<'a, ()> {
-        let mut guard = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = lock(&self.tables);
         let t = &mut *guard;
         let now = crate::idempotency::now_ms();
         let decided = match t.counted.admit(self.window, game, decided, now) {
@@ -234,7 +235,7 @@ impl Leaderboards for MemoryLeaderboards {
     }
 
     fn page<'a>(&'a self, rule_set: &'a str, page: u32, per_page: u32) -> StoreFuture<'a, Page> {
-        let t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let t = lock(&self.tables);
         let bounds = page_bounds(page, per_page);
         let board = t.boards.get(rule_set);
         let total = board.map_or(0, |b| b.len() as u64);
@@ -408,11 +409,7 @@ impl RedisLeaderboards {
         if ordered {
             return;
         }
-        let first = self
-            .checked
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(rule_set.to_owned());
+        let first = lock(&self.checked).insert(rule_set.to_owned());
         if !first {
             return;
         }
@@ -423,11 +420,7 @@ impl RedisLeaderboards {
                 Ok(n) => tracing::info!(%rule_set, players = n, "leaderboard order filled in"),
                 Err(e) => {
                     tracing::warn!(%rule_set, error = %e, "leaderboard order not filled in yet; the next page read tries again");
-                    boards
-                        .checked
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&rule_set);
+                    lock(&boards.checked).remove(&rule_set);
                 }
             }
         });

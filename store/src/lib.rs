@@ -41,6 +41,7 @@ pub mod metrics;
 pub mod preflight;
 pub mod records;
 mod redis;
+pub mod sync;
 pub mod wallet;
 
 pub use self::conn::{RedisConn, cluster_seeds, redis_connection};

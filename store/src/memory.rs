@@ -14,6 +14,7 @@ use super::{
     Beat, Dormant, DormantStore, Fence, MoveAppend, OpenRecord, Orphan, OwnerEpoch, OwnershipStore,
     RoomStore, RoomWrite, SoloStore, StoreFuture, StoredMove, StoredRoom, WriteError, WriteFuture,
 };
+use crate::sync::lock;
 
 /// A key of the memory store that can expire.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -261,7 +262,7 @@ pub struct MemoryStore {
 impl MemoryStore {
     /// The tables, with everything expired by now deleted.
     fn tables(&self) -> std::sync::MutexGuard<'_, MemoryTables> {
-        let mut tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let mut tables = lock(&self.tables);
         tables.purge(Instant::now());
         tables
     }

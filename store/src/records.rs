@@ -93,7 +93,7 @@ impl MemoryRecords {
 
 impl Records for MemoryRecords {
     fn record<'a>(&'a self, s: &'a SeriesRecord) -> StoreFuture<'a, ()> {
-        let mut t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let mut t = lock(&self.tables);
         let now = crate::idempotency::now_ms();
         let decided = match t.done.admit(self.window, &s.series, s.decided, now) {
             Ok(decided) => decided,
@@ -132,7 +132,7 @@ impl Records for MemoryRecords {
     }
 
     fn player<'a>(&'a self, account: &'a str, rule_set: &'a str) -> StoreFuture<'a, PlayerRecord> {
-        let t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let t = lock(&self.tables);
         let (streak, best_streak) = t
             .streak
             .get(&(account.to_owned(), rule_set.to_owned()))
@@ -147,7 +147,7 @@ impl Records for MemoryRecords {
     }
 
     fn head_to_head<'a>(&'a self, a: &'a str, b: &'a str) -> StoreFuture<'a, (u32, u32, u32)> {
-        let t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let t = lock(&self.tables);
         let get = |x: &str, y: &str| {
             t.h2h
                 .get(&(x.to_owned(), y.to_owned()))
@@ -182,6 +182,7 @@ impl std::fmt::Debug for RedisRecords {
 }
 
 use crate::keys::RECORDS as R;
+use crate::sync::lock;
 
 /// After [`SEEN_LUA`]. KEYS: (seen), won, streak, best, h2h, draws.
 /// ARGV: (window, decided), series, a, b, winner ('a' | 'b' | ''), draw

@@ -19,8 +19,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 pub use self::backends::Backends;
-pub use self::lifecycle::{Lifecycle, Signal};
-pub use self::registry::{Registry, Unresumable};
+pub use self::lifecycle::Lifecycle;
+pub use self::registry::Registry;
 use crate::config::Settings;
 use crate::identity::Identities;
 use crate::limits::ClientLimits;

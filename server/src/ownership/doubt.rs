@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::sync::lock;
 use tokio::time::Instant;
 
 /// Whether this instance may believe the store when it says another
@@ -28,12 +29,12 @@ enum Doubt {
 
 impl DeathWatch {
     pub(super) fn beat_failed(&self) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Doubt::UntilStored;
+        *lock(&self.0) = Doubt::UntilStored;
     }
 
     /// A beat was stored; `lapsed`: the previous one had expired.
     pub(super) fn beat_stored(&self, lapsed: bool, ttl: Duration) {
-        let mut doubt = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut doubt = lock(&self.0);
         if lapsed || matches!(*doubt, Doubt::UntilStored) {
             *doubt = Doubt::Until(Instant::now() + ttl);
         }
@@ -41,7 +42,7 @@ impl DeathWatch {
 
     /// Whether an expired heartbeat may mean a live instance now.
     pub fn doubts(&self) -> bool {
-        let mut doubt = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut doubt = lock(&self.0);
         match *doubt {
             Doubt::Believed => false,
             Doubt::UntilStored => true,

@@ -31,6 +31,7 @@ use tokio::time::Instant;
 
 use crate::ownership::Ownership;
 use crate::store::Fence;
+use crate::sync::lock;
 
 /// The homes of the rooms running here, where known (rooms created here
 /// have none until a request names them). A room taken up here without a
@@ -45,7 +46,7 @@ pub struct Homes {
 
 impl Homes {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
-        self.by_room.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.by_room)
     }
 
     fn knows(&self, id: &str) -> bool {

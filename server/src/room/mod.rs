@@ -190,10 +190,7 @@ pub struct Room {
 fn wall_clock() -> WallClock {
     WallClock {
         now: Instant::now().into_std(),
-        unix_ms: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0),
+        unix_ms: crate::sync::now_ms(),
     }
 }
 

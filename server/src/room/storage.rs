@@ -467,9 +467,7 @@ fn dated(games: &[(u64, String)]) -> Vec<(u64, String)> {
     if games.is_empty() {
         return Vec::new();
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let now = crate::sync::now_secs();
     let date = crate::rules::pdn::utc_date(now);
     games
         .iter()

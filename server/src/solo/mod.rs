@@ -29,7 +29,7 @@ use crate::wire_view;
 mod handle;
 mod pool;
 mod record;
-pub use handle::{SoloHandle, SoloRequest, SoloStopped};
+pub use handle::{SoloHandle, SoloRequest};
 pub use pool::BotPool;
 pub use record::{SoloMove, SoloRecord, my_game, new_record, solo_record};
 use record::{replay, undo_point, wire_level};

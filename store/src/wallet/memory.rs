@@ -9,6 +9,7 @@ use super::{
     WalletView, Wallets, month_of, now_ms,
 };
 use crate::idempotency::SeenKeys;
+use crate::sync::lock;
 use crate::{StoreError, StoreFuture};
 
 #[derive(Debug, Default)]
@@ -72,7 +73,7 @@ impl MemoryWallets {
     }
 
     fn book(&self) -> std::sync::MutexGuard<'_, Book> {
-        self.book.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.book)
     }
 
     fn take(
