@@ -9,6 +9,9 @@
 //! After a deliberate wire change, rewrite the files with
 //! `JUMPGATE_BLESS=1 cargo test -p jumpgate-protocol --test protocol golden` and review the diff:
 //! any change to an existing file breaks compatibility within v1.
+//!
+//! Over 700 lines: most of it is the list of examples, one per message and
+//! variant, which must stay in one place to be seen to be complete.
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;

@@ -1,5 +1,7 @@
 //! Self-tests of the reference move generator in `tests/reference/`: known perft counts and
 //! hand-made positions for each special rule.
+//!
+//! Just over 700 lines: one short test per special rule, side by side.
 
 use crate::reference::{
     RefBoard, RefColor, RefMove, RefRules, ref_legal_moves, ref_perft, ref_unique_moves,

@@ -23,13 +23,18 @@ use crate::code::RoomCode;
 use crate::outbound::Refusal;
 use crate::room::{RoomHandle, RoomStopped};
 use crate::solo::SoloHandle;
-use crate::store::{Beat, Fence, Orphan, Store, StoreError};
+use crate::store::{Fence, Orphan, Store, StoreError};
 use crate::sync::lock;
 
 mod doubt;
+mod handover;
+mod heartbeat;
 mod home;
 
 pub use doubt::DeathWatch;
+pub use handover::hand_over_all;
+use handover::{check_all_owners, check_owner, hand_over};
+pub use heartbeat::{mark_ready, start_heartbeat, stop_heartbeat};
 pub use home::Homes;
 pub(crate) use home::named_here;
 
@@ -564,100 +569,6 @@ async fn wake_dormant(state: &Arc<Ownership>, due: Vec<crate::store::Dormant>) -
         .await
 }
 
-/// Starts the heartbeat, before this instance claims anything, and keeps
-/// it until the instance drains. Returns once the first beat is stored.
-pub async fn start_heartbeat(state: &Arc<Ownership>) {
-    if !state.store.is_durable() {
-        return;
-    }
-    // Tells this process from another one started with the same id.
-    let token = nanoid::nanoid!(16);
-    let me = state.settings.instance_id.clone();
-    let ttl = state.settings.heartbeat_ttl;
-    // Not a home for rooms to go back to until the stored rooms are
-    // resumed and the listeners serve (see `home`): cleared by
-    // `mark_ready`. Also after a kill -9 and a restart within the TTL.
-    if let Err(e) = state.store.mark_unready(&me, true).await {
-        tracing::warn!(error = %e, "could not mark this instance unready while it starts");
-    }
-    while let Err(e) = state.store.heartbeat(&me, &token, ttl).await {
-        tracing::warn!(error = %e, "cannot store the first heartbeat yet; retrying");
-        tokio::time::sleep(ttl / 3).await;
-    }
-    let beat = state.clone();
-    let mut draining = state.lifecycle.draining();
-    let task = tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                // Draining (or the state gone): no more beats.
-                () = draining.wait() => break,
-                () = tokio::time::sleep(ttl / 3) => {}
-            }
-            let beaten = beat.store.heartbeat(&me, &token, ttl).await;
-            match &beaten {
-                Ok(outcome) => beat.deaths.beat_stored(*outcome == Beat::Lapsed, ttl),
-                Err(_) => beat.deaths.beat_failed(),
-            }
-            match beaten {
-                // Counted dead meanwhile (frozen, cut off): others may have
-                // taken rooms over. Rooms that are no longer ours stop now,
-                // rather than at their next write.
-                Ok(Beat::Lapsed) => {
-                    tracing::warn!(
-                        "this instance's heartbeat had expired; checking which rooms are still ours"
-                    );
-                    check_all_owners(&beat).await;
-                }
-                Ok(Beat::Shared) => {
-                    tracing::error!(instance = %me, "another process renews this instance id: give every instance its own --instance-id");
-                    check_all_owners(&beat).await;
-                }
-                Ok(Beat::Continued) => {}
-                Err(e) => tracing::warn!(error = %e, "heartbeat not stored"),
-            }
-        }
-    });
-    state.lifecycle.keep_heartbeat(task);
-}
-
-/// Says this instance is ready for rooms to come back to it (its stored
-/// rooms resumed), retrying in the background until it is stored or the
-/// instance drains.
-pub fn mark_ready(state: &Arc<Ownership>) {
-    if !state.store.is_durable() {
-        return;
-    }
-    let state = state.clone();
-    tokio::spawn(async move {
-        let me = &*state.settings.instance_id;
-        while !state.lifecycle.is_draining() {
-            match state.store.mark_unready(me, false).await {
-                Ok(()) => return,
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not mark this instance ready yet; retrying")
-                }
-            }
-            tokio::time::sleep(state.settings.heartbeat_ttl / 3).await;
-        }
-    });
-}
-
-/// Stops the heartbeat and waits for it: a beat already sent is stored
-/// (or has failed) when this returns, and no other follows. The wait is
-/// bounded (two store timeouts: a beat, or a check of the rooms' fences
-/// after a lapsed one, still under way); past it the task is aborted.
-pub async fn stop_heartbeat(state: &Ownership) {
-    state.lifecycle.start_draining();
-    let task = state.lifecycle.take_heartbeat();
-    if let Some(mut task) = task {
-        let patience = state.settings.redis_timeout * 2;
-        if tokio::time::timeout(patience, &mut task).await.is_err() {
-            tracing::warn!("the heartbeat did not stop in time; aborting it");
-            task.abort();
-        }
-    }
-}
-
 /// Starts the tasks that keep ownership going until the instance drains:
 /// the sweep for orphans, and answering handover requests.
 pub fn spawn_background(state: &Arc<Ownership>) {
@@ -728,75 +639,4 @@ pub fn spawn_background(state: &Arc<Ownership>) {
             tokio::spawn(async move { hand_over(&state, &id, to).await });
         }
     });
-}
-
-/// Asks every room and solo game here to check that the store still names
-/// this instance as its owner (each stops if not).
-async fn check_all_owners(state: &Arc<Ownership>) {
-    for id in state.registry.running_ids() {
-        check_owner(state, &id).await;
-    }
-}
-
-/// Asks the room or solo game `id`, if it runs here, to check its owner.
-async fn check_owner(state: &Arc<Ownership>, id: &str) {
-    if let Some(room) = RoomCode::parse(id).and_then(|c| state.registry.room(&c)) {
-        room.check_owner().await;
-    } else if let Some(solo) = state.registry.solo_by_id(id) {
-        solo.check_owner().await;
-    }
-}
-
-/// Hands one room or solo game over, if it runs here. A room this
-/// instance owns in the store without running it is released.
-async fn hand_over(state: &Arc<Ownership>, id: &str, to: Option<String>) -> bool {
-    if let Some(room) = RoomCode::parse(id).and_then(|c| state.registry.room(&c)) {
-        room.hand_over(to).await == Ok(true)
-    } else if let Some(solo) = state.registry.solo_by_id(id) {
-        solo.hand_over(to).await == Ok(true)
-    } else {
-        release_unrun(state, id).await;
-        true
-    }
-}
-
-/// Releases a room the store says this instance owns although it does not
-/// run it (its task stopped), unless an adoption of it is under way.
-async fn release_unrun(state: &Arc<Ownership>, id: &str) {
-    let lock = state.adoption_lock(id);
-    let Ok(_held) = lock.try_lock() else {
-        return;
-    };
-    if state.registry.runs(id) {
-        return;
-    }
-    let Ok(Some(fence)) = state.store.fence(id).await else {
-        return;
-    };
-    if fence.owner.as_deref() == Some(&*state.settings.instance_id) {
-        let owner = crate::store::OwnerEpoch {
-            instance: state.settings.instance_id.clone(),
-            epoch: fence.epoch,
-        };
-        let _ = state.store.release(id, &owner, None).await;
-    }
-}
-
-/// Hands every room and solo game of this instance over (at shutdown), a
-/// few at a time; returns how many could not be (they are adopted once
-/// this instance's heartbeat has expired).
-pub async fn hand_over_all(state: &Arc<Ownership>) -> usize {
-    use futures_util::StreamExt;
-    let ids = state.registry.running_ids();
-    let total = ids.len();
-    let handed = futures_util::stream::iter(ids)
-        .map(|id| {
-            let state = state.clone();
-            async move { hand_over(&state, &id, None).await }
-        })
-        .buffer_unordered(32)
-        .filter(|done| std::future::ready(*done))
-        .count()
-        .await;
-    total - handed
 }

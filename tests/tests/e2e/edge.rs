@@ -3,6 +3,9 @@
 //! names (1002, 1007, 1009) in a real close frame; errors quote only a short
 //! excerpt of what the client sent; names and ids from tokens are bounded,
 //! so every server message stays within 16 KiB however long the names.
+//!
+//! Over 700 lines: some thirty short attacks on the same edge, each its own
+//! test, sharing a few raw-frame helpers.
 
 use jumpgate_e2e::{PATIENCE, Player, TestServer, recv};
 use jumpgate_protocol::client::Client;
