@@ -138,3 +138,45 @@ impl Lifecycle {
         lock(&self.0.heartbeat).take()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_are_counted_up_to_the_cap() {
+        let life = Lifecycle::default();
+        assert!(life.open_connection(2));
+        assert!(life.open_connection(2));
+        assert!(!life.open_connection(2), "the cap holds");
+        assert_eq!(life.connections(), 2);
+        life.connection_closed();
+        assert!(life.open_connection(2));
+    }
+
+    #[tokio::test]
+    async fn a_signal_once_set_stays_set_for_every_watcher() {
+        let life = Lifecycle::default();
+        let mut early = life.draining();
+        assert!(!early.is_set() && !life.is_draining());
+        let waiter = tokio::spawn(async move { early.wait().await });
+        life.start_draining();
+        waiter.await.unwrap();
+        let mut late = life.draining();
+        assert!(late.is_set());
+        late.wait().await;
+        late.wait().await;
+    }
+
+    #[tokio::test]
+    async fn shutdown_waits_for_the_last_connection() {
+        let life = Lifecycle::default();
+        assert!(life.open_connection(10));
+        let waiting = life.clone();
+        let done = tokio::spawn(async move { waiting.all_connections_closed().await });
+        tokio::task::yield_now().await;
+        assert!(!done.is_finished());
+        life.connection_closed();
+        done.await.unwrap();
+    }
+}
