@@ -20,8 +20,8 @@ use serde::Serialize;
 
 use crate::bench::{BenchConfig, start_jumpgate};
 use crate::cluster::RedisServer;
+use crate::cpu::{CpuSampler, median};
 use crate::driver::{self, Kind, Pace};
-use crate::fencing::{CpuSampler, median};
 use crate::redis_cluster::RedisCluster;
 use crate::report::PhaseSummary;
 

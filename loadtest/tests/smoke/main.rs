@@ -7,5 +7,4 @@ mod bots;
 mod dormant;
 mod edge;
 mod leaderboard;
-mod resume;
 mod seated;
