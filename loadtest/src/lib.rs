@@ -39,8 +39,6 @@ pub mod failover;
 pub mod leaderboard;
 pub mod net;
 pub mod ownership_cost;
-pub mod procs;
-pub mod redis_cluster;
 pub mod report;
 pub mod seated;
 pub mod svg;
