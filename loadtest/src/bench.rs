@@ -18,8 +18,8 @@ use jumpgate_protocol::{ProtocolVersion, RuleSet};
 
 use crate::driver::{self, Games, Kind, MAX_RATE_PER_GAME, MIN_SEND_GAP, Pace};
 use crate::net;
-use crate::procs::Spawned;
 use crate::report::{IdleSummary, PhaseSummary, ProtocolRun, RedisSide, Report, RunConfig, Side};
+use jumpgate_harness::{JumpgateOptions, JumpgateProcess, Output, ProcessSpec, ServerProcess};
 
 /// Options of `jumpgate-loadtest bench`.
 #[derive(Debug, Clone, clap::Args)]
@@ -392,70 +392,57 @@ pub(crate) async fn start_jumpgate(
     program: &Path,
     cpus: Option<&str>,
     extra: &[String],
-) -> Result<Spawned, String> {
+) -> Result<JumpgateProcess, String> {
     start_jumpgate_logging(name, program, cpus, extra, "error").await
 }
 
-/// The server's per-client limits, off (`jumpgate serve`'s variables; see
-/// `LimitSettings::UNLIMITED_ENV` in the server crate).
-pub(crate) const NO_CLIENT_LIMITS: &[(&str, &str)] = &[
-    ("JUMPGATE_MAX_CONNECTIONS_PER_ADDRESS", "1000000000"),
-    ("JUMPGATE_MAX_CONNECTIONS_PER_IDENTITY", "1000000000"),
-    ("JUMPGATE_MESSAGES_PER_SECOND_PER_ADDRESS", "0"),
-    ("JUMPGATE_ROOMS_PER_MINUTE_PER_ADDRESS", "0"),
-    ("JUMPGATE_ROOMS_PER_MINUTE_PER_IDENTITY", "0"),
-    ("JUMPGATE_HTTP_REQUESTS_PER_SECOND_PER_ADDRESS", "0"),
-];
-
-/// [`start_jumpgate`] with the server's `RUST_LOG` set to `log`.
+/// [`start_jumpgate`] with the server's `RUST_LOG` set to `log`. The harness turns
+/// the per-client limits off (every simulated client shares one loopback address,
+/// so they would measure themselves, not the server); the `edge` subcommand sets
+/// the ones it measures through `extra`.
 pub(crate) async fn start_jumpgate_logging(
     name: &str,
     program: &Path,
     cpus: Option<&str>,
     extra: &[String],
     log: &str,
-) -> Result<Spawned, String> {
-    let addr = net::free_loopback_addr().map_err(|e| e.to_string())?;
-    let mut argv = vec!["serve".to_owned(), "--listen".to_owned(), addr.to_string()];
-    argv.extend_from_slice(extra);
-    let mut envs = vec![
+) -> Result<JumpgateProcess, String> {
+    let mut options = JumpgateOptions::new(name, program);
+    options.args = extra.to_vec();
+    options.cpus = cpus.map(str::to_owned);
+    options.env = vec![
         // Moves never time out during a run.
-        ("JUMPGATE_MOVE_CLOCK_MS", "600000".to_owned()),
+        ("JUMPGATE_MOVE_CLOCK_MS".into(), "600000".into()),
         (
-            "JUMPGATE_TOKEN_SECRET",
-            "jumpgate-loadtest-token-secret-0123456789".to_owned(),
+            "JUMPGATE_TOKEN_SECRET".into(),
+            "jumpgate-loadtest-token-secret-0123456789".into(),
         ),
-        ("RUST_LOG", log.to_owned()),
-        ("JUMPGATE_MAX_CONNECTIONS", MAX_CONNECTIONS.to_owned()),
+        ("RUST_LOG".into(), log.to_owned()),
+        (
+            "JUMPGATE_MAX_CONNECTIONS".into(),
+            MAX_CONNECTIONS.to_owned(),
+        ),
     ];
-    // Every simulated client shares one loopback address: the per-client
-    // limits would measure themselves, not the server. The `edge`
-    // subcommand sets the ones it measures through `extra`.
-    envs.extend(
-        NO_CLIENT_LIMITS
-            .iter()
-            .map(|(name, value)| (*name, (*value).to_owned())),
-    );
-    Spawned::start(name, program, &argv, &envs, cpus, addr).await
+    JumpgateProcess::start_with(&options).await
 }
 
-async fn start_echo(args: &BenchArgs) -> Result<Spawned, String> {
-    let addr = net::free_loopback_addr().map_err(|e| e.to_string())?;
+async fn start_echo(args: &BenchArgs) -> Result<ServerProcess, String> {
+    let addr = net::free_loopback_addr();
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let argv = vec![
         "echo-server".to_owned(),
         "--listen".to_owned(),
         addr.to_string(),
     ];
-    Spawned::start(
-        "echo server",
-        &exe,
-        &argv,
-        &[],
-        args.server_cpus.as_deref(),
-        addr,
-    )
-    .await
+    let spec = ProcessSpec {
+        name: "echo server",
+        program: &exe,
+        args: &argv,
+        envs: &[],
+        cpus: args.server_cpus.as_deref(),
+        output: Output::Capture,
+    };
+    ServerProcess::start(&spec, addr).await
 }
 
 /// The whole `bench` command: returns the report after stopping every child.
@@ -469,7 +456,8 @@ pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
         &args.rule_set,
         &args.protocol,
     )?;
-    let mut children = Vec::new();
+    let mut jumpgates = Vec::new();
+    let mut echo_child = None;
     let jumpgate = match &args.server {
         Some(url) => {
             net::require_loopback_url(url)?;
@@ -484,9 +472,9 @@ pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
                     .await?;
             let target = Target {
                 url: child.ws_url(),
-                pid: child.pid,
+                pid: Some(child.pid()),
             };
-            children.push(child);
+            jumpgates.push(child);
             target
         }
     };
@@ -502,9 +490,9 @@ pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
             let child = start_echo(args).await?;
             let target = Target {
                 url: child.ws_url(),
-                pid: child.pid,
+                pid: Some(child.pid()),
             };
-            children.push(child);
+            echo_child = Some(child);
             target
         }
     };
@@ -523,9 +511,9 @@ pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
                 Ok(child) => {
                     let target = Target {
                         url: child.ws_url(),
-                        pid: child.pid,
+                        pid: Some(child.pid()),
                     };
-                    children.push(child);
+                    jumpgates.push(child);
                     RedisTarget::Ready(target)
                 }
                 Err(e) => RedisTarget::Failed(e),
@@ -537,8 +525,7 @@ pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
         jumpgate.url, jumpgate.pid, echo.url, echo.pid
     );
     let report = run_all(&jumpgate, &echo, &redis, &config).await;
-    for child in children {
-        child.stop().await;
-    }
+    // Killed and reaped.
+    drop((jumpgates, echo_child));
     Ok(report)
 }

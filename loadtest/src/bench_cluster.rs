@@ -19,11 +19,11 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::bench::{BenchConfig, start_jumpgate};
-use crate::cluster::RedisServer;
+use crate::cluster;
+use crate::cpu::{CpuSampler, median};
 use crate::driver::{self, Kind, Pace};
-use crate::fencing::{CpuSampler, median};
-use crate::redis_cluster::RedisCluster;
 use crate::report::PhaseSummary;
+use jumpgate_harness::{AppendOnly, ClusterOptions, RedisCluster, RedisOptions};
 
 /// Options of `jumpgate-loadtest bench-cluster`.
 #[derive(Debug, Clone, clap::Args)]
@@ -384,22 +384,24 @@ pub async fn bench_cluster(args: &BenchClusterArgs) -> Result<BenchClusterReport
     if !args.jumpgate.is_file() {
         return Err(format!("{}: no such binary", args.jumpgate.display()));
     }
-    let redis = RedisServer::start(&args.redis_server, true, args.redis_cpus.as_deref()).await?;
-    let cluster = RedisCluster::start(
-        &args.redis_server,
-        &args.redis_cli,
-        args.masters,
-        true,
-        args.redis_cpus.as_deref(),
-    )
+    let redis = cluster::start_redis(&args.redis_server, true, args.redis_cpus.as_deref()).await?;
+    let cluster = RedisCluster::start_with(&ClusterOptions {
+        masters: args.masters,
+        node: RedisOptions {
+            program: args.redis_server.clone(),
+            append_only: AppendOnly::EverySecond,
+            cpus: args.redis_cpus.clone(),
+        },
+        redis_cli: args.redis_cli.clone(),
+    })
     .await?;
-    eprintln!("one Redis at {}, cluster at {}", redis.url, cluster.url());
+    eprintln!("one Redis at {}, cluster at {}", redis.url(), cluster.url());
     let cpus = args.server_cpus.as_deref();
     let single_server = start_jumpgate(
         "jumpgate on one Redis",
         &args.jumpgate,
         cpus,
-        &["--redis-url".to_owned(), redis.url.clone()],
+        &["--redis-url".to_owned(), redis.url()],
     )
     .await?;
     let cluster_server = start_jumpgate(
@@ -412,23 +414,22 @@ pub async fn bench_cluster(args: &BenchClusterArgs) -> Result<BenchClusterReport
     let single = StoreTarget {
         store: StoreKind::SingleRedis,
         url: single_server.ws_url(),
-        server_pid: single_server.pid,
+        server_pid: Some(single_server.pid()),
         redis_pids: redis.pid().into_iter().collect(),
     };
     let on_cluster = StoreTarget {
         store: StoreKind::RedisCluster,
         url: cluster_server.ws_url(),
-        server_pid: cluster_server.pid,
+        server_pid: Some(cluster_server.pid()),
         redis_pids: cluster.pids(),
     };
     let runs = measure(&single, &on_cluster, &plan).await;
-    let report =
-        BenchClusterReport::new(&plan, args.masters, redis.url.clone(), cluster.url(), runs);
+    let report = BenchClusterReport::new(&plan, args.masters, redis.url(), cluster.url(), runs);
     let transcripts = [single_server.transcript(), cluster_server.transcript()];
-    single_server.stop().await;
-    cluster_server.stop().await;
-    redis.stop().await;
-    cluster.stop().await;
+    single_server.stop();
+    cluster_server.stop();
+    redis.stop();
+    cluster.stop();
     for (name, t) in ["one Redis", "Redis Cluster"].iter().zip(transcripts) {
         if t.errors > 0 {
             eprintln!(

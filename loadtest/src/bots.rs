@@ -504,9 +504,9 @@ pub async fn bench_bots(args: &BotsArgs) -> Result<BotsReport, String> {
                 &extra,
             )
             .await?;
-            eprintln!("jumpgate at {} (pid {:?})", child.ws_url(), child.pid);
+            eprintln!("jumpgate at {} (pid {})", child.ws_url(), child.pid());
             let report = run_bots(&child.ws_url(), &config, bot_threads, executive_ms).await;
-            child.stop().await;
+            child.stop();
             Ok(report)
         }
     }

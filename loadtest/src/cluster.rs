@@ -1,95 +1,39 @@
-//! Several Jumpgate instances on one Redis, all on loopback, for the benchmarks of
-//! fenced ownership: a fresh `redis-server`, `jumpgate serve` instances sharing it, and
-//! HAProxy running the deployed configuration (`deploy/haproxy.cfg`) with only its
-//! addresses changed. Every process is killed when dropped.
+//! Several Jumpgate instances on one Redis, for the benchmarks of fenced ownership:
+//! `jumpgate serve` instances named as `deploy/haproxy.cfg` names its servers, started
+//! by the shared harness (which also starts their Redis and HAProxy).
 //!
 //! [`RedisProbe`] reads what the benchmarks need from that Redis: who owns each room,
 //! how many moves each room has stored, the command counters (`INFO commandstats`) and a
 //! `MONITOR` sample sorted by what each command is for.
-//!
-//! Over 700 lines by a few: the load tester's harness (Redis, instances, the
-//! balancer, the Redis probe) in one place; it is to merge with `tests/src`
-//! into one harness crate (issue 36).
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use jumpgate_harness::{AppendOnly, JumpgateProcess, RedisOptions, RedisServer};
 use tokio::time::Instant;
 
 use crate::bench::start_jumpgate_logging;
-use crate::net;
-use crate::procs::Spawned;
 
-/// How many instances `deploy/haproxy.cfg` lists.
-pub const DEPLOYED_SERVERS: usize = 3;
-
-/// A `redis-server` of our own on a free loopback port, in a scratch directory that is
-/// removed with it.
-#[derive(Debug)]
-pub struct RedisServer {
-    /// `redis://127.0.0.1:PORT/0`.
-    pub url: String,
-    process: Spawned,
-    dir: PathBuf,
-}
-
-impl RedisServer {
-    /// Starts `program` with nothing saved, and with an append-only file (fsync every
-    /// second, Redis's default) when `append_only`; under `taskset -c cpus` if given.
-    pub async fn start(
-        program: &Path,
-        append_only: bool,
-        cpus: Option<&str>,
-    ) -> Result<RedisServer, String> {
-        let addr = net::free_loopback_addr().map_err(|e| e.to_string())?;
-        let dir = std::env::temp_dir().join(format!(
-            "jumpgate-loadtest-redis-{}-{}",
-            std::process::id(),
-            addr.port()
-        ));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let args: Vec<String> = [
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            &addr.port().to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            if append_only { "yes" } else { "no" },
-            "--dir",
-            &dir.to_string_lossy(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let process = Spawned::start("redis-server", program, &args, &[], cpus, addr).await?;
-        Ok(RedisServer {
-            url: format!("redis://{addr}/0"),
-            process,
-            dir,
-        })
-    }
-
-    /// Its process id.
-    pub fn pid(&self) -> Option<u32> {
-        self.process.pid
-    }
-
-    /// Stops Redis and removes its directory.
-    pub async fn stop(mut self) {
-        self.process.halt().await;
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// Starts a `redis-server` of our own (`program`), nothing saved, with an append-only
+/// file fsynced every second (Redis's default) when `append_only`; pinned to `cpus`
+/// when given.
+pub async fn start_redis(
+    program: &Path,
+    append_only: bool,
+    cpus: Option<&str>,
+) -> Result<RedisServer, String> {
+    RedisServer::start_with(&RedisOptions {
+        program: program.to_owned(),
+        append_only: if append_only {
+            AppendOnly::EverySecond
+        } else {
+            AppendOnly::Off
+        },
+        cpus: cpus.map(str::to_owned),
+    })
+    .await
 }
 
 /// Refuses a Redis URL that is not on loopback.
@@ -124,7 +68,7 @@ pub struct Instance {
     /// Its `--instance-id`, which is also its server name in HAProxy.
     pub id: String,
     /// The process.
-    pub process: Spawned,
+    pub process: JumpgateProcess,
 }
 
 impl Instance {
@@ -168,176 +112,6 @@ pub async fn start_instances(options: &InstanceOptions) -> Result<Vec<Instance>,
         instances.push(Instance { id, process });
     }
     Ok(instances)
-}
-
-/// HAProxy in the foreground with the deployed configuration; killed on drop, and its
-/// scratch directory removed.
-#[derive(Debug)]
-pub struct Balancer {
-    /// Where it listens.
-    pub addr: SocketAddr,
-    process: Spawned,
-    dir: PathBuf,
-}
-
-impl Balancer {
-    /// Starts `program` with the configuration at `deployed` rewritten by
-    /// [`loopback_config`], and waits until every one of `servers` has answered
-    /// through it.
-    pub async fn start(
-        program: &Path,
-        deployed: &Path,
-        servers: &[SocketAddr],
-        maxconn: usize,
-    ) -> Result<Balancer, String> {
-        let text = std::fs::read_to_string(deployed)
-            .map_err(|e| format!("cannot read {}: {e}", deployed.display()))?;
-        let addr = net::free_loopback_addr().map_err(|e| e.to_string())?;
-        let config = loopback_config(&text, addr.port(), servers, maxconn)?;
-        let dir = std::env::temp_dir().join(format!(
-            "jumpgate-loadtest-haproxy-{}-{}",
-            std::process::id(),
-            addr.port()
-        ));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let file = dir.join("haproxy.cfg");
-        std::fs::write(&file, config)
-            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-        let args = vec![
-            "-db".to_owned(),
-            "-f".to_owned(),
-            file.to_string_lossy().into_owned(),
-        ];
-        let process = Spawned::start("haproxy", program, &args, &[], None, addr).await?;
-        let balancer = Balancer { addr, process, dir };
-        balancer
-            .wait_for_servers(servers.len(), Duration::from_secs(20))
-            .await?;
-        Ok(balancer)
-    }
-
-    /// Waits until `n` distinct servers have answered `/readyz` through the balancer
-    /// (requests without a room go round robin).
-    async fn wait_for_servers(&self, n: usize, limit: Duration) -> Result<(), String> {
-        let give_up = Instant::now() + limit;
-        let mut seen = std::collections::BTreeSet::new();
-        while seen.len() < n {
-            if Instant::now() >= give_up {
-                return Err(format!(
-                    "HAProxy did not reach {n} servers within {limit:?} (saw {seen:?}): {}",
-                    self.process.output_tail()
-                ));
-            }
-            match net::http_get(self.addr, "/readyz").await {
-                Some(answer) if answer.status == 200 => {
-                    if let Some(server) = answer.header("x-jumpgate-server") {
-                        seen.insert(server.to_owned());
-                    }
-                }
-                _ => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        }
-        Ok(())
-    }
-
-    /// The WebSocket URL, naming a room when given (HAProxy hashes it).
-    pub fn ws_url(&self, room: Option<&str>) -> String {
-        match room {
-            Some(room) => format!("ws://{}/ws?room={room}", self.addr),
-            None => format!("ws://{}/ws", self.addr),
-        }
-    }
-
-    /// The server HAProxy sends a connection naming `room` to (its
-    /// `X-Jumpgate-Server` header on a plain GET, which the server refuses as it is
-    /// no WebSocket upgrade, so nothing moves).
-    pub async fn server_for(&self, room: &str) -> Option<String> {
-        let answer = net::http_get(self.addr, &format!("/ws?room={room}")).await?;
-        answer.header("x-jumpgate-server").map(str::to_owned)
-    }
-
-    /// The last lines HAProxy wrote to stderr.
-    pub fn output_tail(&self) -> String {
-        self.process.output_tail()
-    }
-
-    /// Stops HAProxy and removes its directory.
-    pub async fn stop(mut self) {
-        self.process.halt().await;
-    }
-}
-
-impl Drop for Balancer {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// `deploy/haproxy.cfg` for loopback: it binds `127.0.0.1:port`, server `jumpgateN`
-/// is at `servers[N-1]` (servers beyond them are left out), without Docker's DNS
-/// resolver, and with `maxconn` connections. Everything else (hashing by room code,
-/// retries, redispatch, health checks) is as deployed. Fails if the file no longer
-/// has what is replaced.
-pub fn loopback_config(
-    deployed: &str,
-    port: u16,
-    servers: &[SocketAddr],
-    maxconn: usize,
-) -> Result<String, String> {
-    if servers.is_empty() || servers.len() > DEPLOYED_SERVERS {
-        return Err(format!(
-            "the deployed configuration has {DEPLOYED_SERVERS} servers; use 1 to \
-             {DEPLOYED_SERVERS} instances"
-        ));
-    }
-    let mut out = String::new();
-    let mut in_resolvers = false;
-    for line in deployed.lines() {
-        if line.starts_with("resolvers ") {
-            in_resolvers = true;
-            continue;
-        }
-        if in_resolvers {
-            if line.starts_with(' ') {
-                continue;
-            }
-            in_resolvers = false;
-        }
-        let unused_server = (servers.len() + 1..=DEPLOYED_SERVERS).any(|n| {
-            line.trim_start()
-                .starts_with(&format!("server jumpgate{n} "))
-        });
-        if unused_server {
-            continue;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    let mut replacements = vec![
-        ("bind :8080".to_owned(), format!("bind 127.0.0.1:{port}")),
-        ("maxconn 20000".to_owned(), format!("maxconn {maxconn}")),
-        (
-            " resolvers docker init-addr last,libc,none".to_owned(),
-            String::new(),
-        ),
-    ];
-    for (i, addr) in servers.iter().enumerate() {
-        let n = i + 1;
-        replacements.push((
-            format!("server jumpgate{n} jumpgate{n}:8080"),
-            format!("server jumpgate{n} {addr}"),
-        ));
-    }
-    for (from, to) in replacements {
-        if !out.contains(&from) {
-            return Err(format!(
-                "the HAProxy configuration no longer has {from:?}; update cluster.rs"
-            ));
-        }
-        out = out.replace(&from, &to);
-    }
-    Ok(out)
 }
 
 /// A room's ownership as stored: `jg:{CODE}:fence`.
@@ -692,22 +466,5 @@ mod tests {
         assert_eq!(metric_total(page, "jumpgate_room_takeovers_total"), 7.0);
         assert_eq!(metric_total(page, "jumpgate_redis_errors_total"), 3.0);
         assert_eq!(metric_total(page, "jumpgate_room_takeovers"), 0.0);
-    }
-
-    #[test]
-    fn rewrites_the_deployed_balancer_for_loopback() {
-        let deployed = include_str!("../../deploy/haproxy.cfg");
-        let servers: Vec<SocketAddr> = vec![
-            "127.0.0.1:4001".parse().unwrap(),
-            "127.0.0.1:4002".parse().unwrap(),
-        ];
-        let config = loopback_config(deployed, 4000, &servers, 5000).unwrap();
-        assert!(config.contains("bind 127.0.0.1:4000"));
-        assert!(config.contains("server jumpgate1 127.0.0.1:4001 id 1"));
-        assert!(config.contains("server jumpgate2 127.0.0.1:4002 id 2"));
-        assert!(!config.contains("jumpgate3"));
-        assert!(!config.contains("resolvers"));
-        assert!(config.contains("maxconn 5000"));
-        assert!(config.contains("hash-type consistent"));
     }
 }

@@ -22,9 +22,11 @@
 //! whatever its allocator does with freed memory, so it is an upper bound on what the
 //! lobbies themselves hold. Redis's own figure is `used_memory` from `INFO memory`.
 //!
-//! Over 700 lines: one experiment (set-up, the unload and wake measurements,
-//! the report) read top to bottom; whether it stays at all is issue 36's
-//! question for the load tester's one-question experiments.
+//! Kept and maintained (issue 36): README.md and deploy/README.md's sizing cite its
+//! figures (server memory per unloaded lobby, Redis per lobby, the join latency to an
+//! unloaded one), which operators plan with; `tests/smoke/dormant.rs` runs it small.
+//! Over 700 lines: one measurement (set-up, the unload and wake readings, the report)
+//! read top to bottom.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -42,7 +44,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::bench::start_jumpgate_logging;
-use crate::cluster::{self, RedisProbe, RedisServer};
+use crate::cluster::{self, RedisProbe};
 use crate::net;
 
 /// How long any one answer from the server may take.
@@ -327,10 +329,10 @@ pub async fn dormant(args: &DormantArgs) -> Result<DormantReport, String> {
         settle: Duration::from_secs_f64(args.settle),
     };
     plan.check()?;
-    let redis = RedisServer::start(&args.redis_server, false, None).await?;
+    let redis = cluster::start_redis(&args.redis_server, false, None).await?;
     let extra = [
         "--redis-url".to_owned(),
-        redis.url.clone(),
+        redis.url(),
         "--correspondence-unload-secs".to_owned(),
         args.unload_secs.max(1).to_string(),
         "--max-connections".to_owned(),
@@ -339,13 +341,13 @@ pub async fn dormant(args: &DormantArgs) -> Result<DormantReport, String> {
     let server = start_jumpgate_logging("jumpgate", &args.jumpgate, None, &extra, "warn").await?;
     let target = Target {
         addr: server.addr,
-        pid: server.pid,
-        redis_url: redis.url.clone(),
+        pid: Some(server.pid()),
+        redis_url: redis.url(),
     };
     let report = measure(&target, &plan).await;
     let transcript = server.transcript();
-    server.stop().await;
-    redis.stop().await;
+    server.stop();
+    redis.stop();
     if transcript.errors > 0 {
         return Err(format!(
             "the server logged {} errors: {}",

@@ -37,10 +37,12 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, timeout_at};
 
-use crate::cluster::{self, Balancer, Instance, InstanceOptions, RedisProbe, RedisServer};
+use crate::cluster::{self, Instance, InstanceOptions, RedisProbe};
 use crate::driver::new_histogram;
 use crate::net;
 use crate::seated::{Reconnected, SeatedLobby, SentMove};
+use jumpgate_harness::haproxy::SERVERS;
+use jumpgate_harness::{Balancer, BalancerOptions, RedisServer};
 
 /// Lobbies being opened at once.
 const SETUP_CONCURRENCY: usize = 64;
@@ -253,11 +255,8 @@ pub struct FailoverReport {
 
 /// The whole `failover` command: starts everything, kills one instance, stops the rest.
 pub async fn failover(args: &FailoverArgs) -> Result<FailoverReport, String> {
-    if !(2..=cluster::DEPLOYED_SERVERS).contains(&args.instances) {
-        return Err(format!(
-            "--instances must be 2 to {}",
-            cluster::DEPLOYED_SERVERS
-        ));
+    if !(2..=SERVERS).contains(&args.instances) {
+        return Err(format!("--instances must be 2 to {}", SERVERS));
     }
     if !(1..=3000).contains(&args.rooms) {
         return Err("--rooms must be between 1 and 3000 (file descriptors)".into());
@@ -267,7 +266,7 @@ pub async fn failover(args: &FailoverArgs) -> Result<FailoverReport, String> {
     }
     let mut cluster = Cluster::start(args).await?;
     let report = run(&mut cluster, args).await;
-    cluster.stop().await;
+    cluster.stop();
     report
 }
 
@@ -288,8 +287,8 @@ impl Cluster {
                 (None, url.clone())
             }
             None => {
-                let redis = RedisServer::start(&args.redis_server, false, None).await?;
-                let url = redis.url.clone();
+                let redis = cluster::start_redis(&args.redis_server, false, None).await?;
+                let url = redis.url();
                 (Some(redis), url)
             }
         };
@@ -312,8 +311,12 @@ impl Cluster {
         let addrs: Vec<_> = instances.iter().map(|i| i.process.addr).collect();
         // Two connections a player (client side and server side), and some spare.
         let maxconn = args.rooms * 2 + 500;
-        let balancer =
-            Balancer::start(&args.haproxy, &args.haproxy_config, &addrs, maxconn).await?;
+        let options = BalancerOptions {
+            program: args.haproxy.clone(),
+            config: args.haproxy_config.clone(),
+            maxconn,
+        };
+        let balancer = Balancer::start_with(&options, &addrs).await?;
         eprintln!(
             "failover: {} instances ({}), HAProxy at {}, heartbeat TTL {} ms",
             instances.len(),
@@ -333,13 +336,13 @@ impl Cluster {
         })
     }
 
-    async fn stop(self) {
-        self.balancer.stop().await;
+    fn stop(self) {
+        self.balancer.stop();
         for instance in self.instances {
-            instance.process.stop().await;
+            instance.process.stop();
         }
         if let Some(redis) = self.own_redis {
-            redis.stop().await;
+            redis.stop();
         }
     }
 }
@@ -553,7 +556,7 @@ async fn run(cluster: &mut Cluster, args: &FailoverArgs) -> Result<FailoverRepor
     // Where HAProxy sends each room now that the victim has left its ring.
     let balancer = &cluster.balancer;
     let routes: Vec<Option<String>> = futures_util::stream::iter(&codes)
-        .map(|code| balancer.server_for(code))
+        .map(|code| balancer.server_for(Some(code)))
         .buffered(16)
         .collect()
         .await;

@@ -19,7 +19,7 @@ use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::time::Instant;
 
-use crate::cluster::{self, InstanceOptions, RedisProbe, RedisServer};
+use crate::cluster::{self, InstanceOptions, RedisProbe};
 
 /// Players written per pipeline.
 const WRITE_BATCH: usize = 2_000;
@@ -327,20 +327,20 @@ pub async fn leaderboard(args: &LeaderboardArgs) -> Result<LeaderboardReport, St
         whole_board_max: args.whole_board_max,
     };
     plan.check()?;
-    let redis = RedisServer::start(&args.redis_server, false, None).await?;
+    let redis = cluster::start_redis(&args.redis_server, false, None).await?;
     let instances = cluster::start_instances(&InstanceOptions {
         program: args.jumpgate.clone(),
         count: 1,
-        redis_url: redis.url.clone(),
+        redis_url: redis.url(),
         heartbeat_ttl_ms: 3000,
         log: "error".into(),
     })
     .await?;
-    let report = measure(&redis.url, instances[0].process.addr, &plan).await;
+    let report = measure(&redis.url(), instances[0].process.addr, &plan).await;
     for instance in instances {
-        instance.process.stop().await;
+        instance.process.stop();
     }
-    redis.stop().await;
+    redis.stop();
     report
 }
 

@@ -1,21 +1,20 @@
 //! The `jumpgate-loadtest` binary: `bench` runs the whole comparison, `bench-bots`
 //! compares human move latency with and without bot games, `echo-server` runs the
-//! baseline server on its own; `failover`, `ownership-cost` and `bench-fencing`
-//! measure ownership across several instances on one Redis; `leaderboard` times a
-//! leaderboard page at 10k to 1M players; `edge` measures the server's connection
-//! cap, deadlines and per-address limits under abuse; `dormant` measures the memory
-//! of unloaded correspondence lobbies and the time to load one on a join;
-//! `bench-cluster` compares saturated moves/s on a Redis Cluster and on one Redis;
-//! `resume` times a start that resumes 10,000 or 100,000 stored open lobbies;
-//! `year` measures Redis's memory after a simulated year of play.
+//! baseline server on its own; `failover` and `ownership-cost` measure ownership
+//! across several instances on one Redis; `leaderboard` times a leaderboard page at
+//! 10k to 1M players; `edge` measures the server's connection cap, deadlines and
+//! per-address limits under abuse; `dormant` measures the memory of unloaded
+//! correspondence lobbies and the time to load one on a join; `bench-cluster`
+//! compares saturated moves/s on a Redis Cluster and on one Redis. Retired
+//! experiments are listed in loadtest/README.md with the commit that last had them.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use jumpgate_loadtest::{
-    bench, bench_cluster, bots, dormant, echo, edge, failover, fencing, hot_slots, leaderboard,
-    net, ownership_cost, resume, svg, year,
+    bench, bench_cluster, bots, dormant, echo, edge, failover, leaderboard, net, ownership_cost,
+    svg,
 };
 use serde::Serialize;
 
@@ -43,8 +42,6 @@ enum Command {
     /// Start Redis and several instances and count the Redis commands they send
     /// with no rooms and with idle rooms.
     OwnershipCost(Box<ownership_cost::OwnershipCostArgs>),
-    /// Run the same load on a Redis-backed server with fencing and on one without.
-    BenchFencing(Box<fencing::FencingArgs>),
     /// Start Redis and one instance, write players straight into a leaderboard and
     /// time page reads at each board size.
     Leaderboard(Box<leaderboard::LeaderboardArgs>),
@@ -58,16 +55,6 @@ enum Command {
     /// Start one Redis and a three-master Redis Cluster, a Jumpgate on each, and run
     /// the same saturation load on both.
     BenchCluster(Box<bench_cluster::BenchClusterArgs>),
-    /// Fill a fresh Redis with N open lobbies with a game in play, start Jumpgate on
-    /// it, and time until it has resumed them all and is ready.
-    Resume(Box<resume::ResumeArgs>),
-    /// Start a Redis Cluster and saturate the wallets, records and leaderboards, each
-    /// in its one slot, with their real scripts; compare with the peak demand.
-    HotSlots(Box<hot_slots::HotSlotsArgs>),
-    /// Start Redis, play sample rooms of every kind through one instance, write a
-    /// year of rooms, wallets, records and leaderboards into Redis by the retention
-    /// policy, and measure its memory by key family.
-    Year(Box<year::YearArgs>),
     /// Run the echo baseline: every data frame is sent back as is.
     EchoServer {
         /// Loopback address to listen on.
@@ -83,14 +70,6 @@ fn main() -> ExitCode {
         Command::BenchBots(args) => run_bench_bots(&args),
         Command::EchoServer { listen } => run_echo(listen),
         Command::BenchCluster(args) => run_bench_cluster(&args),
-        Command::HotSlots(args) => runtime().and_then(|rt| {
-            let report = rt.block_on(hot_slots::hot_slots(&args))?;
-            print_report(&report.table(), &report.details(), &report, &args.out_json)
-        }),
-        Command::Resume(args) => runtime().and_then(|rt| {
-            let report = rt.block_on(resume::resume(&args))?;
-            print_report(&report.table(), &report.details(), &report, &args.out_json)
-        }),
         Command::Failover(args) => runtime().and_then(|rt| {
             let report = rt.block_on(failover::failover(&args))?;
             print_report(&report.table(), &report.details(), &report, &args.out_json)
@@ -99,16 +78,11 @@ fn main() -> ExitCode {
             let report = rt.block_on(ownership_cost::ownership_cost(&args))?;
             print_report(&report.table(), &report.details(), &report, &args.out_json)
         }),
-        Command::BenchFencing(args) => run_bench_fencing(&args),
         Command::Leaderboard(args) => runtime().and_then(|rt| {
             let report = rt.block_on(leaderboard::leaderboard(&args))?;
             print_report(&report.table(), &report.details(), &report, &args.out_json)
         }),
         Command::Edge(args) => run_edge(&args),
-        Command::Year(args) => runtime().and_then(|rt| {
-            let report = rt.block_on(year::year(&args))?;
-            print_report(&report.table(), &report.details(), &report, &args.out_json)
-        }),
         Command::Dormant(args) => runtime().and_then(|rt| {
             let report = rt.block_on(dormant::dormant(&args))?;
             print_report(&report.table(), &report.details(), &report, &args.out_json)
@@ -125,15 +99,6 @@ fn main() -> ExitCode {
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Runtime::new().map_err(|e| format!("cannot start tokio: {e}"))
-}
-
-fn run_bench_fencing(args: &fencing::FencingArgs) -> Result<(), String> {
-    // Before the runtime exists, so its worker threads inherit the affinity.
-    if let Some(cpus) = &args.client_cpus {
-        pin_self(cpus)?;
-    }
-    let report = runtime()?.block_on(fencing::bench_fencing(args))?;
-    print_report(&report.table(), &report.details(), &report, &args.out_json)
 }
 
 fn run_bench_cluster(args: &bench_cluster::BenchClusterArgs) -> Result<(), String> {

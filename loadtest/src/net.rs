@@ -1,7 +1,11 @@
-//! Loopback checks, free ports, reading a process's resident memory, and a plain HTTP
-//! GET (for `/readyz` through HAProxy and the servers' `/metrics`).
+//! Loopback checks and reading a process's resident memory and CPU time; free ports
+//! and the plain HTTP GET (for `/healthz` and the servers' `/metrics`) are the
+//! harness's, re-exported.
 
 use std::net::{IpAddr, SocketAddr};
+
+pub use jumpgate_harness::free_loopback_addr;
+pub use jumpgate_harness::http::{HttpAnswer, http_get};
 
 use tokio_tungstenite::tungstenite::http::Uri;
 
@@ -38,12 +42,6 @@ pub fn require_loopback_addr(addr: SocketAddr) -> Result<(), String> {
     }
 }
 
-/// A loopback port that was free a moment ago (the kernel picks it).
-pub fn free_loopback_addr() -> std::io::Result<SocketAddr> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    listener.local_addr()
-}
-
 /// The resident set size of process `pid` in KiB, from `/proc/PID/status` (`VmRSS`).
 pub fn vm_rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -72,53 +70,6 @@ fn parse_vm_rss(status: &str) -> Option<u64> {
         .find_map(|line| line.strip_prefix("VmRSS:"))
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kib| kib.parse().ok())
-}
-
-/// The answer to [`http_get`].
-#[derive(Debug, Clone)]
-pub struct HttpAnswer {
-    /// The status code.
-    pub status: u16,
-    /// The response head, lower-cased.
-    pub head: String,
-    /// The body, as text.
-    pub body: String,
-}
-
-impl HttpAnswer {
-    /// The value of header `name` (lower-case).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.head.lines().find_map(|line| {
-            let (key, value) = line.split_once(':')?;
-            (key.trim() == name).then(|| value.trim())
-        })
-    }
-}
-
-/// `GET path` over a fresh connection with `Connection: close`; `None` if anything
-/// fails or takes more than five seconds.
-pub async fn http_get(addr: SocketAddr, path: &str) -> Option<HttpAnswer> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let exchange = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-        let request = format!("GET {path} HTTP/1.1\r\nHost: loadtest\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.ok()?;
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).await.ok()?;
-        Some(raw)
-    };
-    let raw = tokio::time::timeout(std::time::Duration::from_secs(5), exchange)
-        .await
-        .ok()??;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    let head = head.to_lowercase();
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some(HttpAnswer {
-        status,
-        head,
-        body: body.to_owned(),
-    })
 }
 
 #[cfg(test)]

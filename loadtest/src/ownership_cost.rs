@@ -9,6 +9,11 @@
 //! (`SET jg:alive:{ID}`, `SADD jg:instances`), the sweep for orphans (`SMEMBERS
 //! jg:instances`, `EXISTS jg:alive:{ID}`, `SRANDMEMBER`), handover requests
 //! (`PUBLISH`) and the claim script (`EVALSHA`).
+//!
+//! Kept and maintained (issue 36), though it answers one question: deploy/README.md's
+//! sizing gives the idle ownership traffic (n × (n + 3) commands a second for n
+//! instances) from it, and that rate changes whenever ownership does, so it must stay
+//! reproducible; `tests/smoke/ownership.rs` runs it small.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,7 +26,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::cluster::{self, InstanceOptions, RedisProbe, RedisServer};
+use crate::cluster::{self, InstanceOptions, RedisProbe};
 use crate::seated::SeatedLobby;
 
 /// Lobbies being opened at once.
@@ -107,12 +112,12 @@ pub async fn ownership_cost(args: &OwnershipCostArgs) -> Result<OwnershipCostRep
         return Err("--window must be between 1 and 600 seconds".into());
     }
     let window = Duration::from_secs_f64(args.window);
-    let redis = RedisServer::start(&args.redis_server, false, None).await?;
-    let mut probe = RedisProbe::open(&redis.url).await?;
+    let redis = cluster::start_redis(&args.redis_server, false, None).await?;
+    let mut probe = RedisProbe::open(&redis.url()).await?;
     let instances = cluster::start_instances(&InstanceOptions {
         program: args.jumpgate.clone(),
         count: args.instances,
-        redis_url: redis.url.clone(),
+        redis_url: redis.url(),
         heartbeat_ttl_ms: args.heartbeat_ttl_ms,
         log: "error".into(),
     })
@@ -121,7 +126,7 @@ pub async fn ownership_cost(args: &OwnershipCostArgs) -> Result<OwnershipCostRep
     eprintln!(
         "ownership-cost: {} instances on {}, heartbeat TTL {} ms",
         urls.len(),
-        redis.url,
+        redis.url(),
         args.heartbeat_ttl_ms
     );
 
@@ -182,9 +187,9 @@ pub async fn ownership_cost(args: &OwnershipCostArgs) -> Result<OwnershipCostRep
     };
     reading.abort_all();
     for instance in instances {
-        instance.process.stop().await;
+        instance.process.stop();
     }
-    redis.stop().await;
+    redis.stop();
     Ok(report)
 }
 

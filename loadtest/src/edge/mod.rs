@@ -40,7 +40,7 @@ use tokio::time::{Instant, sleep};
 use crate::bench::start_jumpgate_logging;
 use crate::driver::PATIENCE;
 use crate::net;
-use crate::procs::Spawned;
+use jumpgate_harness::JumpgateProcess;
 
 /// The server's per-address and per-identity limits at their defaults (`jumpgate
 /// serve --help`), passed as flags so that they win over the no-limit environment.
@@ -296,7 +296,7 @@ fn server_flags(overrides: &[(&str, String)]) -> Vec<String> {
 
 /// A started server and how to reach it.
 struct Started {
-    child: Spawned,
+    child: JumpgateProcess,
     target: Target,
 }
 
@@ -305,7 +305,7 @@ async fn start(
     name: &str,
     overrides: &[(&str, String)],
 ) -> Result<Started, String> {
-    let metrics = net::free_loopback_addr().map_err(|e| e.to_string())?;
+    let metrics = net::free_loopback_addr();
     let mut overrides = overrides.to_vec();
     overrides.push(("--metrics-listen", metrics.to_string()));
     // At WARN, so that what the edge logs (accept failures, say) reaches the report.
@@ -320,14 +320,14 @@ async fn start(
     let target = Target {
         addr: child.addr,
         metrics: Some(metrics),
-        pid: child.pid,
+        pid: Some(child.pid()),
     };
     // The internal listener comes up just after the public one.
     let limit = Instant::now() + PATIENCE;
     while net::http_get(metrics, "/healthz").await.is_none() && Instant::now() < limit {
         sleep(Duration::from_millis(50)).await;
     }
-    eprintln!("{name}: {} (pid {:?})", child.addr, child.pid);
+    eprintln!("{name}: {} (pid {})", child.addr, child.pid());
     Ok(Started { child, target })
 }
 
@@ -336,13 +336,13 @@ async fn stop(started: Started, log: &mut Vec<String>) {
     if transcript.warnings + transcript.errors > 0 {
         log.push(format!(
             "{}: {} warnings, {} errors; first: {}",
-            started.child.name,
+            started.child.name(),
             transcript.warnings,
             transcript.errors,
             transcript.first_notable.join(" / ")
         ));
     }
-    started.child.stop().await;
+    started.child.stop();
 }
 
 /// The whole `edge` command: every part asked for, each on a server of its own.

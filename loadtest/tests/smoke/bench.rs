@@ -1,26 +1,15 @@
-//! Runs every bench phase in a tiny configuration against a real Jumpgate server and
-//! the echo server, both in-process, and checks that each phase counted something.
-//! Nothing here asserts on time.
-
-use std::time::Duration;
+//! `bench`: every phase in a tiny configuration against a real `jumpgate` process and
+//! the echo server (in-process: it is the load tester's own), checking that each phase
+//! counted something. Nothing here asserts on time.
 
 use jumpgate_loadtest::bench::{BenchConfig, RedisTarget, Target, run_all};
 use jumpgate_loadtest::svg;
-use jumpgate_server::config::Settings;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tiny_bench_counts_everything() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let mut settings = Settings::for_address(addr);
-    settings.limits = jumpgate_server::limits::LimitSettings::unlimited();
-    settings.move_clock = Duration::from_secs(600);
-    let (stop_server, stopped) = oneshot::channel::<()>();
-    tokio::spawn(jumpgate_server::run(listener, settings, async {
-        let _ = stopped.await;
-    }));
+    let server = crate::jumpgate(&[]).await;
 
     let echo_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let echo_addr = echo_listener.local_addr().unwrap();
@@ -32,9 +21,9 @@ async fn tiny_bench_counts_everything() {
     // American, and the orbit board, whose states are the largest.
     for rule_set in ["american", "orbit"] {
         let config = BenchConfig::new(2, 20.0, 2, 1.0, 50, rule_set, "both").unwrap();
-        // In-process servers share this process, so their memory is not measured.
+        // The echo server shares this process, so memory is not measured.
         let jumpgate = Target {
-            url: format!("ws://{addr}/ws"),
+            url: server.ws_url(),
             pid: None,
         };
         let echo = Target {
@@ -88,6 +77,5 @@ async fn tiny_bench_counts_everything() {
         assert_eq!(plot.matches("<polyline").count(), 3);
         serde_json::to_string(&report).unwrap();
     }
-    let _ = stop_server.send(());
     let _ = stop_echo.send(());
 }

@@ -1,37 +1,17 @@
-//! Runs `bench-bots` in a tiny configuration (2 bot games, 1 s phases) against a real
-//! Jumpgate server started in-process with a 20 ms Executive, and checks that every
-//! part counted something. Nothing here asserts on time.
-
-use std::time::Duration;
+//! `bench-bots` in a tiny configuration (2 bot games, 1 s phases) against a real
+//! `jumpgate` process with a 20 ms Executive, checking that every part counted
+//! something. Nothing here asserts on time.
 
 use jumpgate_loadtest::bots::{BotsConfig, run_bots};
-use jumpgate_server::config::Settings;
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tiny_bots_bench_counts_everything() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let mut settings = Settings::for_address(addr);
-    settings.limits = jumpgate_server::limits::LimitSettings::unlimited();
-    settings.move_clock = Duration::from_secs(600);
-    settings.executive_budget = Duration::from_millis(20);
-    let (stop_server, stopped) = oneshot::channel::<()>();
-    tokio::spawn(jumpgate_server::run(listener, settings, async {
-        let _ = stopped.await;
-    }));
+    let server = crate::jumpgate(&[("JUMPGATE_EXECUTIVE_MS", "20".into())]).await;
 
     let mut config = BotsConfig::new(2, 20.0, 2, 1.0).unwrap();
     config.warm_up_s = 2.0;
-    let report = run_bots(
-        &format!("ws://{addr}/ws"),
-        &config,
-        "default".into(),
-        "20 ms".into(),
-    )
-    .await;
-    let _ = stop_server.send(());
+    let report = run_bots(&server.ws_url(), &config, "default".into(), "20 ms".into()).await;
+    drop(server);
 
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     for (name, phase) in [

@@ -1,37 +1,30 @@
-//! Runs the three parts of `edge` in miniature against in-process servers with the
-//! default per-client limits, and checks the counts. No memory or CPU (same process),
-//! and nothing here asserts on time.
+//! Runs the three parts of `edge` in miniature against real `jumpgate` processes with
+//! the default per-client limits, and checks the counts. Nothing here asserts on time.
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
+use jumpgate_harness::{JumpgateOptions, JumpgateProcess, free_loopback_addr};
 use jumpgate_loadtest::edge::{
     Abuse, EdgeConfig, Part, Target, crowd_address, measure_cap, measure_deadline, measure_flood,
 };
-use jumpgate_server::config::Settings;
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
-/// Starts a server with the default limits, `adjust`ed; stops when the sender drops.
-async fn server(adjust: impl FnOnce(&mut Settings)) -> (Target, oneshot::Sender<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let internal: SocketAddr = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap()
-    };
-    let mut settings = Settings::for_address(addr);
-    settings.move_clock = Duration::from_secs(600);
-    settings.metrics_listen = Some(internal);
-    adjust(&mut settings);
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(jumpgate_server::run(listener, settings, async {
-        let _ = stopped.await;
-    }));
+/// Starts a server with the default per-client limits and `env`; stopped when the
+/// process is dropped.
+async fn server(env: &[(&str, String)]) -> (Target, JumpgateProcess) {
+    let internal = free_loopback_addr();
+    let mut all = vec![
+        ("JUMPGATE_MOVE_CLOCK_MS", "600000".to_owned()),
+        ("JUMPGATE_METRICS_LISTEN", internal.to_string()),
+    ];
+    all.extend_from_slice(env);
+    let mut options = JumpgateOptions::for_test(free_loopback_addr(), &all);
+    options.client_limits_off = false;
+    let process = JumpgateProcess::start_with(&options).await.unwrap();
     let target = Target {
-        addr,
+        addr: process.addr,
         metrics: Some(internal),
-        pid: None,
+        pid: Some(process.pid()),
     };
     // The internal listener starts just after the public one.
     for _ in 0..100 {
@@ -40,7 +33,7 @@ async fn server(adjust: impl FnOnce(&mut Settings)) -> (Target, oneshot::Sender<
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    (target, stop)
+    (target, process)
 }
 
 fn config() -> EdgeConfig {
@@ -63,7 +56,7 @@ fn config() -> EdgeConfig {
 async fn tiny_edge_counts_everything() {
     let config = config();
 
-    let (target, _stop) = server(|s| s.max_connections = 20).await;
+    let (target, _server) = server(&[("JUMPGATE_MAX_CONNECTIONS", "20".into())]).await;
     let cap = measure_cap(&target, &config).await;
     assert_eq!(cap.greeted, 20, "{cap:?}");
     assert_eq!(cap.one_more_status, Some(503), "{cap:?}");
@@ -71,24 +64,24 @@ async fn tiny_edge_counts_everything() {
     assert_eq!(cap.healthz_internal.ok, 5, "{cap:?}");
 
     let deadline = Duration::from_millis(300);
-    let deadlines = |s: &mut Settings| {
-        s.header_read_timeout = deadline;
-        s.hello_timeout = deadline;
-    };
+    let deadlines = [
+        ("JUMPGATE_HEADER_READ_TIMEOUT_MS", "300".to_owned()),
+        ("JUMPGATE_HELLO_TIMEOUT_MS", "300".to_owned()),
+    ];
     let crowd = |i: usize| crowd_address(i / 8);
     for abuse in [Abuse::HalfOpen, Abuse::Ungreeted] {
-        let (target, _stop) = server(deadlines).await;
+        let (target, _server) = server(&deadlines).await;
         let closed = measure_deadline(&target, abuse, 20, crowd, deadline).await;
         assert_eq!(closed.opened, 20, "{abuse:?}: {closed:?}");
         assert_eq!(closed.closed_at_deadline, 20, "{abuse:?}: {closed:?}");
     }
-    let (target, _stop) = server(deadlines).await;
+    let (target, _server) = server(&deadlines).await;
     let lone = |_| Ipv4Addr::new(127, 0, 0, 3);
     let one = measure_deadline(&target, Abuse::HalfOpen, 80, lone, deadline).await;
     assert_eq!(one.closed_at_deadline, 64, "{one:?}");
     assert_eq!(one.closed_early, 16, "{one:?}");
 
-    let (target, _stop) = server(|_| {}).await;
+    let (target, _server) = server(&[]).await;
     let flood = measure_flood(&target, &config).await;
     assert!(flood.failures.is_empty(), "{:?}", flood.failures);
     assert_eq!(flood.flood_greeted, 4);
