@@ -179,7 +179,7 @@ impl RedisProbe {
     /// jg:alive:{ID}`); `None` if it has none.
     pub async fn heartbeat_left(&mut self, id: &str) -> Result<Option<Duration>, String> {
         let ms: i64 = redis::cmd("PTTL")
-            .arg(format!("jg:alive:{{{id}}}"))
+            .arg(jumpgate_store::keys::alive_key(id))
             .query_async(&mut self.conn)
             .await
             .map_err(redis_error)?;
@@ -192,8 +192,9 @@ impl RedisProbe {
         for chunk in codes.chunks(500) {
             let mut pipe = redis::pipe();
             for code in chunk {
+                let [_, _, _, fence] = jumpgate_store::keys::room_keys(code);
                 pipe.cmd("HMGET")
-                    .arg(format!("jg:{{{code}}}:fence"))
+                    .arg(fence)
                     .arg("owner")
                     .arg("epoch")
                     .arg("version");
@@ -219,7 +220,8 @@ impl RedisProbe {
         for chunk in codes.chunks(500) {
             let mut pipe = redis::pipe();
             for code in chunk {
-                pipe.cmd("XLEN").arg(format!("jg:{{{code}}}:moves"));
+                let [_, moves, _, _] = jumpgate_store::keys::room_keys(code);
+                pipe.cmd("XLEN").arg(moves);
             }
             let rows: Vec<u64> = pipe
                 .query_async(&mut self.conn)

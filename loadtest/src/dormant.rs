@@ -521,7 +521,7 @@ async fn snapshot(
         "jumpgate_lobbies_live{{rule_set=\"{}\"}}",
         plan.rule_set.as_str()
     );
-    let dormant: u64 = probe.zcard("jg:dormant").await?;
+    let dormant: u64 = probe.zcard(jumpgate_store::keys::DORMANT).await?;
     Ok(Snapshot {
         label: label.to_owned(),
         rss_kib: target.pid.and_then(net::vm_rss_kib),

@@ -12,6 +12,7 @@
 //! the other on one keep-alive connection. `INFO commandstats` before and after gives
 //! Redis's own time per read (the microseconds Redis spent in the read's commands).
 
+use jumpgate_store::keys;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -157,8 +158,8 @@ fn place_key(account: &str, points: u32, wins: u32, games: u32, name: &str) -> S
 
 /// Writes players `from..to` into the board, in the server's layout.
 async fn fill(probe: &mut RedisProbe, from: usize, to: usize) -> Result<(), String> {
-    let board = format!("jgl:{{boards}}:{RULE_SET}");
-    let order = format!("{board}:order");
+    let board = keys::board_key(RULE_SET);
+    let order = keys::board_order_key(RULE_SET);
     let mut n = from;
     while n < to {
         let end = (n + WRITE_BATCH).min(to);
@@ -176,7 +177,7 @@ async fn fill(probe: &mut RedisProbe, from: usize, to: usize) -> Result<(), Stri
                 .zadd(&order, place_key(&account, points, wins, games, &name), 0)
                 .ignore();
         }
-        pipe.set(format!("{board}:ordered"), 1).ignore();
+        pipe.set(keys::board_ordered_key(RULE_SET), 1).ignore();
         probe.query(&pipe).await?;
         n = end;
     }
@@ -270,7 +271,7 @@ fn check_page(body: &str, players: usize) -> Result<(), String> {
 /// Times `reads` whole-board reads (`HGETALL` of the standings): the median at
 /// the client, microseconds, and Redis's microseconds per call.
 async fn whole_board(probe: &mut RedisProbe, reads: usize) -> Result<(u64, f64), String> {
-    let board = format!("jgl:{{boards}}:{RULE_SET}");
+    let board = keys::board_key(RULE_SET);
     let usec = |stats: &std::collections::BTreeMap<String, u64>| {
         stats.get("hgetall").copied().unwrap_or(0)
     };
