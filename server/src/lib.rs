@@ -14,6 +14,7 @@ pub use jumpgate_rules as rules;
 pub mod config;
 pub(crate) mod http;
 pub mod identity;
+pub(crate) mod lifecycle;
 pub mod limits;
 pub(crate) mod listener;
 /// The lobby state machine (the `jumpgate-lobby` crate).
@@ -23,6 +24,7 @@ pub mod my_games;
 pub(crate) mod net;
 pub(crate) mod outbound;
 pub(crate) mod ownership;
+pub(crate) mod registry;
 pub(crate) mod resume;
 pub(crate) mod room;
 pub(crate) mod solo;

@@ -6,10 +6,10 @@
 use jumpgate_protocol as wire;
 use jumpgate_protocol::ErrorCode;
 
-use crate::app::Registry;
 use crate::identity::Identity;
 use crate::lobby::{Pace, Phase, glance};
 use crate::outbound::Refusal;
+use crate::registry::Registry;
 use crate::room::view;
 use crate::store::Store;
 use crate::wire_view;

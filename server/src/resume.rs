@@ -2,7 +2,7 @@
 //! taken over, `--resume-batch` rooms at a time, each batch a fixed number
 //! of round trips to the store whatever its size: the fences, the owners'
 //! heartbeats, the listing under this instance, and the claims each
-//! followed by its room's read (see `store::redis_reads`).
+//! followed by its room's read (see the store crate's `redis/reads.rs`).
 //!
 //! Nothing is weakened by batching: each room is still claimed by a
 //! compare-and-set on its own fence (so two instances starting together

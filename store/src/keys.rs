@@ -1,6 +1,9 @@
-//! Every Redis key the server writes, in one place: the stores build their
-//! keys with these, and tools that read or fill a deployment's Redis (the
-//! load tester) use them too, so a change of layout changes both.
+//! The Redis key names and prefixes the server writes under: the stores
+//! build their keys from these, and tools that read or fill a deployment's
+//! Redis (the load tester) use them too, so a change of layout changes
+//! both. Rooms, instances, identities and leaderboards have a function per
+//! key here; wallets and records have their prefix here and build the rest
+//! (balances, ledgers, escrow, idempotency keys) in their own modules.
 //!
 //! A room's keys share the hash tag `{CODE}` (one Redis Cluster slot per
 //! room); an instance's keys the tag `{ID}`; an identity's the tag

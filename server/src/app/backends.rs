@@ -1,6 +1,7 @@
 //! The stores an instance runs on, opened once: Redis when the settings
-//! name a URL (one connection, shared by the room store, the wallets, the
-//! records and the leaderboards), else memory.
+//! name a URL (one multiplexed connection, shared by the room store, the
+//! wallets, the records, the leaderboards and the checks at start; the
+//! handover subscription has its own, as pub/sub needs), else memory.
 
 use std::sync::Arc;
 

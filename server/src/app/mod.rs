@@ -9,8 +9,6 @@
 //! serves, and drains at shutdown (see [`drain`]).
 
 mod backends;
-mod lifecycle;
-mod registry;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -19,12 +17,12 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 pub use self::backends::Backends;
-pub use self::lifecycle::Lifecycle;
-pub use self::registry::Registry;
 use crate::config::Settings;
 use crate::identity::Identities;
+pub use crate::lifecycle::Lifecycle;
 use crate::limits::ClientLimits;
 use crate::ownership::{Ownership, OwnershipSettings};
+pub use crate::registry::Registry;
 use crate::room::{RoomDeps, RoomSettings};
 use crate::solo::{BotPool, SoloDeps, SoloSettings};
 use crate::store::preflight::{self, PreflightError};

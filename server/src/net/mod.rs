@@ -18,7 +18,8 @@ use jumpgate_protocol::{Encoding, ErrorCode, ProtocolVersion, ServerMessage, Sub
 use tokio::sync::{Notify, mpsc};
 use tokio::time::{Duration, Instant};
 
-use crate::app::{App, Lifecycle};
+use crate::app::App;
+use crate::lifecycle::Lifecycle;
 use crate::limits::{ClientAddr, HeldSlot};
 use crate::outbound::{ConnId, Outbound, to_ws};
 use session::Session;

@@ -18,9 +18,10 @@ use std::time::Duration;
 use jumpgate_protocol::ErrorCode;
 use tokio::time::Instant;
 
-use crate::app::{Lifecycle, Registry};
 use crate::code::RoomCode;
+use crate::lifecycle::Lifecycle;
 use crate::outbound::Refusal;
+use crate::registry::Registry;
 use crate::room::{RoomHandle, RoomStopped};
 use crate::solo::SoloHandle;
 use crate::store::{Fence, Orphan, Store, StoreError};

@@ -2,7 +2,8 @@
 //! connections, and performs what the pure transitions leave to do —
 //! storing every change (conditionally, resolving unknown outcomes), taking
 //! and settling stakes, recording series, running the clock, and fanning
-//! out each change as one `state`, encoded once per encoding. Connections
+//! out each confirmed change (a protocol 2 event or snapshot, a protocol 1
+//! `state`), each frame encoded once per encoding. Connections
 //! talk to it through its [`RoomHandle`]; everything it sends a connection goes
 //! through that connection's one ordered queue.
 //!

@@ -3,7 +3,7 @@
 //! stops taking rooms and connections and hands its rooms over), closing
 //! (the rooms are handed over: connections close), and the count of live
 //! WebSocket connections that shutdown waits for. The drain sequence itself
-//! is [`crate::app::drain`].
+//! is `app::drain`.
 
 use std::sync::{Arc, Mutex};
 
