@@ -2,6 +2,7 @@
 //! `my_games` and `GET /api/my-games`. Read from the store, never from the
 //! rooms: a lobby's stored record is current (every change is stored before
 //! anyone is told of it), and reading it does not load an unloaded lobby.
+//! It needs only the room and solo parts of the store ([`SoloStore`]).
 
 use jumpgate_protocol as wire;
 use jumpgate_protocol::ErrorCode;
@@ -11,7 +12,7 @@ use crate::lobby::{Pace, Phase, glance};
 use crate::outbound::Refusal;
 use crate::registry::Registry;
 use crate::room::view;
-use crate::store::Store;
+use crate::store::SoloStore;
 use crate::wire_view;
 
 /// Most open lobbies an identity may hold a seat in at once (creating or
@@ -26,7 +27,7 @@ const MOST_READ: usize = 2 * MOST_OPEN_LOBBIES;
 /// Whether `identity` may take a seat in one more lobby (`code`: the one
 /// it asks for, where it may hold a seat already).
 pub async fn may_take_seat(
-    store: &dyn Store,
+    store: &dyn SoloStore,
     identity: &Identity,
     code: Option<&str>,
 ) -> Result<(), Refusal> {
@@ -63,7 +64,7 @@ fn unavailable() -> Refusal {
 /// taken off its list as they are found. `expire_after`: how long a
 /// correspondence lobby lasts without a move.
 pub async fn list(
-    store: &dyn Store,
+    store: &dyn SoloStore,
     registry: &Registry,
     expire_after: std::time::Duration,
     identity: &Identity,
@@ -131,7 +132,7 @@ pub async fn list(
 
 /// The identity's unfinished solo game, if it has one.
 async fn solo_game(
-    store: &dyn Store,
+    store: &dyn SoloStore,
     registry: &Registry,
     identity: &Identity,
 ) -> Result<Option<wire::MyGame>, Refusal> {
