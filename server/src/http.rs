@@ -306,13 +306,7 @@ async fn my_games(State(state): State<Arc<App>>, headers: HeaderMap) -> Response
                 .into_response();
         }
     };
-    let listed = crate::my_games::list(
-        &*state.backends.store,
-        &state.registry,
-        state.settings.correspondence_expiry,
-        &identity,
-    );
-    match listed.await {
+    match state.my_games(&identity).await {
         Ok(games) => (
             [(header::CACHE_CONTROL, "no-store")],
             Json(serde_json::json!({ "games": games })),

@@ -3,11 +3,11 @@
 
 use std::sync::LazyLock;
 
-use jumpgate_store::metrics::{REDIS_OPS, STORE_METRICS};
+use jumpgate_store::metrics::{REDIS_OPS, STORE_METRICS, opts};
 
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
-    IntGaugeVec, Opts, Registry, TextEncoder,
+    IntGaugeVec, Registry, TextEncoder,
 };
 
 /// Every metric the server exports.
@@ -69,10 +69,6 @@ pub const EDGE_REFUSALS: &[&str] = &[
     "http_rate",
     "rooms_rate",
 ];
-
-fn opts(name: &str, help: &str) -> Opts {
-    Opts::new(name, help).namespace("jumpgate")
-}
 
 /// Buckets for handling a move in memory: 5 µs to 100 ms (a move takes
 /// tens of microseconds, plus its store write when Redis is on).

@@ -179,6 +179,8 @@ impl SeenKeys {
     }
 }
 
+/// The clock decisions are stamped with (kept here for the callers that
+/// name it with the window; it is [`crate::sync::now_ms`]).
 pub use crate::sync::now_ms;
 
 #[cfg(test)]

@@ -215,7 +215,7 @@ impl Leaderboards for MemoryLeaderboards {
     ) -> StoreFuture<'a, ()> {
         let mut guard = lock(&self.tables);
         let t = &mut *guard;
-        let now = crate::idempotency::now_ms();
+        let now = crate::sync::now_ms();
         let decided = match t.counted.admit(self.window, game, decided, now) {
             Ok(decided) => decided,
             Err(e) => return Box::pin(async move { Err(e) }),

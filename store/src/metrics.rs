@@ -34,7 +34,9 @@ pub struct StoreMetrics {
     pub writes_fenced: IntCounter,
 }
 
-fn opts(name: &str, help: &str) -> Opts {
+/// A metric's options in the `jumpgate_` namespace (the server's metrics
+/// use it too).
+pub fn opts(name: &str, help: &str) -> Opts {
     Opts::new(name, help).namespace("jumpgate")
 }
 

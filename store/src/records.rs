@@ -94,7 +94,7 @@ impl MemoryRecords {
 impl Records for MemoryRecords {
     fn record<'a>(&'a self, s: &'a SeriesRecord) -> StoreFuture<'a, ()> {
         let mut t = lock(&self.tables);
-        let now = crate::idempotency::now_ms();
+        let now = crate::sync::now_ms();
         let decided = match t.done.admit(self.window, &s.series, s.decided, now) {
             Ok(decided) => decided,
             Err(e) => return Box::pin(async move { Err(e) }),

@@ -106,6 +106,21 @@ impl App {
             lifecycle,
         }))
     }
+
+    /// The identity's unfinished games (see [`crate::my_games::list`]).
+    pub async fn my_games(
+        &self,
+        identity: &crate::identity::Identity,
+    ) -> Result<Vec<jumpgate_protocol::MyGame>, crate::outbound::Refusal> {
+        let expire_after = self.settings.correspondence_expiry;
+        crate::my_games::list(
+            &*self.backends.store,
+            &self.registry,
+            expire_after,
+            identity,
+        )
+        .await
+    }
 }
 
 /// The settings a room reads, out of the instance's.

@@ -210,19 +210,10 @@ impl Connection {
                 self.lobby_info(seq, code, invite, identity.id.clone())
                     .await;
             }
-            ClientMessage::MyGames { seq } => {
-                let state = &self.state;
-                let listed = crate::my_games::list(
-                    &*state.backends.store,
-                    &state.registry,
-                    state.settings.correspondence_expiry,
-                    &identity,
-                );
-                match listed.await {
-                    Ok(games) => self.reply(ServerMessage::MyGames { seq, games }),
-                    Err(r) => self.refuse(Some(seq), r.code, &r.message),
-                }
-            }
+            ClientMessage::MyGames { seq } => match self.state.my_games(&identity).await {
+                Ok(games) => self.reply(ServerMessage::MyGames { seq, games }),
+                Err(r) => self.refuse(Some(seq), r.code, &r.message),
+            },
         }
         Flow::Continue
     }

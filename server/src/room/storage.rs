@@ -19,7 +19,7 @@ impl Room {
     /// that is one move and nothing else is appended to the move log
     /// without the record (see [`Room::appends_move`]).
     pub(super) async fn persist(&mut self) -> Result<(), WriteError> {
-        self.lobby.stamp_decisions(crate::idempotency::now_ms());
+        self.lobby.stamp_decisions(crate::sync::now_ms());
         if let Some(effects) = self.appends_move() {
             return self.append_move(effects).await;
         }

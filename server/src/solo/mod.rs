@@ -485,7 +485,7 @@ impl SoloGame {
         if result.is_some() {
             self.record.result = result;
             self.record.pending_score = self.record.ranked;
-            self.record.score_decided = crate::idempotency::now_ms();
+            self.record.score_decided = crate::sync::now_ms();
         }
     }
 
@@ -622,7 +622,7 @@ impl SoloGame {
                     points: None,
                 });
                 self.record.pending_score = self.record.ranked;
-                self.record.score_decided = crate::idempotency::now_ms();
+                self.record.score_decided = crate::sync::now_ms();
                 match self.persist().await {
                     Ok(()) => {
                         self.send(conn, ServerMessage::Ack { seq });

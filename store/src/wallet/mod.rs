@@ -169,7 +169,7 @@ pub trait Wallets: Send + Sync + std::fmt::Debug {
 }
 
 fn now_ms() -> u64 {
-    crate::idempotency::now_ms()
+    crate::sync::now_ms()
 }
 
 /// Today's UTC day number.
