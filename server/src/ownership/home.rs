@@ -35,17 +35,17 @@ use crate::sync::lock;
 
 /// The homes of the rooms running here, where known (rooms created here
 /// have none until a request names them). A room taken up here without a
-/// home is noted with an empty one: it learns its home only from a
+/// home is noted as having none (`None`): it learns its home only from a
 /// handover by a live owner, never from the requests that reach it here
 /// (they may come here only because its previous owner is out of the
 /// ring).
 #[derive(Debug, Default)]
 pub struct Homes {
-    by_room: Mutex<HashMap<String, String>>,
+    by_room: Mutex<HashMap<String, Option<String>>>,
 }
 
 impl Homes {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Option<String>>> {
         lock(&self.by_room)
     }
 
@@ -53,11 +53,14 @@ impl Homes {
         self.lock().contains_key(id)
     }
 
+    /// Notes what is known of a room's home: an instance, or none.
     fn note(&self, id: &str, home: Option<String>) {
-        match home {
-            Some(home) => self.lock().insert(id.to_owned(), home),
-            None => self.lock().remove(id),
-        };
+        self.lock().insert(id.to_owned(), home);
+    }
+
+    /// Forgets a room's home: the next request naming it looks again.
+    fn forget(&self, id: &str) {
+        self.lock().remove(id);
     }
 
     /// The rooms running here whose home is another instance.
@@ -69,7 +72,8 @@ impl Homes {
         homes.retain(|id, _| running.contains(id));
         homes
             .iter()
-            .filter(|(_, home)| !home.is_empty() && home.as_str() != me)
+            .filter_map(|(id, home)| home.as_ref().map(|home| (id, home)))
+            .filter(|(_, home)| home.as_str() != me)
             .map(|(id, home)| (id.clone(), home.clone()))
             .collect()
     }
@@ -145,7 +149,7 @@ pub(crate) async fn settle_on_claim(
         }
     };
     // Taken up without a home: none is learnt here (see `Homes`).
-    state.homes.note(id, Some(home.unwrap_or_default()));
+    state.homes.note(id, home);
 }
 
 /// A request named a room running here: if it has no known home, this
@@ -169,7 +173,10 @@ pub(crate) fn named_here(state: &Arc<Ownership>, id: &str) {
             .set_home(&id, me, me, true)
             .await
             .unwrap_or_default();
-        state.homes.note(&id, home);
+        match home {
+            Some(home) => state.homes.note(&id, Some(home)),
+            None => state.homes.forget(&id),
+        }
     });
 }
 
@@ -220,7 +227,7 @@ async fn hand_back(state: &Arc<Ownership>, rooms: Vec<(String, String)>) {
     use futures_util::StreamExt;
     futures_util::stream::iter(rooms)
         .for_each_concurrent(16, |(id, home)| async move {
-            state.homes.note(&id, None);
+            state.homes.forget(&id);
             if super::hand_over(state, &id, Some(home.clone())).await {
                 crate::metrics::METRICS.rooms_sent_home.inc();
                 tracing::info!(room = %id, to = %home, "handed back to the instance it belongs on");
