@@ -33,6 +33,7 @@
 //! "Ownership").
 
 mod conn;
+pub mod embedded;
 pub mod idempotency;
 pub mod keys;
 pub mod leaderboard;
@@ -45,6 +46,7 @@ pub mod sync;
 pub mod wallet;
 
 pub use self::conn::{RedisConn, cluster_seeds, redis_connection};
+pub use self::embedded::EmbeddedStore;
 pub use self::memory::MemoryStore;
 pub use self::redis::RedisStore;
 
@@ -72,6 +74,10 @@ pub enum StoreError {
     /// Redis answered something this server cannot read.
     #[error("store unavailable: unreadable data ({0})")]
     Unreadable(String),
+    /// The data file (the embedded store) refused or failed: a full disk,
+    /// an I/O error. Nothing of the refused write was committed.
+    #[error("store unavailable: the data file failed ({0})")]
+    Disk(String),
     /// The write was decided longer ago than its idempotency key is kept
     /// (see [`crate::idempotency`]): it was not applied, and never will be.
     #[error("refused: decided too long ago to be applied exactly once ({0})")]

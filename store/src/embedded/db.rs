@@ -1,0 +1,293 @@
+//! The embedded database: one SQLite file in a data directory, locked
+//! against a second process, checked whole before anything is served, and
+//! written by one thread that commits in groups (every job of a group in a
+//! savepoint of its own, one `fsync` per group, every answer after it).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::oneshot;
+
+use crate::StoreError;
+
+/// The data file's name inside the data directory.
+pub const DATA_FILE: &str = "jumpgate.db";
+/// The lock file's name: held (an OS file lock) while a process runs on
+/// the directory.
+pub const LOCK_FILE: &str = "jumpgate.lock";
+/// What the `meta` table says a Jumpgate data file is, and its schema.
+const FORMAT: &str = "jumpgate-embedded";
+const SCHEMA_VERSION: i64 = 1;
+/// Jobs waiting for the database thread before new ones are refused.
+const QUEUE: usize = 16_384;
+/// Most jobs committed together.
+const GROUP: usize = 512;
+/// How often expired rows are deleted.
+const PURGE_EVERY: Duration = Duration::from_secs(1);
+
+/// Why a data directory could not be opened. Each says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("cannot use the data directory {path}: {source}")]
+    Directory {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "the data directory {0} is in use by another Jumpgate process; the embedded store \
+         serves one instance only (run several instances on Redis: --redis-url)"
+    )]
+    Locked(PathBuf),
+    #[error(
+        "refusing to start: {path} is not a readable Jumpgate data file ({why}); nothing was \
+         loaded or changed. Restore it from a backup, or move it away to start empty"
+    )]
+    Corrupt { path: PathBuf, why: String },
+}
+
+/// What a job sees: the connection, inside the group's transaction, and
+/// the store's clock.
+#[derive(Debug)]
+pub struct Tx<'c> {
+    pub conn: &'c Connection,
+    /// Unix milliseconds, the same for every job of a group.
+    pub now: u64,
+}
+
+type Reply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+type Job = Box<dyn FnOnce(&Tx<'_>) -> Reply + Send>;
+
+/// A handle on the database thread; cheap to clone. The thread ends when
+/// the last handle is dropped, after committing what it was given.
+#[derive(Clone)]
+pub struct Db {
+    jobs: mpsc::SyncSender<Job>,
+    path: Arc<PathBuf>,
+    clock: Arc<Clock>,
+    /// Held for as long as a handle lives: the directory's lock.
+    _lock: Arc<File>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Db({})", self.path.display())
+    }
+}
+
+/// The store's clock: the wall clock, moved on by tests.
+#[derive(Debug, Default)]
+pub struct Clock {
+    ahead_ms: AtomicU64,
+}
+
+impl Clock {
+    pub fn now_ms(&self) -> u64 {
+        crate::sync::now_ms() + self.ahead_ms.load(Ordering::Relaxed)
+    }
+}
+
+impl Db {
+    /// Opens (creating on first use) the data file in `dir`: takes the
+    /// directory's lock, refuses a file that is not a whole Jumpgate data
+    /// file, and starts the database thread.
+    pub fn open(dir: &Path) -> Result<Db, OpenError> {
+        let io = |source| OpenError::Directory {
+            path: dir.to_owned(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(LOCK_FILE))
+            .map_err(io)?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(OpenError::Locked(dir.into())),
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+        }
+        let path = dir.join(DATA_FILE);
+        let conn = open_checked(&path)?;
+        let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
+        let clock = Arc::new(Clock::default());
+        let thread_clock = clock.clone();
+        std::thread::Builder::new()
+            .name("jumpgate-db".into())
+            .spawn(move || run(conn, &queue, &thread_clock))
+            .map_err(io)?;
+        Ok(Db {
+            jobs,
+            path: Arc::new(path),
+            clock,
+            _lock: Arc::new(lock),
+        })
+    }
+
+    /// The data file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The store's clock, Unix milliseconds.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// Moves the store's clock on (tests of expiry).
+    pub fn advance(&self, by: Duration) {
+        self.clock
+            .ahead_ms
+            .fetch_add(by.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Runs `job` in the next group and answers once the group committed:
+    /// its result if the commit landed, an error if it did not (then
+    /// nothing of the job was written). A job that fails rolls back to
+    /// its own savepoint and leaves the group's other jobs alone.
+    pub async fn call<T, F>(&self, job: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Tx<'_>) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job: Job = Box::new(move |t: &Tx<'_>| {
+            let out = in_savepoint(t, job);
+            Box::new(move |committed: Result<(), StoreError>| {
+                let _ = tx.send(committed.and_then(|()| out.map_err(sql_error)));
+            })
+        });
+        match self.jobs.try_send(job) {
+            Ok(()) => {}
+            Err(mpsc::TrySendError::Full(_)) => {
+                return Err(StoreError::Disk("the data file is behind: too many writes waiting".into()));
+            }
+            Err(mpsc::TrySendError::Disconnected(_)) => {
+                return Err(StoreError::Disk("the database thread stopped".into()));
+            }
+        }
+        rx.await.unwrap_or_else(|_| {
+            Err(StoreError::Disk(
+                "the data file did not take the write".into(),
+            ))
+        })
+    }
+}
+
+/// A SQLite error as the store reports it.
+pub fn sql_error(e: rusqlite::Error) -> StoreError {
+    StoreError::Disk(e.to_string())
+}
+
+fn in_savepoint<T>(
+    t: &Tx<'_>,
+    job: impl FnOnce(&Tx<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    t.conn.execute_batch("SAVEPOINT job")?;
+    match job(t) {
+        Ok(out) => {
+            t.conn.execute_batch("RELEASE job")?;
+            Ok(out)
+        }
+        Err(e) => {
+            t.conn.execute_batch("ROLLBACK TO job; RELEASE job")?;
+            Err(e)
+        }
+    }
+}
+
+/// The database thread: takes what is waiting (up to [`GROUP`] jobs), runs
+/// it in one transaction, commits (the `fsync`), then answers.
+fn run(conn: Connection, queue: &mpsc::Receiver<Job>, clock: &Clock) {
+    let mut last_purge = std::time::Instant::now();
+    loop {
+        let first = match queue.recv_timeout(PURGE_EVERY) {
+            Ok(job) => Some(job),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        };
+        let mut group: Vec<Job> = first.into_iter().collect();
+        while group.len() < GROUP {
+            match queue.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        let purge = last_purge.elapsed() >= PURGE_EVERY;
+        if group.is_empty() && !purge {
+            continue;
+        }
+        let now = clock.now_ms();
+        let mut replies = Vec::with_capacity(group.len());
+        let begun = conn.execute_batch("BEGIN IMMEDIATE");
+        let committed = match begun {
+            Ok(()) => {
+                let t = Tx { conn: &conn, now };
+                for job in group {
+                    replies.push(job(&t));
+                }
+                if purge {
+                    last_purge = std::time::Instant::now();
+                    if let Err(e) = in_savepoint(&t, super::schema::purge) {
+                        tracing::warn!(error = %e, "could not delete expired rows; trying again");
+                    }
+                }
+                match conn.execute_batch("COMMIT") {
+                    Ok(()) => Ok(()),
+                    Err(e) => {
+                        let _ = conn.execute_batch("ROLLBACK");
+                        tracing::error!(error = %e, "the data file refused a commit; nothing of it was written");
+                        Err(e.to_string())
+                    }
+                }
+            }
+            Err(e) => {
+                // Nothing ran: dropping the jobs answers each of them with
+                // an error (nothing of it was written).
+                tracing::error!(error = %e, "the data file refused a transaction");
+                drop(group);
+                Err(e.to_string())
+            }
+        };
+        for reply in replies {
+            reply(committed.clone().map_err(StoreError::Disk));
+        }
+    }
+}
+
+/// Opens the file and refuses anything but a whole data file of this
+/// format (an empty or new file becomes one).
+fn open_checked(path: &Path) -> Result<Connection, OpenError> {
+    let corrupt = |e: &dyn std::fmt::Display| OpenError::Corrupt {
+        path: path.to_owned(),
+        why: e.to_string(),
+    };
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| corrupt(&e))?;
+    // WAL: a commit appends to the log and fsyncs it (synchronous = FULL),
+    // so an acknowledged write survives a crash or a power cut; a torn
+    // tail of the log (a commit cut short) fails its checksum and is
+    // ignored, as it was never acknowledged.
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         PRAGMA synchronous = FULL;
+         PRAGMA foreign_keys = OFF;
+         PRAGMA busy_timeout = 0;",
+    )
+    .map_err(|e| corrupt(&e))?;
+    let check: String = conn
+        .query_row("PRAGMA quick_check", [], |row| row.get(0))
+        .map_err(|e| corrupt(&e))?;
+    if check != "ok" {
+        return Err(corrupt(&check));
+    }
+    super::schema::create_or_check(&conn, FORMAT, SCHEMA_VERSION).map_err(|e| corrupt(&e))?;
+    Ok(conn)
+}
