@@ -91,8 +91,9 @@ impl JumpgateOptions {
     /// The tests' process: [`jumpgate_binary`], instance id `test-PORT` (a
     /// process started again on the same address is the same instance, as
     /// a restarted pod keeps its name, and takes its rooms back at once),
-    /// [`TEST_SECRET`], `RUST_LOG=warn`, then `env`; its log on the test's
-    /// standard error.
+    /// [`TEST_SECRET`], `RUST_LOG=warn`, the memory store (a test names
+    /// its Redis or its data directory in `env`), then `env`; its log on
+    /// the test's standard error.
     pub fn for_test(addr: SocketAddr, env: &[(&str, String)]) -> JumpgateOptions {
         let mut options = JumpgateOptions::new("jumpgate", &jumpgate_binary());
         options.addr = Some(addr);
@@ -101,6 +102,7 @@ impl JumpgateOptions {
             ("JUMPGATE_INSTANCE_ID", format!("test-{}", addr.port())),
             ("JUMPGATE_TOKEN_SECRET", TEST_SECRET.to_owned()),
             ("RUST_LOG", "warn".to_owned()),
+            ("JUMPGATE_MEMORY", "true".to_owned()),
         ]
         .into_iter()
         .chain(env.iter().cloned())

@@ -418,6 +418,9 @@ pub(crate) async fn start_jumpgate_logging(
             "jumpgate-loadtest-token-secret-0123456789".into(),
         ),
         ("RUST_LOG".into(), log.to_owned()),
+        // Memory unless a run names its Redis (`--redis-url` in `extra`)
+        // or its data directory.
+        ("JUMPGATE_MEMORY".into(), "true".into()),
         (
             "JUMPGATE_MAX_CONNECTIONS".into(),
             MAX_CONNECTIONS.to_owned(),

@@ -2,6 +2,7 @@
 //! `JUMPGATE_…` environment variable.
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Options of `jumpgate serve`.
@@ -24,10 +25,21 @@ pub struct ServeConfig {
     /// used and tokens stop working when the server restarts.
     #[arg(long, env = "JUMPGATE_TOKEN_SECRET", hide_env_values = true)]
     pub token_secret: Option<String>,
-    /// Redis URL (e.g. redis://127.0.0.1:6379/0). Without it lobbies live
-    /// in memory only and are lost on restart.
+    /// Redis URL (e.g. redis://127.0.0.1:6379/0), for several instances
+    /// behind a balancer. Without it everything is kept in the data
+    /// directory (one instance).
     #[arg(long, env = "JUMPGATE_REDIS_URL")]
     pub redis_url: Option<String>,
+    /// Where one instance keeps lobbies, wallets, records and leaderboards
+    /// without Redis (a SQLite file, created on first start; one process at
+    /// a time). `none` keeps everything in memory, as `--memory` does. A
+    /// Redis URL, when given, is used instead.
+    #[arg(long, env = "JUMPGATE_DATA_DIR", default_value = "jumpgate-data")]
+    pub data_dir: PathBuf,
+    /// Keep everything in memory: lost when the process stops (tests,
+    /// trials).
+    #[arg(long, env = "JUMPGATE_MEMORY")]
+    pub memory: bool,
     /// Time limit for one Redis command, in milliseconds.
     #[arg(long, env = "JUMPGATE_REDIS_TIMEOUT_MS", default_value_t = 2_000)]
     pub redis_timeout_ms: u64,
@@ -288,8 +300,12 @@ pub struct Settings {
     /// Outbound messages queued for one connection before it is dropped as
     /// too slow.
     pub outbound_queue: usize,
-    /// Redis URL; `None` keeps everything in memory.
+    /// Redis URL; `None` keeps everything in the data directory, or in
+    /// memory.
     pub redis_url: Option<String>,
+    /// The embedded store's directory, without Redis; `None` (and no
+    /// Redis) keeps everything in memory.
+    pub data_dir: Option<PathBuf>,
     pub redis_timeout: Duration,
     /// Least time the side to move gets when a game resumes.
     pub resume_grace: Duration,
@@ -364,6 +380,7 @@ impl Settings {
             flood_per_second: 120,
             outbound_queue: 256,
             redis_url: None,
+            data_dir: None,
             redis_timeout: Duration::from_secs(2),
             resume_grace: Duration::from_secs(15),
             resume_batch: 256,
@@ -408,6 +425,10 @@ impl Settings {
         settings.move_clock = Duration::from_millis(config.move_clock_ms.max(1));
         settings.break_time = Duration::from_millis(config.break_ms);
         settings.redis_url = config.redis_url.clone();
+        settings.data_dir = (settings.redis_url.is_none()
+            && !config.memory
+            && config.data_dir != Path::new("none"))
+        .then(|| config.data_dir.clone());
         settings.redis_timeout = Duration::from_millis(config.redis_timeout_ms.max(1));
         settings.resume_grace = Duration::from_millis(config.resume_grace_ms);
         settings.resume_batch = config.resume_batch.clamp(1, 10_000);

@@ -78,11 +78,18 @@ fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
             tcp_nodelay = settings.tcp_nodelay,
             "jumpgate listening"
         );
-        match &settings.redis_url {
-            Some(_) => tracing::info!("lobbies, wallets, records and leaderboards are stored in Redis"),
-            None => tracing::warn!(
-                "no Redis configured (--redis-url): lobbies, wallets, records and leaderboards \
-                 live in memory and will not survive a restart"
+        match (&settings.redis_url, &settings.data_dir) {
+            (Some(_), _) => tracing::info!(
+                "store: Redis (lobbies, wallets, records and leaderboards; several instances may share it)"
+            ),
+            (None, Some(dir)) => tracing::info!(
+                data_dir = %dir.display(),
+                "store: the data directory (lobbies, wallets, records and leaderboards survive a \
+                 restart; one instance only: use --redis-url for more)"
+            ),
+            (None, None) => tracing::warn!(
+                "store: memory (--memory): lobbies, wallets, records and leaderboards are lost \
+                 when the process stops"
             ),
         }
         let shutdown = async {

@@ -559,3 +559,119 @@ mod tests {
         );
     }
 }
+
+/// Where a test's server keeps what it stores: one test body run on each
+/// of them is how the stores are held to the same guarantees.
+#[derive(Debug)]
+pub enum Storage {
+    /// A `redis-server` of the test's own.
+    Redis(RedisServer),
+    /// A three-master Redis Cluster of the test's own.
+    Cluster(RedisCluster),
+    /// The embedded store, in a fresh data directory of the test's own.
+    DataDir(DataDir),
+}
+
+impl Storage {
+    pub async fn redis() -> Storage {
+        Storage::Redis(RedisServer::start().await)
+    }
+
+    pub async fn cluster() -> Storage {
+        Storage::Cluster(RedisCluster::start().await)
+    }
+
+    pub fn data_dir() -> Storage {
+        Storage::DataDir(DataDir::new())
+    }
+
+    /// What a `jumpgate serve` process needs to run on it.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Storage::Redis(r) => vec![("JUMPGATE_REDIS_URL", r.url())],
+            Storage::Cluster(c) => vec![("JUMPGATE_REDIS_URL", c.url())],
+            Storage::DataDir(d) => d.env(),
+        }
+    }
+
+    /// The same for an in-process server.
+    pub fn configure(&self, settings: &mut Settings) {
+        match self {
+            Storage::Redis(r) => settings.redis_url = Some(r.url()),
+            Storage::Cluster(c) => settings.redis_url = Some(c.url()),
+            Storage::DataDir(d) => settings.data_dir = Some(d.path().to_owned()),
+        }
+    }
+}
+
+/// A data directory for the embedded store, deleted with the value.
+#[derive(Debug)]
+pub struct DataDir(tempfile::TempDir);
+
+impl DataDir {
+    pub fn new() -> DataDir {
+        DataDir(
+            tempfile::Builder::new()
+                .prefix("jumpgate-data-")
+                .tempdir()
+                .expect("a temporary directory"),
+        )
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        self.0.path()
+    }
+
+    /// What a `jumpgate serve` process needs to run on it (the tests'
+    /// processes default to memory).
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("JUMPGATE_MEMORY", "false".to_owned()),
+            ("JUMPGATE_DATA_DIR", self.path().display().to_string()),
+        ]
+    }
+}
+
+impl Default for DataDir {
+    fn default() -> DataDir {
+        DataDir::new()
+    }
+}
+
+/// One test body, `$body(storage: Storage)`, run as a test per store: a
+/// module `$name` with the tests `redis` and `data_dir` (and `cluster`
+/// when asked for).
+#[macro_export]
+macro_rules! on_every_store {
+    ($name:ident, $body:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                super::$body($crate::Storage::redis().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn data_dir() {
+                super::$body($crate::Storage::data_dir()).await;
+            }
+        }
+    };
+    ($name:ident, $body:ident, cluster) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                super::$body($crate::Storage::redis().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn cluster() {
+                super::$body($crate::Storage::cluster().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn data_dir() {
+                super::$body($crate::Storage::data_dir()).await;
+            }
+        }
+    };
+}

@@ -1,14 +1,19 @@
 //! The stores an instance runs on, opened once: Redis when the settings
 //! name a URL (one multiplexed connection, shared by the room store, the
 //! wallets, the records, the leaderboards and the checks at start; the
-//! handover subscription has its own, as pub/sub needs), else memory.
+//! handover subscription has its own, as pub/sub needs), else the data
+//! directory's file (one database thread shared the same way), else
+//! memory.
 
 use std::sync::Arc;
 
 use crate::config::Settings;
 use crate::leaderboard::{Leaderboards, MemoryLeaderboards, RedisLeaderboards};
 use crate::records::{MemoryRecords, Records, RedisRecords};
-use crate::store::{MemoryStore, RedisConn, RedisStore, Store, StoreError, redis_connection};
+use crate::store::embedded::Db;
+use crate::store::{
+    EmbeddedStore, MemoryStore, RedisConn, RedisStore, Store, StoreError, redis_connection,
+};
 use crate::wallet::{MemoryWallets, RedisWallets, Wallets};
 
 /// The stores; cheap to clone.
@@ -25,10 +30,13 @@ pub struct Backends {
 
 impl Backends {
     /// The stores the settings ask for.
-    pub fn open(settings: &Settings) -> Result<Backends, StoreError> {
+    pub fn open(settings: &Settings) -> Result<Backends, OpenError> {
         let window = settings.wallet_rules.window;
         let Some(url) = &settings.redis_url else {
-            return Ok(Backends::in_memory(settings));
+            return match &settings.data_dir {
+                Some(dir) => Ok(Backends::embedded(&Db::open(dir)?, settings)),
+                None => Ok(Backends::in_memory(settings)),
+            };
         };
         let conn = redis_connection(url, settings.redis_timeout)?;
         Ok(Backends {
@@ -38,6 +46,19 @@ impl Backends {
             leaderboards: Arc::new(RedisLeaderboards::on(conn.clone(), window)),
             redis: Some(conn),
         })
+    }
+
+    /// Every store in one data file (see [`Db`]).
+    pub fn embedded(db: &Db, settings: &Settings) -> Backends {
+        let window = settings.wallet_rules.window;
+        Backends {
+            store: Arc::new(EmbeddedStore::on(db.clone())),
+            // TEMPORARY until the embedded wallets land.
+            wallets: Arc::new(MemoryWallets::new(settings.wallet_rules)),
+            records: Arc::new(MemoryRecords::new(window)),
+            leaderboards: Arc::new(MemoryLeaderboards::new(window)),
+            redis: None,
+        }
     }
 
     /// Every store in memory: nothing survives a restart.
@@ -51,4 +72,13 @@ impl Backends {
             redis: None,
         }
     }
+}
+
+/// Why the stores could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Redis(#[from] StoreError),
+    #[error(transparent)]
+    DataDir(#[from] crate::store::embedded::OpenError),
 }

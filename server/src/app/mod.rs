@@ -48,6 +48,8 @@ pub struct App {
 pub enum StartupError {
     #[error("cannot open the store: {0}")]
     Store(#[from] StoreError),
+    #[error("{0}")]
+    DataDir(#[from] crate::store::embedded::OpenError),
     #[error("unusable account keys: {0}")]
     AccountKeys(String),
     #[error("cannot listen: {0}")]
@@ -232,10 +234,24 @@ pub async fn run(
         Some(addr) => Some(TcpListener::bind(addr).await?),
         None => None,
     };
-    let backends = Backends::open(&settings)?;
+    let backends = match Backends::open(&settings) {
+        Ok(backends) => backends,
+        Err(backends::OpenError::Redis(e)) => return Err(e.into()),
+        Err(backends::OpenError::DataDir(e)) => return Err(e.into()),
+    };
     let redis = backends.redis.clone();
+    let durable = backends.store.is_durable();
     let app = App::new(settings, backends)?;
     let (refuse, refused) = tokio::sync::oneshot::channel::<PreflightError>();
+    if redis.is_none() && durable {
+        // The data file was checked whole when it opened: take back every
+        // stored lobby before serving.
+        app.lifecycle.resume_pending();
+        let resuming = app.clone();
+        tokio::spawn(async move {
+            resume::resume_stored_rooms(&resuming.ownership).await;
+        });
+    }
     if let Some(redis) = redis {
         // A Redis that is slow or away at start is waited for; meanwhile
         // the listeners answer probes (`/healthz` yes, `/readyz` no) and

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use jumpgate_e2e::{Endpoint, JumpgateProcess, Player, RedisServer, TestServer, lobby_pair};
+use jumpgate_e2e::{
+    Endpoint, JumpgateProcess, Player, RedisServer, Storage, TestServer, lobby_pair,
+};
 use jumpgate_protocol::{ClientMessage, Encoding, ErrorCode, Phase, RuleSet, ServerMessage};
 use jumpgate_server::store::RedisStore;
 use jumpgate_server::store::prelude::*;
@@ -55,25 +57,17 @@ async fn play_to_end(a: &mut Player, b: &mut Player) -> u32 {
     panic!("the game did not end");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_loses_no_acknowledged_move_and_every_game_resumes() {
-    let redis = RedisServer::start().await;
-    kill_9_loses_nothing_on(redis.url()).await;
-}
+// On Redis, on a three-master Redis Cluster (every key of a room in one
+// slot, the global sets in others) and in the data directory.
+jumpgate_e2e::on_every_store!(
+    kill_9_loses_no_acknowledged_move_and_every_game_resumes,
+    kill_9_loses_nothing_on,
+    cluster
+);
 
-/// The same on a three-master Redis Cluster: every key of a room in one
-/// slot, the global sets in others.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_loses_no_acknowledged_move_on_a_redis_cluster() {
-    let cluster = jumpgate_e2e::RedisCluster::start().await;
-    kill_9_loses_nothing_on(cluster.url()).await;
-}
-
-async fn kill_9_loses_nothing_on(url: String) {
-    let env = [
-        ("JUMPGATE_REDIS_URL", url),
-        ("JUMPGATE_MOVE_CLOCK_MS", "60000".to_owned()),
-    ];
+async fn kill_9_loses_nothing_on(storage: Storage) {
+    let mut env = storage.env();
+    env.push(("JUMPGATE_MOVE_CLOCK_MS", "60000".to_owned()));
     let mut first = JumpgateProcess::start(&env).await;
 
     // 50 games in progress, each a few acknowledged moves in.
