@@ -218,17 +218,20 @@ async fn win_round_by_claim(winner: &mut Player, loser: &mut Player, round: u32)
     assert_eq!(claim(winner).await, Ok(()), "round {round} claimed");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_correspondence_best_of_three_is_played_across_a_kill_9() {
-    let redis = RedisServer::start().await;
-    let env = vec![
-        ("JUMPGATE_REDIS_URL", redis.url()),
+jumpgate_e2e::on_every_store!(
+    a_correspondence_best_of_three_is_played_across_a_kill_9,
+    best_of_three_across_a_kill_9
+);
+
+async fn best_of_three_across_a_kill_9(storage: jumpgate_e2e::Storage) {
+    let mut env = storage.env();
+    env.extend([
         ("JUMPGATE_HEARTBEAT_TTL_MS", "1500".to_owned()),
         ("JUMPGATE_BREAK_MS", "200".to_owned()),
         ("JUMPGATE_CORRESPONDENCE_CLAIM_SECS", "1".to_owned()),
         ("JUMPGATE_CORRESPONDENCE_EXPIRY_SECS", "3600".to_owned()),
         ("JUMPGATE_CORRESPONDENCE_UNLOAD_SECS", "3600".to_owned()),
-    ];
+    ]);
     let mut first = JumpgateProcess::start(&env).await;
     let mut ann = Player::connect_to(&first, Encoding::MsgPack, None).await;
     let mut bob = Player::connect_to(&first, Encoding::Json, None).await;
@@ -645,4 +648,75 @@ async fn a_lost_dormant_entry_is_listed_again_at_start() {
         lobby_info(&mut bob, &code).await.unwrap().phase,
         Phase::Waiting
     );
+}
+
+/// The lobbies a process holds in memory, from its `/metrics`.
+async fn lobbies_live(server: &JumpgateProcess) -> i64 {
+    let (_, text) = jumpgate_e2e::http_get(server.addr, "/metrics").await;
+    // One line per rule set that ever had a lobby here.
+    text.lines()
+        .filter(|l| l.starts_with("jumpgate_lobbies_live{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<i64>().ok())
+        .sum()
+}
+
+async fn until_lobbies_live(server: &JumpgateProcess, n: i64) {
+    for _ in 0..200 {
+        if lobbies_live(server).await == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{n} lobbies were never live");
+}
+
+jumpgate_e2e::on_every_store!(
+    an_idle_lobby_unloads_stays_unloaded_through_a_kill_9_and_loads_intact,
+    unload_and_load_across_a_kill_9
+);
+
+/// An idle correspondence lobby leaves memory, is not loaded back by the
+/// start after a kill -9 (it waits to be asked for), and comes back whole
+/// when a player opens it.
+async fn unload_and_load_across_a_kill_9(storage: jumpgate_e2e::Storage) {
+    let mut env = storage.env();
+    env.extend([
+        ("JUMPGATE_HEARTBEAT_TTL_MS", "1500".to_owned()),
+        ("JUMPGATE_CORRESPONDENCE_CLAIM_SECS", "3600".to_owned()),
+        ("JUMPGATE_CORRESPONDENCE_UNLOAD_SECS", "1".to_owned()),
+    ]);
+    let mut first = JumpgateProcess::start(&env).await;
+    let mut ann = Player::connect_to(&first, Encoding::MsgPack, None).await;
+    let mut bob = Player::connect_to(&first, Encoding::Json, None).await;
+    let code = create(&mut ann, 3, None).await.code;
+    bob.join(&code).await;
+    ann.state_until(|s| s.game.is_some()).await;
+    let mover = if ann.my_turn() { &mut ann } else { &mut bob };
+    mover.play_first_legal().await;
+    let before = bob
+        .state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == 1))
+        .await;
+    let tokens = (ann.token.clone(), bob.token.clone());
+    drop((ann, bob));
+    until_lobbies_live(&first, 0).await;
+    first.kill_9();
+
+    let second = JumpgateProcess::start_at(first.addr, &env).await;
+    // Started, and the unloaded lobby is still out of memory.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(lobbies_live(&second).await, 0, "parked lobbies wait to be asked for");
+    let mut bob = Player::connect_to(&second, Encoding::Json, Some(tokens.1)).await;
+    let after = bob.join(&code).await;
+    assert_eq!(
+        after.game.as_ref().unwrap().moves,
+        before.game.as_ref().unwrap().moves,
+        "the lobby came back whole"
+    );
+    assert_eq!(lobbies_live(&second).await, 1);
+    let mut ann = Player::connect_to(&second, Encoding::MsgPack, Some(tokens.0)).await;
+    ann.join(&code).await;
+    let mover = if ann.my_turn() { &mut ann } else { &mut bob };
+    mover.play_first_legal().await;
+    bob.state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == 2))
+        .await;
 }

@@ -23,9 +23,20 @@ async fn server(redis: Option<&RedisServer>, ply_cap: usize) -> TestServer {
     server_on(redis.map(|r| r.url()), ply_cap).await
 }
 
+async fn server_with(storage: &jumpgate_e2e::Storage, ply_cap: usize) -> TestServer {
+    server_configured(ply_cap, |s| storage.configure(s)).await
+}
+
 async fn server_on(url: Option<String>, ply_cap: usize) -> TestServer {
+    server_configured(ply_cap, move |s| s.redis_url = url).await
+}
+
+async fn server_configured(
+    ply_cap: usize,
+    store: impl FnOnce(&mut jumpgate_server::config::Settings),
+) -> TestServer {
     TestServer::start(move |s| {
-        s.redis_url = url;
+        store(s);
         s.ranked_ply_cap = ply_cap;
         s.executive_budget = Duration::from_millis(20);
         s.token_secret = b"shared-guest-secret-for-solo-tests".to_vec();
@@ -241,20 +252,14 @@ async fn ranked_games_score_undo_makes_practice_and_results_stay() {
     assert_eq!(b["entries"][0]["points"], 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_ranked_game_resumes_after_a_restart() {
-    let redis = RedisServer::start().await;
-    a_ranked_game_resumes_on(redis.url()).await;
-}
+jumpgate_e2e::on_every_store!(
+    a_ranked_game_resumes_after_a_restart,
+    a_ranked_game_resumes_on,
+    cluster
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_ranked_game_resumes_after_a_restart_on_a_redis_cluster() {
-    let cluster = jumpgate_e2e::RedisCluster::start().await;
-    a_ranked_game_resumes_on(cluster.url()).await;
-}
-
-async fn a_ranked_game_resumes_on(url: String) {
-    let first = server_on(Some(url.clone()), 500).await;
+async fn a_ranked_game_resumes_on(storage: jumpgate_e2e::Storage) {
+    let first = server_with(&storage, 500).await;
     let tok = token("bea", "Bea");
     let mut bea = Player::connect_with(&first, Encoding::Json, Some(tok.clone())).await;
     let s = start(&mut bea, BotLevel::Executive, true, SoloMode::Computer)
@@ -266,7 +271,7 @@ async fn a_ranked_game_resumes_on(url: String) {
     drop(bea);
     tokio::time::sleep(Duration::from_millis(200)).await;
 
-    let second = server_on(Some(url), 500).await;
+    let second = server_with(&storage, 500).await;
     let mut bea = Player::connect_with(&second, Encoding::Json, Some(tok)).await;
     bea.request(|seq| ClientMessage::ResumeSolo { seq })
         .await
