@@ -19,12 +19,17 @@ mod records;
 mod rooms;
 mod schema;
 mod seen;
+#[cfg(test)]
+mod tests;
 mod wallet;
 
 use std::path::Path;
 use std::sync::Mutex;
 
 pub use self::db::{DATA_FILE, Db, LOCK_FILE, OpenError};
+pub use self::leaderboard::EmbeddedLeaderboards;
+pub use self::records::EmbeddedRecords;
+pub use self::wallet::EmbeddedWallets;
 
 /// The room store in the data file (rooms, ownership, solo games,
 /// dormant rooms).
