@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::config::Settings;
 use crate::leaderboard::{Leaderboards, MemoryLeaderboards, RedisLeaderboards};
 use crate::records::{MemoryRecords, Records, RedisRecords};
-use crate::store::embedded::Db;
+use crate::store::embedded::{Db, EmbeddedLeaderboards, EmbeddedRecords, EmbeddedWallets};
 use crate::store::{
     EmbeddedStore, MemoryStore, RedisConn, RedisStore, Store, StoreError, redis_connection,
 };
@@ -53,10 +53,9 @@ impl Backends {
         let window = settings.wallet_rules.window;
         Backends {
             store: Arc::new(EmbeddedStore::on(db.clone())),
-            // TEMPORARY until the embedded wallets land.
-            wallets: Arc::new(MemoryWallets::new(settings.wallet_rules)),
-            records: Arc::new(MemoryRecords::new(window)),
-            leaderboards: Arc::new(MemoryLeaderboards::new(window)),
+            wallets: Arc::new(EmbeddedWallets::on(db.clone(), settings.wallet_rules)),
+            records: Arc::new(EmbeddedRecords::on(db.clone(), window)),
+            leaderboards: Arc::new(EmbeddedLeaderboards::on(db.clone(), window)),
             redis: None,
         }
     }

@@ -62,20 +62,45 @@ pub struct Tx<'c> {
 type Reply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 type Job = Box<dyn FnOnce(&Tx<'_>) -> Reply + Send>;
 
-/// A handle on the database thread; cheap to clone. The thread ends when
-/// the last handle is dropped, after committing what it was given.
+/// A handle on the database thread; cheap to clone. Every `open` of one
+/// directory within a process shares the one thread (and its lock); the
+/// thread ends when the last handle is dropped, after committing what it
+/// was given, and only then is the directory's lock released.
 #[derive(Clone)]
 pub struct Db {
-    jobs: mpsc::SyncSender<Job>,
-    path: Arc<PathBuf>,
-    clock: Arc<Clock>,
-    /// Held for as long as a handle lives: the directory's lock.
-    _lock: Arc<File>,
+    shared: Arc<Shared>,
 }
+
+struct Shared {
+    /// `None` only while dropping (closing the queue ends the thread).
+    jobs: Option<mpsc::SyncSender<Job>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    path: PathBuf,
+    clock: Arc<Clock>,
+    /// The directory's lock, held until the thread has closed the file.
+    _lock: File,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take()
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The directories this process has open, so that a second `open` of one
+/// (a server restarted in the same process, as tests do) shares its
+/// thread instead of being refused by its own lock.
+static OPEN: std::sync::Mutex<Vec<(PathBuf, std::sync::Weak<Shared>)>> =
+    std::sync::Mutex::new(Vec::new());
 
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Db({})", self.path.display())
+        write!(f, "Db({})", self.shared.path.display())
     }
 }
 
@@ -101,6 +126,16 @@ impl Db {
             source,
         };
         std::fs::create_dir_all(dir).map_err(io)?;
+        let dir_key = dir.canonicalize().map_err(io)?;
+        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        open.retain(|(_, weak)| weak.strong_count() > 0);
+        if let Some(shared) = open
+            .iter()
+            .find(|(d, _)| *d == dir_key)
+            .and_then(|(_, weak)| weak.upgrade())
+        {
+            return Ok(Db { shared });
+        }
         let lock = File::options()
             .create(true)
             .truncate(false)
@@ -117,31 +152,35 @@ impl Db {
         let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
         let clock = Arc::new(Clock::default());
         let thread_clock = clock.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("jumpgate-db".into())
             .spawn(move || run(conn, &queue, &thread_clock))
             .map_err(io)?;
-        Ok(Db {
-            jobs,
-            path: Arc::new(path),
+        let shared = Arc::new(Shared {
+            jobs: Some(jobs),
+            thread: Some(thread),
+            path,
             clock,
-            _lock: Arc::new(lock),
-        })
+            _lock: lock,
+        });
+        open.push((dir_key, Arc::downgrade(&shared)));
+        Ok(Db { shared })
     }
 
     /// The data file.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.shared.path
     }
 
     /// The store's clock, Unix milliseconds.
     pub fn now_ms(&self) -> u64 {
-        self.clock.now_ms()
+        self.shared.clock.now_ms()
     }
 
     /// Moves the store's clock on (tests of expiry).
     pub fn advance(&self, by: Duration) {
-        self.clock
+        self.shared
+            .clock
             .ahead_ms
             .fetch_add(by.as_millis() as u64, Ordering::Relaxed);
     }
@@ -162,10 +201,15 @@ impl Db {
                 let _ = tx.send(committed.and_then(|()| out.map_err(sql_error)));
             })
         });
-        match self.jobs.try_send(job) {
+        let Some(jobs) = &self.shared.jobs else {
+            return Err(StoreError::Disk("the database thread stopped".into()));
+        };
+        match jobs.try_send(job) {
             Ok(()) => {}
             Err(mpsc::TrySendError::Full(_)) => {
-                return Err(StoreError::Disk("the data file is behind: too many writes waiting".into()));
+                return Err(StoreError::Disk(
+                    "the data file is behind: too many writes waiting".into(),
+                ));
             }
             Err(mpsc::TrySendError::Disconnected(_)) => {
                 return Err(StoreError::Disk("the database thread stopped".into()));
@@ -279,7 +323,7 @@ fn open_checked(path: &Path) -> Result<Connection, OpenError> {
         "PRAGMA journal_mode = WAL;
          PRAGMA synchronous = FULL;
          PRAGMA foreign_keys = OFF;
-         PRAGMA busy_timeout = 0;",
+         PRAGMA busy_timeout = 5000;",
     )
     .map_err(|e| corrupt(&e))?;
     let check: String = conn

@@ -14,9 +14,7 @@ use tokio::sync::mpsc;
 use super::EmbeddedStore;
 use super::rooms::{fence, holds, int, stored_room};
 use crate::sync::lock;
-use crate::{
-    Beat, Claimed, Fence, Orphan, OwnerEpoch, OwnershipStore, PerRoom, StoreFuture,
-};
+use crate::{Beat, Claimed, Fence, Orphan, OwnerEpoch, OwnershipStore, PerRoom, StoreFuture};
 
 /// Heartbeats and "not ready" marks, by instance.
 #[derive(Debug, Default)]
@@ -29,7 +27,9 @@ pub(super) struct Liveness {
 
 impl Liveness {
     fn alive(&self, instance: &str, now: Instant) -> bool {
-        self.beats.get(instance).is_some_and(|(_, until)| *until > now)
+        self.beats
+            .get(instance)
+            .is_some_and(|(_, until)| *until > now)
     }
 }
 
@@ -62,7 +62,10 @@ fn claim_in(
 
 /// Owner and epoch of a stored room, open or not (a claim needs only that
 /// it exists, as in Redis).
-fn stored_fence(t: &super::db::Tx<'_>, code: &str) -> rusqlite::Result<Option<(Option<String>, u64)>> {
+fn stored_fence(
+    t: &super::db::Tx<'_>,
+    code: &str,
+) -> rusqlite::Result<Option<(Option<String>, u64)>> {
     use rusqlite::OptionalExtension;
     t.conn
         .prepare_cached(
@@ -82,12 +85,10 @@ impl OwnershipStore for EmbeddedStore {
 
     fn fences<'a>(&'a self, codes: &'a [String]) -> StoreFuture<'a, PerRoom<Option<Fence>>> {
         let codes = codes.to_vec();
-        Box::pin(self.db.call(move |t| {
-            codes
-                .iter()
-                .map(|code| fence(t, code).map(Ok))
-                .collect()
-        }))
+        Box::pin(
+            self.db
+                .call(move |t| codes.iter().map(|code| fence(t, code).map(Ok)).collect()),
+        )
     }
 
     fn claim<'a>(
@@ -200,7 +201,8 @@ impl OwnershipStore for EmbeddedStore {
             }
             _ => Beat::Lapsed,
         };
-        live.beats.insert(me.to_owned(), (token.to_owned(), now + ttl));
+        live.beats
+            .insert(me.to_owned(), (token.to_owned(), now + ttl));
         Box::pin(async move { Ok(beat) })
     }
 

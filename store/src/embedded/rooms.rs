@@ -504,7 +504,10 @@ impl RoomStore for EmbeddedStore {
     }
 
     fn ping(&self) -> StoreFuture<'_, ()> {
-        Box::pin(self.db.call(|t| t.conn.query_row("SELECT 1", [], |_| Ok(()))))
+        Box::pin(
+            self.db
+                .call(|t| t.conn.query_row("SELECT 1", [], |_| Ok(()))),
+        )
     }
 
     fn is_durable(&self) -> bool {
@@ -645,9 +648,8 @@ fn solo_note(t: &Tx<'_>, owner: &str) -> rusqlite::Result<Option<String>> {
 /// Whether `owner` holds the room at its epoch.
 pub(super) fn holds(t: &Tx<'_>, code: &str, owner: &OwnerEpoch) -> rusqlite::Result<bool> {
     drop_if_expired(t, code)?;
-    Ok(head(t, code)?.is_some_and(|h| {
-        h.owner.as_deref() == Some(&*owner.instance) && h.epoch == owner.epoch
-    }))
+    Ok(head(t, code)?
+        .is_some_and(|h| h.owner.as_deref() == Some(&*owner.instance) && h.epoch == owner.epoch))
 }
 
 impl DormantStore for EmbeddedStore {

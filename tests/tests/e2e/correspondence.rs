@@ -704,7 +704,11 @@ async fn unload_and_load_across_a_kill_9(storage: jumpgate_e2e::Storage) {
     let second = JumpgateProcess::start_at(first.addr, &env).await;
     // Started, and the unloaded lobby is still out of memory.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(lobbies_live(&second).await, 0, "parked lobbies wait to be asked for");
+    assert_eq!(
+        lobbies_live(&second).await,
+        0,
+        "parked lobbies wait to be asked for"
+    );
     let mut bob = Player::connect_to(&second, Encoding::Json, Some(tokens.1)).await;
     let after = bob.join(&code).await;
     assert_eq!(

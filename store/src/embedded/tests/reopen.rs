@@ -6,9 +6,7 @@
 use std::time::Duration;
 
 use crate::StoreError;
-use crate::embedded::{
-    Db, EmbeddedLeaderboards, EmbeddedRecords, EmbeddedWallets, OpenError, seen,
-};
+use crate::embedded::{Db, EmbeddedLeaderboards, EmbeddedRecords, EmbeddedWallets, seen};
 use crate::idempotency::IdempotencyWindow;
 use crate::leaderboard::{Leaderboards, RankedOutcome};
 use crate::records::{Records, SeriesRecord};
@@ -71,8 +69,14 @@ async fn everything_survives_reopening_the_data_directory() {
         b.record("G3", "russian", "a_bob", "Bob", RankedOutcome::Loss, now)
             .await
             .unwrap();
-        // One process at a time.
-        assert!(matches!(Db::open(dir.path()), Err(OpenError::Locked(_))));
+        // A second open in this process shares the thread; the lock keeps
+        // every other process out (as `flock` does a second descriptor).
+        assert_eq!(Db::open(dir.path()).unwrap().path(), db.path());
+        let lock = std::fs::File::open(dir.path().join(crate::embedded::LOCK_FILE)).unwrap();
+        assert!(matches!(
+            lock.try_lock(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ));
         let before = (
             [
                 w.wallet("a_ann").await.unwrap(),
