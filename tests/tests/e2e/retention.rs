@@ -1,5 +1,5 @@
 //! Bounded data in the stores themselves, on one Redis, on a three-master
-//! Redis Cluster and in memory: idempotency keys forgotten a window after
+//! Redis Cluster, in a data directory's file and in memory: idempotency keys forgotten a window after
 //! their write was decided and late writes refused rather than applied
 //! twice; keys written before decision times existed given one; ledgers
 //! rolled into monthly archives with the balance exact.
@@ -14,6 +14,9 @@ use jumpgate_server::leaderboard::{
 };
 use jumpgate_server::records::{MemoryRecords, Records, RedisRecords, SeriesRecord};
 use jumpgate_server::store::StoreError;
+use jumpgate_server::store::embedded::{
+    Db, EmbeddedLeaderboards, EmbeddedRecords, EmbeddedWallets,
+};
 use jumpgate_server::wallet::{
     Escrow, MemoryWallets, RedisWallets, Settlement, WalletRules, Wallets, utc_day,
 };
@@ -44,6 +47,8 @@ async fn after_the_window() {
 async fn wallet_keys_are_forgotten_after_the_window_and_late_escrows_refused() {
     let redis = RedisServer::start().await;
     let cluster = RedisCluster::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
     let stores: Vec<(&str, Arc<dyn Wallets>)> = vec![
         (
             "redis",
@@ -53,6 +58,7 @@ async fn wallet_keys_are_forgotten_after_the_window_and_late_escrows_refused() {
             "cluster",
             Arc::new(RedisWallets::open(&cluster.url(), PATIENCE, rules()).unwrap()),
         ),
+        ("embedded", Arc::new(EmbeddedWallets::on(db, rules()))),
         ("memory", Arc::new(MemoryWallets::new(rules()))),
     ];
     let mut archives = Vec::new();
@@ -140,14 +146,18 @@ async fn wallet_keys_are_forgotten_after_the_window_and_late_escrows_refused() {
 async fn records_and_results_count_once_and_are_refused_after_the_window() {
     let redis = RedisServer::start().await;
     let cluster = RedisCluster::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path()).unwrap();
     let records: Vec<Box<dyn Records>> = vec![
         Box::new(RedisRecords::open(&redis.url(), PATIENCE, WINDOW).unwrap()),
         Box::new(RedisRecords::open(&cluster.url(), PATIENCE, WINDOW).unwrap()),
+        Box::new(EmbeddedRecords::on(db.clone(), WINDOW)),
         Box::new(MemoryRecords::new(WINDOW)),
     ];
     let boards: Vec<Box<dyn Leaderboards>> = vec![
         Box::new(RedisLeaderboards::open(&redis.url(), PATIENCE, WINDOW).unwrap()),
         Box::new(RedisLeaderboards::open(&cluster.url(), PATIENCE, WINDOW).unwrap()),
+        Box::new(EmbeddedLeaderboards::on(db, WINDOW)),
         Box::new(MemoryLeaderboards::new(WINDOW)),
     ];
     let decided = now_ms();

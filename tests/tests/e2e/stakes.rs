@@ -1,4 +1,4 @@
-//! Bold Points against a real Redis (and the in-memory wallets, which must
+//! Bold Points against a real Redis (and the embedded and in-memory wallets, which must
 //! agree): escrow, payouts, refunds, the daily cap, idempotent retries and
 //! the conservation invariant under concurrency.
 
@@ -10,22 +10,27 @@ use jumpgate_server::wallet::{
     Escrow, MemoryWallets, RedisWallets, Settled, Settlement, WalletRules, Wallets,
 };
 
-/// The wallets on one Redis, on a three-master Redis Cluster, and in
-/// memory: all three must agree.
+/// The wallets on one Redis, on a three-master Redis Cluster, in a data
+/// directory's file and in memory: all four must agree.
 async fn both() -> (
-    (RedisServer, jumpgate_e2e::RedisCluster),
+    (RedisServer, jumpgate_e2e::RedisCluster, tempfile::TempDir),
     Vec<Arc<dyn Wallets>>,
 ) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = jumpgate_server::store::embedded::Db::open(dir.path()).unwrap();
     let redis = RedisServer::start().await;
     let cluster = jumpgate_e2e::RedisCluster::start().await;
     let rules = WalletRules::default();
     let r = RedisWallets::open(&redis.url(), Duration::from_secs(2), rules).unwrap();
     let c = RedisWallets::open(&cluster.url(), Duration::from_secs(2), rules).unwrap();
     (
-        (redis, cluster),
+        (redis, cluster, dir),
         vec![
             Arc::new(r),
             Arc::new(c),
+            Arc::new(jumpgate_server::store::embedded::EmbeddedWallets::on(
+                db, rules,
+            )),
             Arc::new(MemoryWallets::new(rules)),
         ],
     )
@@ -301,9 +306,19 @@ mod played {
 
     async fn server(redis: &RedisServer) -> TestServer {
         let url = redis.url();
+        server_configured(move |s| s.redis_url = Some(url)).await
+    }
+
+    async fn server_on(storage: &jumpgate_e2e::Storage) -> TestServer {
+        server_configured(|s| storage.configure(s)).await
+    }
+
+    async fn server_configured(
+        store: impl FnOnce(&mut jumpgate_server::config::Settings),
+    ) -> TestServer {
         let admin = std::net::SocketAddr::from(([127, 0, 0, 1], jumpgate_e2e::free_port()));
         let server = TestServer::start(move |s| {
-            s.redis_url = Some(url);
+            store(s);
             s.break_time = Duration::from_millis(200);
             s.admin_token = Some("admin-secret".into());
             s.admin_listen = Some(admin);
@@ -379,10 +394,13 @@ mod played {
         jumpgate_e2e::probe_while(limit, || balance(server, account), |b| *b != expected).await
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn resign_pays_the_winner_end_match_refunds_and_short_wallets_cannot_start() {
-        let redis = RedisServer::start().await;
-        let server = server(&redis).await;
+    jumpgate_e2e::on_every_store!(
+        resign_pays_the_winner_end_match_refunds_and_short_wallets_cannot_start,
+        staked_series_on
+    );
+
+    async fn staked_series_on(storage: jumpgate_e2e::Storage) {
+        let server = server_on(&storage).await;
 
         // Guests are refused staked play, with a clear code.
         let mut guest = Player::connect(&server, Encoding::Json).await;
@@ -567,6 +585,8 @@ async fn records_count_streaks_ranks_and_head_to_head_once_per_series() {
         MemoryRecords, RankThresholds, Records, RedisRecords, SeriesRecord,
     };
     let redis = RedisServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = jumpgate_server::store::embedded::Db::open(dir.path()).unwrap();
     let stores: Vec<Box<dyn Records>> = vec![
         Box::new(
             RedisRecords::open(
@@ -576,6 +596,10 @@ async fn records_count_streaks_ranks_and_head_to_head_once_per_series() {
             )
             .unwrap(),
         ),
+        Box::new(jumpgate_server::store::embedded::EmbeddedRecords::on(
+            db,
+            jumpgate_server::idempotency::IdempotencyWindow::default(),
+        )),
         Box::new(MemoryRecords::default()),
     ];
     for r in stores {
