@@ -1,4 +1,4 @@
-//! Leaderboards in Redis: pages read by place from the sorted order, the
+//! Leaderboards in Redis (pages also in the embedded store): pages read by place from the sorted order, the
 //! tie order across pages, the cache header of the public endpoint, a
 //! result counted once however often it lands (concurrently, and after a
 //! stall longer than the timeout), and boards written before the sorted
@@ -13,63 +13,18 @@ use jumpgate_e2e::{RedisServer, TestServer};
 /// public endpoint (never on a refusal).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leaderboard_pages_by_place_with_ties_and_a_cache_header() {
-    use jumpgate_server::leaderboard::{Leaderboards, RankedOutcome as O, RedisLeaderboards};
+    use jumpgate_server::leaderboard::RedisLeaderboards;
+    let window = jumpgate_server::idempotency::IdempotencyWindow::default();
     let redis = RedisServer::start().await;
-    let boards = RedisLeaderboards::open(
-        &redis.url(),
-        Duration::from_secs(2),
-        jumpgate_server::idempotency::IdempotencyWindow::default(),
-    )
-    .unwrap();
-    // 3 × 7 players: seven share each line, told apart by name only.
-    let lines: [&[O]; 3] = [&[O::Win, O::Loss], &[O::Draw, O::Draw, O::Draw], &[O::Win]];
-    for (l, outcomes) in lines.iter().enumerate() {
-        for p in 0..7 {
-            let account = format!("a_{l}_{p}");
-            let name = format!("N{}", 6 - p);
-            for (g, o) in outcomes.iter().enumerate() {
-                let game = format!("{account}-{g}");
-                boards
-                    .record(&game, "spanish", &account, &name, *o, 0)
-                    .await
-                    .unwrap();
-            }
-        }
-    }
-    let mut seen = Vec::new();
-    for page in 1..=5 {
-        let p = boards.page("spanish", page, 5).await.unwrap();
-        assert_eq!(p.total, 21);
-        for e in &p.entries {
-            assert_eq!(e.place as usize, seen.len() + 1);
-            seen.push((
-                e.standing.points,
-                e.standing.wins,
-                e.standing.games,
-                e.standing.name.clone(),
-            ));
-        }
-    }
-    assert_eq!(seen.len(), 21, "the last page is short, then nothing");
-    // 3 points in 1 game, then 3 in 3 (a draw each: 0 wins), then 3 points
-    // with 1 win in 2 games comes second: more wins beat fewer games.
-    let first_of_each: Vec<_> = seen.iter().step_by(7).cloned().collect();
-    assert_eq!(
-        first_of_each,
-        [
-            (3, 1, 1, "N0".to_owned()),
-            (3, 1, 2, "N0".to_owned()),
-            (3, 0, 3, "N0".to_owned())
-        ]
-    );
-    let rank = |l: &(u32, u32, u32, String)| {
-        use std::cmp::Reverse;
-        (Reverse(l.0), Reverse(l.1), l.2, l.3.clone())
-    };
-    assert!(
-        seen.windows(2).all(|w| rank(&w[0]) <= rank(&w[1])),
-        "{seen:?}"
-    );
+    let boards = RedisLeaderboards::open(&redis.url(), Duration::from_secs(2), window).unwrap();
+    pages_by_place_with_ties(&boards).await;
+    // The same on the data directory's file.
+    let dir = tempfile::tempdir().unwrap();
+    let db = jumpgate_server::store::embedded::Db::open(dir.path()).unwrap();
+    pages_by_place_with_ties(&jumpgate_server::store::embedded::EmbeddedLeaderboards::on(
+        db, window,
+    ))
+    .await;
 
     let url = redis.url();
     let server = TestServer::start(move |s| s.redis_url = Some(url)).await;
@@ -241,4 +196,59 @@ async fn odd_paging_parameters_still_get_a_json_page() {
         assert_eq!(json["page"], page, "{query}");
         assert_eq!(json["per_page"], per_page, "{query}");
     }
+}
+
+/// 3 × 7 players, seven to a line told apart by name only, read back five
+/// to a page: places in order, ties in the full order, the last page short.
+async fn pages_by_place_with_ties(boards: &dyn jumpgate_server::leaderboard::Leaderboards) {
+    use jumpgate_server::leaderboard::RankedOutcome as O;
+    // 3 × 7 players: seven share each line, told apart by name only.
+    let lines: [&[O]; 3] = [&[O::Win, O::Loss], &[O::Draw, O::Draw, O::Draw], &[O::Win]];
+    for (l, outcomes) in lines.iter().enumerate() {
+        for p in 0..7 {
+            let account = format!("a_{l}_{p}");
+            let name = format!("N{}", 6 - p);
+            for (g, o) in outcomes.iter().enumerate() {
+                let game = format!("{account}-{g}");
+                boards
+                    .record(&game, "spanish", &account, &name, *o, 0)
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+    let mut seen = Vec::new();
+    for page in 1..=5 {
+        let p = boards.page("spanish", page, 5).await.unwrap();
+        assert_eq!(p.total, 21);
+        for e in &p.entries {
+            assert_eq!(e.place as usize, seen.len() + 1);
+            seen.push((
+                e.standing.points,
+                e.standing.wins,
+                e.standing.games,
+                e.standing.name.clone(),
+            ));
+        }
+    }
+    assert_eq!(seen.len(), 21, "the last page is short, then nothing");
+    // 3 points in 1 game, then 3 in 3 (a draw each: 0 wins), then 3 points
+    // with 1 win in 2 games comes second: more wins beat fewer games.
+    let first_of_each: Vec<_> = seen.iter().step_by(7).cloned().collect();
+    assert_eq!(
+        first_of_each,
+        [
+            (3, 1, 1, "N0".to_owned()),
+            (3, 1, 2, "N0".to_owned()),
+            (3, 0, 3, "N0".to_owned())
+        ]
+    );
+    let rank = |l: &(u32, u32, u32, String)| {
+        use std::cmp::Reverse;
+        (Reverse(l.0), Reverse(l.1), l.2, l.3.clone())
+    };
+    assert!(
+        seen.windows(2).all(|w| rank(&w[0]) <= rank(&w[1])),
+        "{seen:?}"
+    );
 }
