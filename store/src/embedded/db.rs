@@ -311,21 +311,19 @@ fn open_checked(path: &Path) -> Result<Connection, OpenError> {
         path: path.to_owned(),
         why: e.to_string(),
     };
+    // A data file cut to nothing is not a new one: starting empty on it
+    // would drop every game without a word.
+    if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+        return Err(corrupt(&"the file is empty"));
+    }
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| corrupt(&e))?;
-    // WAL: a commit appends to the log and fsyncs it (synchronous = FULL),
-    // so an acknowledged write survives a crash or a power cut; a torn
-    // tail of the log (a commit cut short) fails its checksum and is
-    // ignored, as it was never acknowledged.
-    conn.execute_batch(
-        "PRAGMA journal_mode = WAL;
-         PRAGMA synchronous = FULL;
-         PRAGMA foreign_keys = OFF;
-         PRAGMA busy_timeout = 5000;",
-    )
-    .map_err(|e| corrupt(&e))?;
+    // Checked before anything is written: a file that is not ours is
+    // left exactly as it was.
+    conn.execute_batch("PRAGMA busy_timeout = 5000;")
+        .map_err(|e| corrupt(&e))?;
     let check: String = conn
         .query_row("PRAGMA quick_check", [], |row| row.get(0))
         .map_err(|e| corrupt(&e))?;
@@ -333,5 +331,15 @@ fn open_checked(path: &Path) -> Result<Connection, OpenError> {
         return Err(corrupt(&check));
     }
     super::schema::create_or_check(&conn, FORMAT, SCHEMA_VERSION).map_err(|e| corrupt(&e))?;
+    // WAL: a commit appends to the log and fsyncs it (synchronous = FULL),
+    // so an acknowledged write survives a crash or a power cut; a torn
+    // tail of the log (a commit cut short) fails its checksum and is
+    // ignored, as it was never acknowledged.
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         PRAGMA synchronous = FULL;
+         PRAGMA foreign_keys = OFF;",
+    )
+    .map_err(|e| corrupt(&e))?;
     Ok(conn)
 }

@@ -8,6 +8,7 @@ mod browser;
 mod correspondence;
 mod draw_rules;
 mod edge;
+mod embedded;
 mod failover;
 mod faults;
 mod leaderboards;
