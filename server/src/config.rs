@@ -1,6 +1,9 @@
 //! Configuration: one clap struct, every option also read from a
 //! `JUMPGATE_…` environment variable.
 
+// Past ~700 lines on purpose: every option, how it becomes a setting and
+// the tests of both read best in one place.
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -543,13 +546,59 @@ impl Settings {
                 )?;
                 settings.token_secret = secret.clone().into_bytes();
             }
-            None => tracing::warn!(
-                "JUMPGATE_TOKEN_SECRET is not set: using a random secret; guest tokens \
-                 will not survive a restart"
-            ),
+            None => match &settings.data_dir {
+                // Games survive a restart there, so must their guests.
+                Some(dir) => settings.token_secret = kept_token_secret(dir)?,
+                None => tracing::warn!(
+                    "JUMPGATE_TOKEN_SECRET is not set: using a random secret; guest tokens \
+                     will not survive a restart"
+                ),
+            },
         }
         Ok(settings)
     }
+}
+
+/// The file in the data directory holding the guest-token secret when none
+/// is configured.
+pub const TOKEN_SECRET_FILE: &str = "token-secret";
+
+/// The guest-token secret kept in the data directory: made (random, 48
+/// characters, readable by its owner only) on first start, read after, so
+/// that guests keep their seats across restarts as their games do.
+fn kept_token_secret(dir: &Path) -> Result<Vec<u8>, String> {
+    let path = dir.join(TOKEN_SECRET_FILE);
+    let failed = |e: std::io::Error| {
+        format!(
+            "cannot keep the guest-token secret in {}: {e}",
+            path.display()
+        )
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(kept) if kept.trim().len() >= MIN_SECRET_BYTES => {
+            return Ok(kept.trim().as_bytes().to_vec());
+        }
+        Ok(_) => {
+            return Err(format!(
+                "{} is shorter than {MIN_SECRET_BYTES} bytes; delete it to make a new one \
+                 (guest tokens signed with the old one stop working)",
+                path.display()
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(failed(e)),
+    }
+    std::fs::create_dir_all(dir).map_err(failed)?;
+    let secret = nanoid::nanoid!(48);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&path).map_err(failed)?;
+    std::io::Write::write_all(&mut file, secret.as_bytes()).map_err(failed)?;
+    file.sync_all().map_err(failed)?;
+    tracing::info!(path = %path.display(), "made the guest-token secret, kept for the next starts");
+    Ok(secret.into_bytes())
 }
 
 /// The shortest secret the server accepts from its configuration, in bytes:
@@ -616,6 +665,10 @@ mod tests {
 
     fn settings(args: &[&str]) -> Result<Settings, String> {
         let mut argv = vec!["jumpgate"];
+        if !args.contains(&"--data-dir") {
+            // Nothing written into the source tree.
+            argv.push("--memory");
+        }
         argv.extend_from_slice(args);
         let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
         Settings::from_config(&cli.serve, "127.0.0.1:8080".parse().unwrap())
@@ -668,5 +721,36 @@ mod tests {
         let s = settings(&["--admin-listen", "127.0.0.1:8081", "--admin-token", ""]).unwrap();
         assert_eq!(s.admin_token, None);
         assert!(settings(&[]).unwrap().admin_listen.is_none());
+    }
+
+    #[test]
+    fn without_a_configured_secret_the_data_directory_keeps_one() {
+        let dir = std::env::temp_dir().join(format!("jumpgate-secret-{}", nanoid::nanoid!(8)));
+        let arg = dir.display().to_string();
+        let first = settings(&["--data-dir", &arg]).unwrap().token_secret;
+        assert_eq!(first.len(), 48);
+        let again = settings(&["--data-dir", &arg]).unwrap().token_secret;
+        assert_eq!(first, again, "the same secret after a restart");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.join(TOKEN_SECRET_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "readable by its owner only");
+        }
+        std::fs::write(dir.join(TOKEN_SECRET_FILE), "short").unwrap();
+        assert!(
+            settings(&["--data-dir", &arg]).is_err(),
+            "a short kept secret is refused"
+        );
+        let configured = settings(&["--data-dir", &arg, "--token-secret", GOOD]).unwrap();
+        assert_eq!(
+            configured.token_secret,
+            GOOD.as_bytes(),
+            "configuration wins"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -112,6 +112,9 @@ export class JumpgateServer {
       // its rooms back at once.
       JUMPGATE_INSTANCE_ID: `ts-test-${this.port}`,
       RUST_LOG: "warn",
+      // Memory unless the test names a Redis (never a data directory in
+      // the source tree, nor one shared by two servers).
+      JUMPGATE_MEMORY: "true",
       ...(this.redisUrl ? { JUMPGATE_REDIS_URL: this.redisUrl } : {}),
       ...this.env,
     };
