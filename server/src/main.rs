@@ -78,20 +78,6 @@ fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
             tcp_nodelay = settings.tcp_nodelay,
             "jumpgate listening"
         );
-        match (&settings.redis_url, &settings.data_dir) {
-            (Some(_), _) => tracing::info!(
-                "store: Redis (lobbies, wallets, records and leaderboards; several instances may share it)"
-            ),
-            (None, Some(dir)) => tracing::info!(
-                data_dir = %dir.display(),
-                "store: the data directory (lobbies, wallets, records and leaderboards survive a \
-                 restart; one instance only: use --redis-url for more)"
-            ),
-            (None, None) => tracing::warn!(
-                "store: memory (--memory): lobbies, wallets, records and leaderboards are lost \
-                 when the process stops"
-            ),
-        }
         let shutdown = async {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();

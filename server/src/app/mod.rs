@@ -239,6 +239,21 @@ pub async fn run(
         Err(backends::OpenError::Redis(e)) => return Err(e.into()),
         Err(backends::OpenError::DataDir(e)) => return Err(e.into()),
     };
+    // Said once the store is open (a refused data directory says why instead).
+    match (&settings.redis_url, &settings.data_dir) {
+        (Some(_), _) => tracing::info!(
+            "store: Redis (lobbies, wallets, records and leaderboards; several instances may share it)"
+        ),
+        (None, Some(dir)) => tracing::info!(
+            data_dir = %dir.display(),
+            "store: the data directory (lobbies, wallets, records and leaderboards survive a \
+             restart; one instance only: use --redis-url for more)"
+        ),
+        (None, None) => tracing::warn!(
+            "store: memory (--memory): lobbies, wallets, records and leaderboards are lost \
+             when the process stops"
+        ),
+    }
     let redis = backends.redis.clone();
     let durable = backends.store.is_durable();
     let app = App::new(settings, backends)?;

@@ -245,6 +245,10 @@ async fn a_second_process_on_one_data_directory_is_refused() {
         why.contains("in use by another Jumpgate process") && why.contains("--redis-url"),
         "{why}"
     );
+    assert!(
+        !why.contains("store: the data directory"),
+        "a refused process does not claim to run on the store: {why}"
+    );
     let (_host, _guest, code) = lobby_pair(&first, RuleSet::Russian, 1).await;
     assert_eq!(code.len(), 8, "the first still serves");
 
