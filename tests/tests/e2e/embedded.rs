@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use jumpgate_e2e::{DataDir, JumpgateProcess, PATIENCE, Player, account_token, lobby_pair};
 use jumpgate_protocol::{ClientMessage, Encoding, Phase, RuleSet};
+
+use crate::faults::staked_lobby;
 use jumpgate_server::store::embedded::{DATA_FILE, Db};
 
 const ISSUER_SECRET: &[u8] = b"embedded-issuer-secret-0123456789abcdef";
@@ -105,22 +107,6 @@ async fn balance(admin: std::net::SocketAddr, account: &str) -> i64 {
     let end = body.rfind('}').unwrap();
     let json: serde_json::Value = serde_json::from_str(&body[start..=end]).unwrap();
     json["balance"].as_i64().unwrap()
-}
-
-async fn staked_lobby(host: &mut Player, stake: u32) -> String {
-    let seq = host
-        .send(|seq| ClientMessage::CreateLobby {
-            seq,
-            rule_set: RuleSet::American,
-            series_length: 1,
-            invite_only: false,
-            stake: Some(stake),
-            pace: None,
-            draw_rules: None,
-        })
-        .await;
-    host.expect_ack(seq).await;
-    host.state_until(|_| true).await.code
 }
 
 /// The join that would start a staked series, cut by kill -9 at several

@@ -289,7 +289,7 @@ fn signal(server: &JumpgateProcess, name: &str) {
 }
 
 /// Creates a staked lobby and returns its code.
-async fn staked_lobby(host: &mut Player, stake: u32) -> String {
+pub(crate) async fn staked_lobby(host: &mut Player, stake: u32) -> String {
     let seq = host
         .send(|seq| ClientMessage::CreateLobby {
             seq,
