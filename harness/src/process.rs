@@ -156,9 +156,14 @@ impl ServerProcess {
 
     /// Waits until its address accepts connections; an error if it exits
     /// first (with its last words) or takes longer than [`START_PATIENCE`].
+    ///
+    /// The listening socket must be the child's own: a process that could
+    /// not bind its port (another test's server took it first) is not
+    /// mistaken for ready because someone else answers there.
     pub async fn wait_listening(&mut self) -> Result<(), String> {
+        let pid = self.pid();
         self.wait_ready("listen", |addr| async move {
-            tokio::net::TcpStream::connect(addr).await.is_ok()
+            tokio::net::TcpStream::connect(addr).await.is_ok() && listens_on(pid, addr.port())
         })
         .await
     }
@@ -308,6 +313,34 @@ fn transcribe(stream: impl std::io::Read + Send + 'static, transcript: Arc<Mutex
     });
 }
 
+/// Whether process `pid` holds a socket listening on TCP `port` (read from
+/// `/proc`; true where there is no `/proc` to ask).
+fn listens_on(pid: u32, port: u16) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return !Path::new("/proc/self/fd").exists();
+    };
+    let ours: std::collections::HashSet<String> = fds
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_string_lossy();
+            Some(link.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    let port = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
+        std::fs::read_to_string(table).is_ok_and(|table| {
+            table.lines().skip(1).any(|line| {
+                let cols: Vec<&str> = line.split_whitespace().collect();
+                // local_address, state (0A = LISTEN), inode
+                cols.len() > 9
+                    && cols[1].ends_with(&port)
+                    && cols[3] == "0A"
+                    && ours.contains(cols[9])
+            })
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,5 +375,17 @@ mod tests {
             .unwrap_err();
         assert!(error.contains("exited at start"), "{error}");
         assert!(error.contains("refused to start"), "{error}");
+    }
+
+    #[test]
+    fn a_listener_is_known_to_belong_to_its_own_process() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert!(listens_on(std::process::id(), port));
+        drop(listener);
+        assert!(!listens_on(std::process::id(), port));
+        // PID 1 is not this test: it does not own this test's listener.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        assert!(!listens_on(1, listener.local_addr().unwrap().port()));
     }
 }

@@ -22,6 +22,8 @@
 //! server has unloaded them to Redis, and how long loading one takes on a join.
 //! `bench-cluster` ([`bench_cluster`]) runs `bench`'s saturation phase on a server
 //! backed by a Redis Cluster of three masters and on one backed by one Redis.
+//! `data-file` ([`data_file`]) measures the embedded store's data file: its size
+//! after many finished games and the restart time with many lobbies in it.
 //!
 //! The processes they start (Redis, Redis Cluster, HAProxy, servers) come from the
 //! shared harness crate, `jumpgate-harness`.
@@ -31,6 +33,7 @@ pub mod bench_cluster;
 pub mod bots;
 pub mod cluster;
 pub mod cpu;
+pub mod data_file;
 pub mod dormant;
 pub mod driver;
 pub mod echo;

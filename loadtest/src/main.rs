@@ -5,7 +5,8 @@
 //! 10k to 1M players; `edge` measures the server's connection cap, deadlines and
 //! per-address limits under abuse; `dormant` measures the memory of unloaded
 //! correspondence lobbies and the time to load one on a join; `bench-cluster`
-//! compares saturated moves/s on a Redis Cluster and on one Redis. Retired
+//! compares saturated moves/s on a Redis Cluster and on one Redis; `data-file` measures
+//! the embedded store's file size and restart time. Retired
 //! experiments are listed in loadtest/README.md with the commit that last had them.
 
 use std::net::SocketAddr;
@@ -13,8 +14,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use jumpgate_loadtest::{
-    bench, bench_cluster, bots, dormant, echo, edge, failover, leaderboard, net, ownership_cost,
-    svg,
+    bench, bench_cluster, bots, data_file, dormant, echo, edge, failover, leaderboard, net,
+    ownership_cost, svg,
 };
 use serde::Serialize;
 
@@ -55,6 +56,10 @@ enum Command {
     /// Start one Redis and a three-master Redis Cluster, a Jumpgate on each, and run
     /// the same saturation load on both.
     BenchCluster(Box<bench_cluster::BenchClusterArgs>),
+    /// Start one instance on a fresh data directory, play games to their end and leave
+    /// lobbies in play, then kill it and time a restart: the embedded store's file
+    /// size and restart time.
+    DataFile(Box<data_file::DataFileArgs>),
     /// Run the echo baseline: every data frame is sent back as is.
     EchoServer {
         /// Loopback address to listen on.
@@ -83,6 +88,10 @@ fn main() -> ExitCode {
             print_report(&report.table(), &report.details(), &report, &args.out_json)
         }),
         Command::Edge(args) => run_edge(&args),
+        Command::DataFile(args) => runtime().and_then(|rt| {
+            let report = rt.block_on(data_file::run(&args))?;
+            print_report(&report.table(), &report.details(), &report, &args.out_json)
+        }),
         Command::Dormant(args) => runtime().and_then(|rt| {
             let report = rt.block_on(dormant::dormant(&args))?;
             print_report(&report.table(), &report.details(), &report, &args.out_json)

@@ -6,6 +6,7 @@
 mod bench;
 mod bench_cluster;
 mod bots;
+mod data_file;
 mod dormant;
 mod edge;
 mod leaderboard;

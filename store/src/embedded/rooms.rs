@@ -68,7 +68,11 @@ CREATE INDEX dormant_by_wake ON dormant (wake, code);
 ";
 
 /// Rows not yet expired at `?1` (Unix ms).
-const LIVE: &str = "(expires_at IS NULL OR expires_at > ?1)";
+macro_rules! live {
+    () => {
+        "(expires_at IS NULL OR expires_at > ?1)"
+    };
+}
 
 /// SQLite integers are signed: times and versions beyond `i64::MAX` are
 /// stored as `i64::MAX` (never, in practice).
@@ -126,18 +130,43 @@ struct Head {
     record: String,
 }
 
-fn head(t: &Tx<'_>, code: &str) -> rusqlite::Result<Option<Head>> {
-    t.conn
-        .prepare_cached("SELECT owner, epoch, version, record FROM rooms WHERE code = ?1")?
+/// The room's head, or `None` if there is none (a room whose time ran out
+/// is deleted first, with its log, so that the write sees it as Redis
+/// would: gone). `with_record` also reads the stored record (a re-sent
+/// write compares it; an append does not need it).
+fn head(t: &Tx<'_>, code: &str, with_record: bool) -> rusqlite::Result<Option<Head>> {
+    let sql = if with_record {
+        "SELECT owner, epoch, version, expires_at, record FROM rooms WHERE code = ?1"
+    } else {
+        "SELECT owner, epoch, version, expires_at FROM rooms WHERE code = ?1"
+    };
+    let found = t
+        .conn
+        .prepare_cached(sql)?
         .query_row(params![code], |r| {
-            Ok(Head {
-                owner: r.get(0)?,
-                epoch: r.get::<_, i64>(1)? as u64,
-                version: r.get::<_, i64>(2)? as u64,
-                record: r.get(3)?,
-            })
+            let expires_at: Option<i64> = r.get(3)?;
+            Ok((
+                Head {
+                    owner: r.get(0)?,
+                    epoch: r.get::<_, i64>(1)? as u64,
+                    version: r.get::<_, i64>(2)? as u64,
+                    record: if with_record {
+                        r.get(4)?
+                    } else {
+                        String::new()
+                    },
+                },
+                expires_at,
+            ))
         })
-        .optional()
+        .optional()?;
+    match found {
+        Some((_, Some(at))) if at <= int(t.now) => {
+            drop_if_expired(t, code)?;
+            Ok(None)
+        }
+        found => Ok(found.map(|(head, _)| head)),
+    }
 }
 
 fn admits(head: &Head, owner: &OwnerEpoch, claims: bool) -> Result<(), WriteError> {
@@ -162,8 +191,9 @@ fn follows(head: &Head, expected: u64, version: u64) -> Result<(), WriteError> {
 
 type MoveId = (u64, u32);
 
-fn log_ends(t: &Tx<'_>, code: &str) -> rusqlite::Result<(MoveId, u64)> {
-    let last = t
+/// The id of the log's last move ((0, 0) for an empty log).
+fn log_end(t: &Tx<'_>, code: &str) -> rusqlite::Result<MoveId> {
+    Ok(t
         .conn
         .prepare_cached(
             "SELECT game_no, ply FROM moves WHERE code = ?1 ORDER BY game_no DESC, ply DESC LIMIT 1",
@@ -172,13 +202,15 @@ fn log_ends(t: &Tx<'_>, code: &str) -> rusqlite::Result<(MoveId, u64)> {
             Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u32))
         })
         .optional()?
-        .unwrap_or((0, 0));
-    let first_game = t
-        .conn
+        .unwrap_or((0, 0)))
+}
+
+/// The oldest game the log still holds (`last` if it holds none).
+fn log_first_game(t: &Tx<'_>, code: &str, last: MoveId) -> rusqlite::Result<u64> {
+    Ok(t.conn
         .prepare_cached("SELECT min(game_no) FROM moves WHERE code = ?1")?
         .query_row(params![code], |r| r.get::<_, Option<i64>>(0))?
-        .map_or(last.0, |g| g as u64);
-    Ok((last, first_game))
+        .map_or(last.0, |g| g as u64))
 }
 
 fn read_move(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredMove> {
@@ -204,13 +236,18 @@ fn read_move(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredMove> {
     })
 }
 
-const MOVE_COLUMNS: &str =
-    "game_no, ply, path, text, seat, seq, version, at_ms, deadline_ms, to_move, submitted";
+macro_rules! move_columns {
+    () => {
+        "game_no, ply, path, text, seat, seq, version, at_ms, deadline_ms, to_move, submitted"
+    };
+}
 
 fn stored_move(t: &Tx<'_>, code: &str, id: MoveId) -> rusqlite::Result<Option<StoredMove>> {
     t.conn
-        .prepare_cached(&format!(
-            "SELECT {MOVE_COLUMNS} FROM moves WHERE code = ?1 AND game_no = ?2 AND ply = ?3"
+        .prepare_cached(concat!(
+            "SELECT ",
+            move_columns!(),
+            " FROM moves WHERE code = ?1 AND game_no = ?2 AND ply = ?3"
         ))?
         .query_row(params![code, int(id.0), id.1], read_move)
         .optional()
@@ -218,8 +255,10 @@ fn stored_move(t: &Tx<'_>, code: &str, id: MoveId) -> rusqlite::Result<Option<St
 
 fn last_move(t: &Tx<'_>, code: &str) -> rusqlite::Result<Option<StoredMove>> {
     t.conn
-        .prepare_cached(&format!(
-            "SELECT {MOVE_COLUMNS} FROM moves WHERE code = ?1 ORDER BY game_no DESC, ply DESC LIMIT 1"
+        .prepare_cached(concat!(
+            "SELECT ",
+            move_columns!(),
+            " FROM moves WHERE code = ?1 ORDER BY game_no DESC, ply DESC LIMIT 1"
         ))?
         .query_row(params![code], read_move)
         .optional()
@@ -227,21 +266,26 @@ fn last_move(t: &Tx<'_>, code: &str) -> rusqlite::Result<Option<StoredMove>> {
 
 fn moves_of(t: &Tx<'_>, code: &str) -> rusqlite::Result<Vec<StoredMove>> {
     t.conn
-        .prepare_cached(&format!(
-            "SELECT {MOVE_COLUMNS} FROM moves WHERE code = ?1 ORDER BY game_no, ply"
+        .prepare_cached(concat!(
+            "SELECT ",
+            move_columns!(),
+            " FROM moves WHERE code = ?1 ORDER BY game_no, ply"
         ))?
         .query_map(params![code], read_move)?
         .collect()
 }
 
-/// The moves of a write the log does not hold yet; a move at an id it
-/// holds must be the same move (the Redis script's rule).
+/// The moves of a write the log does not hold yet, and the game of the
+/// log's last move; a move at an id it holds must be the same move (the
+/// Redis script's rule).
 fn fresh_moves<'m>(
     t: &Tx<'_>,
     code: &str,
     moves: &'m [StoredMove],
-) -> rusqlite::Result<Result<Vec<&'m StoredMove>, WriteError>> {
-    let (mut last, first_game) = log_ends(t, code)?;
+) -> rusqlite::Result<Result<(Vec<&'m StoredMove>, u64), WriteError>> {
+    let end = log_end(t, code)?;
+    let mut last = end;
+    let mut first_game = None;
     let mut fresh = Vec::new();
     for m in moves {
         let id = (m.game_no, m.ply);
@@ -252,7 +296,13 @@ fn fresh_moves<'m>(
         }
         let clash = match stored_move(t, code, id)? {
             // Archived with its finished game: stored before.
-            None => m.game_no >= first_game,
+            None => {
+                let first = match first_game {
+                    Some(first) => first,
+                    None => *first_game.insert(log_first_game(t, code, end)?),
+                };
+                m.game_no >= first
+            }
             Some(s) => s.path != m.path || s.seat != m.seat,
         };
         if clash {
@@ -262,18 +312,23 @@ fn fresh_moves<'m>(
             ))));
         }
     }
-    Ok(Ok(fresh))
+    Ok(Ok((fresh, end.0)))
 }
 
 /// Logs new moves; a new game's first move takes the finished games'
 /// moves out of the log.
-fn log(t: &Tx<'_>, code: &str, fresh: &[&StoredMove]) -> rusqlite::Result<()> {
-    let stored_game = log_ends(t, code)?.0.0;
+fn log(
+    t: &Tx<'_>,
+    code: &str,
+    (fresh, stored_game): (Vec<&StoredMove>, u64),
+) -> rusqlite::Result<()> {
     let mut new_game = stored_game;
-    let mut insert = t.conn.prepare_cached(&format!(
-        "INSERT INTO moves (code, {MOVE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+    let mut insert = t.conn.prepare_cached(concat!(
+        "INSERT INTO moves (code, ",
+        move_columns!(),
+        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
     ))?;
-    for m in fresh {
+    for m in &fresh {
         new_game = new_game.max(m.game_no);
         let e = m.effects.as_ref();
         insert.execute(params![
@@ -302,8 +357,7 @@ fn log(t: &Tx<'_>, code: &str, fresh: &[&StoredMove]) -> rusqlite::Result<()> {
 /// One room write, all of it or nothing (the caller's savepoint undoes a
 /// failure half-way).
 pub(super) fn apply_write(t: &Tx<'_>, w: &RoomWrite) -> rusqlite::Result<Result<(), WriteError>> {
-    drop_if_expired(t, &w.code)?;
-    let stored = head(t, &w.code)?;
+    let stored = head(t, &w.code, true)?;
     let head = stored.unwrap_or(Head {
         owner: None,
         epoch: 0,
@@ -347,7 +401,7 @@ pub(super) fn apply_write(t: &Tx<'_>, w: &RoomWrite) -> rusqlite::Result<Result<
             w.open,
             expiry(t, w.expire_after),
         ])?;
-    log(t, &w.code, &fresh)?;
+    log(t, &w.code, fresh)?;
     let mut game = t
         .conn
         .prepare_cached("INSERT OR REPLACE INTO games (code, game_no, pdn) VALUES (?1, ?2, ?3)")?;
@@ -372,8 +426,7 @@ pub(super) fn apply_write(t: &Tx<'_>, w: &RoomWrite) -> rusqlite::Result<Result<
 }
 
 fn apply_append(t: &Tx<'_>, a: &MoveAppend) -> rusqlite::Result<Result<(), WriteError>> {
-    drop_if_expired(t, &a.code)?;
-    let Some(head) = head(t, &a.code)? else {
+    let Some(head) = head(t, &a.code, false)? else {
         return Ok(Err(WriteError::Conflict("no record to append to".into())));
     };
     if let Err(e) = admits(&head, &a.owner, false) {
@@ -407,13 +460,12 @@ fn apply_append(t: &Tx<'_>, a: &MoveAppend) -> rusqlite::Result<Result<(), Write
     t.conn
         .prepare_cached("UPDATE rooms SET version = ?2 WHERE code = ?1")?
         .execute(params![a.code, int(a.version)])?;
-    log(t, &a.code, &fresh)?;
+    log(t, &a.code, fresh)?;
     Ok(Ok(()))
 }
 
 pub(super) fn stored_room(t: &Tx<'_>, code: &str) -> rusqlite::Result<Option<StoredRoom>> {
-    drop_if_expired(t, code)?;
-    let Some(head) = head(t, code)? else {
+    let Some(head) = head(t, code, true)? else {
         return Ok(None);
     };
     Ok(Some(StoredRoom {
@@ -425,8 +477,10 @@ pub(super) fn stored_room(t: &Tx<'_>, code: &str) -> rusqlite::Result<Option<Sto
 
 pub(super) fn open_codes(t: &Tx<'_>) -> rusqlite::Result<Vec<String>> {
     t.conn
-        .prepare_cached(&format!(
-            "SELECT code FROM rooms WHERE open = 1 AND {LIVE} ORDER BY code"
+        .prepare_cached(concat!(
+            "SELECT code FROM rooms WHERE open = 1 AND ",
+            live!(),
+            " ORDER BY code"
         ))?
         .query_map(params![int(t.now)], |r| r.get(0))?
         .collect()
@@ -435,9 +489,10 @@ pub(super) fn open_codes(t: &Tx<'_>) -> rusqlite::Result<Vec<String>> {
 /// An open room's fence (`None`: no open room has that code).
 pub(super) fn fence(t: &Tx<'_>, code: &str) -> rusqlite::Result<Option<Fence>> {
     t.conn
-        .prepare_cached(&format!(
+        .prepare_cached(concat!(
             "SELECT owner, epoch, handed, parked, wake, home FROM rooms
-             WHERE code = ?2 AND open = 1 AND {LIVE}"
+             WHERE code = ?2 AND open = 1 AND ",
+            live!()
         ))?
         .query_row(params![int(t.now), code], |r| {
             Ok(Fence {
@@ -552,8 +607,9 @@ impl RoomStore for EmbeddedStore {
             for code in &codes {
                 let record: Option<String> = t
                     .conn
-                    .prepare_cached(&format!(
-                        "SELECT record FROM rooms WHERE code = ?2 AND open = 1 AND {LIVE}"
+                    .prepare_cached(concat!(
+                        "SELECT record FROM rooms WHERE code = ?2 AND open = 1 AND ",
+                        live!()
                     ))?
                     .query_row(params![int(t.now), code], |r| r.get(0))
                     .optional()?;
@@ -638,8 +694,9 @@ impl SoloStore for EmbeddedStore {
 
 fn solo_note(t: &Tx<'_>, owner: &str) -> rusqlite::Result<Option<String>> {
     t.conn
-        .prepare_cached(&format!(
-            "SELECT id FROM solo_notes WHERE owner = ?2 AND {LIVE}"
+        .prepare_cached(concat!(
+            "SELECT id FROM solo_notes WHERE owner = ?2 AND ",
+            live!()
         ))?
         .query_row(params![int(t.now), owner], |r| r.get(0))
         .optional()
@@ -647,8 +704,7 @@ fn solo_note(t: &Tx<'_>, owner: &str) -> rusqlite::Result<Option<String>> {
 
 /// Whether `owner` holds the room at its epoch.
 pub(super) fn holds(t: &Tx<'_>, code: &str, owner: &OwnerEpoch) -> rusqlite::Result<bool> {
-    drop_if_expired(t, code)?;
-    Ok(head(t, code)?
+    Ok(head(t, code, false)?
         .is_some_and(|h| h.owner.as_deref() == Some(&*owner.instance) && h.epoch == owner.epoch))
 }
 

@@ -12,7 +12,7 @@ use jumpgate_e2e::{DataDir, JumpgateProcess, PATIENCE, Player, account_token, lo
 use jumpgate_protocol::{ClientMessage, Encoding, Phase, RuleSet};
 
 use crate::faults::staked_lobby;
-use jumpgate_server::store::embedded::{DATA_FILE, Db};
+use jumpgate_server::store::embedded::{DATA_FILE, Db, OpenError};
 
 const ISSUER_SECRET: &[u8] = b"embedded-issuer-secret-0123456789abcdef";
 const ADMIN: &str = "embedded-admin-token-0123456789abcdef";
@@ -37,12 +37,32 @@ fn staked_env(dir: &DataDir, admin: std::net::SocketAddr) -> Vec<(&'static str, 
     env
 }
 
+/// The data file of a directory no server runs on.
+///
+/// Waits while it is locked, for a moment at most: a process that another
+/// test is starting can hold a copy of this process's lock between its
+/// `fork` and its `exec` (an `flock` belongs to the open file, which a
+/// forked child shares until `exec` closes it). The servers themselves
+/// start no processes.
+pub(crate) async fn open_while_down(dir: &Path) -> Db {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        match Db::open(dir) {
+            Ok(db) => return db,
+            Err(OpenError::Locked(_)) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(e) => panic!("the server is down: the directory opens ({e})"),
+        }
+    }
+}
+
 /// What the data file says about the money, read while no server runs:
 /// balances plus escrow equal everything granted, the escrow total is
 /// what the escrow rows hold, no balance is negative, and no ledger key
 /// was applied twice or paid without its stake. Returns the escrow.
 async fn conserved_on_disk(dir: &Path) -> i64 {
-    let db = Db::open(dir).expect("the server is down: the directory opens");
+    let db = open_while_down(dir).await;
     let (balances, lowest, escrow, held, granted, twice, unstaked) = db
         .call(|t| {
             t.conn.query_row(
@@ -83,7 +103,7 @@ async fn conserved_on_disk(dir: &Path) -> i64 {
 
 async fn balance_on_disk(dir: &Path, account: &str) -> i64 {
     let account = account.to_owned();
-    let db = Db::open(dir).unwrap();
+    let db = open_while_down(dir).await;
     db.call(move |t| {
         t.conn.query_row(
             "SELECT coalesce(max(balance), 0) FROM wallet_accounts WHERE account = ?1",
@@ -208,6 +228,18 @@ async fn refused(mut process: JumpgateProcess, log: &Path) -> String {
     std::fs::read_to_string(log).unwrap()
 }
 
+/// The log at `log` once it says `line` (or [`PATIENCE`] has passed).
+async fn logged(log: &Path, line: &str) -> String {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains(line) || tokio::time::Instant::now() >= deadline {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// A second `jumpgate serve` on a directory in use exits at once, saying
 /// why and what to do instead; the first goes on serving. Both say at
 /// start which store they run on.
@@ -219,7 +251,8 @@ async fn a_second_process_on_one_data_directory_is_refused() {
     env.push(("RUST_LOG", "info".to_owned()));
     let first_log = logs.path().join("first.log");
     let first = JumpgateProcess::start_logging(&env, &first_log).await;
-    let started = std::fs::read_to_string(&first_log).unwrap();
+    // The port opens before the store does: wait for the line.
+    let started = logged(&first_log, "store: the data directory").await;
     assert!(
         started.contains("store: the data directory"),
         "the server says which store it runs on: {started}"
@@ -248,7 +281,7 @@ async fn a_second_process_on_one_data_directory_is_refused() {
         &memory_log,
     )
     .await;
-    let said = std::fs::read_to_string(&memory_log).unwrap();
+    let said = logged(&memory_log, "store: memory").await;
     assert!(said.contains("store: memory"), "{said}");
 }
 
