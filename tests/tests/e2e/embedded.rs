@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use jumpgate_e2e::{DataDir, JumpgateProcess, PATIENCE, Player, account_token, lobby_pair};
-use jumpgate_protocol::{ClientMessage, Encoding, Phase, RuleSet};
+use jumpgate_protocol::{ClientMessage, Encoding, ErrorCode, Phase, RuleSet};
 
 use crate::faults::staked_lobby;
 use jumpgate_server::store::embedded::{DATA_FILE, Db, OpenError};
@@ -361,4 +361,135 @@ async fn a_torn_or_foreign_data_file_is_refused_and_left_as_it_was() {
             "{what}: the file is left exactly as it was"
         );
     }
+}
+
+/// A small tmpfs mounted for one test, unmounted when dropped.
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    /// `None` where this process may not mount (not root, no
+    /// `CAP_SYS_ADMIN`): the test says so and does not run.
+    fn mount(size: &str) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .ok()?;
+        status.success().then_some(SmallDisk(dir))
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    /// Takes every byte left with a file of its own; returns it.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let filler = self.path().join("filler");
+        let mut file = std::fs::File::create(&filler).unwrap();
+        let block = vec![0u8; 4096];
+        while file
+            .write_all(&block)
+            .and_then(|()| file.sync_all())
+            .is_ok()
+        {}
+        filler
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+/// A full disk refuses the write, never half-applies it: the move is
+/// answered `storage_unavailable` and the game does not move on; once there
+/// is room again the same move, re-sent with its `seq`, is stored once, and
+/// after a kill -9 the file holds every acknowledged move and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_refuses_moves_and_loses_none() {
+    let Some(disk) = SmallDisk::mount("8m") else {
+        eprintln!("skipped: this process cannot mount a tmpfs to fill");
+        return;
+    };
+    let data = disk.path().join("data");
+    let env = vec![
+        ("JUMPGATE_MEMORY", "false".to_owned()),
+        ("JUMPGATE_DATA_DIR", data.display().to_string()),
+    ];
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], jumpgate_e2e::free_port()));
+    let mut server = JumpgateProcess::start_at(addr, &env).await;
+    let (mut host, mut guest, code) = lobby_pair(&server, RuleSet::Russian, 1).await;
+    let mut acknowledged = crate::persistence::play(&mut host, &mut guest, 3).await;
+
+    let filler = disk.fill();
+    let mover = if host.my_turn() {
+        &mut host
+    } else {
+        &mut guest
+    };
+    let (seq, notation) = mover.send_first_legal().await;
+    assert_eq!(
+        mover.expect_error(Some(seq)).await,
+        ErrorCode::StorageUnavailable,
+        "a move the disk cannot take is refused"
+    );
+
+    std::fs::remove_file(filler).unwrap();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        mover
+            .client
+            .send(&ClientMessage::Move {
+                seq,
+                notation: Some(notation.clone()),
+                path: None,
+            })
+            .await
+            .unwrap();
+        match mover.answer(seq).await {
+            Ok(()) => break,
+            Err(ErrorCode::StorageUnavailable) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(other) => panic!("the re-sent move: {other}"),
+        }
+    }
+    acknowledged.push(notation);
+    for p in [&mut host, &mut guest] {
+        p.state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == 4))
+            .await;
+    }
+    acknowledged.extend(crate::persistence::play(&mut host, &mut guest, 2).await);
+
+    server.kill_9();
+    drop((host, guest));
+    let db = open_while_down(&data).await;
+    let c = code.clone();
+    let stored: Vec<String> = db
+        .call(move |t| {
+            t.conn
+                .prepare("SELECT text FROM moves WHERE code = ?1 ORDER BY game_no, ply")?
+                .query_map([c], |r| r.get(0))?
+                .collect()
+        })
+        .await
+        .unwrap();
+    drop(db);
+    assert_eq!(
+        stored, acknowledged,
+        "every acknowledged move, once, in order"
+    );
+    let server = JumpgateProcess::start_at(addr, &env).await;
+    let mut back = Player::connect_to(&server, Encoding::Json, None).await;
+    let state = back.watch(&code).await;
+    assert_eq!(
+        state.game.map(|g| g.ply),
+        Some(acknowledged.len() as u32),
+        "the restarted server resumes after the last acknowledged move"
+    );
 }
