@@ -38,9 +38,16 @@ use crate::StoreError;
 use crate::embedded::{DATA_FILE, Db, OpenError};
 use crate::idempotency::IdempotencyWindow;
 
-/// The storage format a copy into Redis is marked with: rooms with a move
-/// log whose entries may carry their effects (see `preflight`).
-const FORMAT_WRITTEN: u32 = 2;
+/// The storage format a copy into Redis is marked with (see `preflight`):
+/// 2 if a logged move carries its effects (appended without its record),
+/// which only a build reading format 2 can replay; 1 otherwise.
+fn format_needed(snapshot: &Snapshot) -> u32 {
+    let appended = snapshot
+        .rooms
+        .iter()
+        .any(|r| r.moves.iter().any(|m| m.effects.is_some()));
+    if appended { 2 } else { 1 }
+}
 
 /// One end of a migration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -190,6 +197,23 @@ fn open_existing(dir: &Path) -> Result<Db, MigrateError> {
     Ok(Db::open(dir)?)
 }
 
+/// Opens (or creates) a destination data directory and checks that its
+/// data file holds no row.
+async fn open_empty(dir: &Path, to: &Location) -> Result<Opened, MigrateError> {
+    let db = Db::open(dir)?;
+    let filled = embedded::filled_tables(&db)
+        .await
+        .map_err(|e| MigrateError::Destination(to.clone(), e))?;
+    if !filled.is_empty() {
+        let rows: Vec<String> = filled.iter().map(|(t, n)| format!("{t}: {n}")).collect();
+        return Err(MigrateError::NotEmpty(
+            to.clone(),
+            format!("rows in {}", rows.join(", ")),
+        ));
+    }
+    Ok(Opened::DataDir(db))
+}
+
 /// Copies everything in `from` into `to` (which must be empty), then
 /// checks the copy against the source.
 pub async fn migrate(
@@ -223,18 +247,11 @@ pub async fn migrate(
         }
     };
     let destination_error = |e| MigrateError::Destination(to.clone(), e);
-    let mut destination = match to {
-        Location::DataDir(dir) => {
-            let db = Db::open(dir)?;
-            let filled = embedded::filled_tables(&db)
-                .await
-                .map_err(destination_error)?;
-            if !filled.is_empty() {
-                let rows: Vec<String> = filled.iter().map(|(t, n)| format!("{t}: {n}")).collect();
-                return Err(MigrateError::NotEmpty(to.clone(), rows.join(", ")));
-            }
-            Opened::DataDir(db)
-        }
+    // A data directory without a data file is created only once the
+    // source has been read: a copy refused before then leaves no trace.
+    let destination = match to {
+        Location::DataDir(dir) if !dir.join(DATA_FILE).exists() => Err(dir.as_path()),
+        Location::DataDir(dir) => Ok(open_empty(dir, to).await?),
         Location::Redis(url) => {
             let mut conn = connect(url).await.map_err(destination_error)?;
             let keys = redis::jumpgate_keys(&mut conn)
@@ -246,7 +263,7 @@ pub async fn migrate(
                     format!("it holds {} and more", keys.join(", ")),
                 ));
             }
-            Opened::Redis(conn)
+            Ok(Opened::Redis(conn))
         }
     };
     let mut snapshot = export(source, options.window)
@@ -257,11 +274,15 @@ pub async fn migrate(
     if !money.balanced() {
         return Err(MigrateError::Unbalanced(from.clone(), money));
     }
+    let mut destination = match destination {
+        Ok(opened) => opened,
+        Err(new_dir) => open_empty(new_dir, to).await?,
+    };
     match &mut destination {
         Opened::DataDir(db) => embedded::import(db, snapshot.clone())
             .await
             .map_err(|e| MigrateError::NotWritten(to.clone(), e))?,
-        Opened::Redis(conn) => redis::import(conn, &snapshot, FORMAT_WRITTEN)
+        Opened::Redis(conn) => redis::import(conn, &snapshot, format_needed(&snapshot))
             .await
             .map_err(|e| MigrateError::PartlyWritten(to.clone(), e))?,
     }
