@@ -120,14 +120,20 @@ async fn board(server: &JumpgateProcess, rule_set: &str) -> serde_json::Value {
 }
 
 /// What a player sees of a lobby that must survive the copy: its phase,
-/// its series and the moves of its game.
+/// its series, the moves of its game, and the seated players' records.
 fn position(state: &RoomState) -> String {
+    let records: Vec<_> = state
+        .players
+        .iter()
+        .map(|p| p.as_ref().map(|p| (&p.id, &p.record)))
+        .collect();
     format!(
-        "{:?} {:?} {:?} {:?}",
+        "{:?} {:?} {:?} {:?} {records:?} {:?}",
         state.phase,
         state.series,
         state.stake,
-        state.game.as_ref().map(|g| (&g.moves, g.ply, &g.fen))
+        state.game.as_ref().map(|g| (&g.moves, g.ply, &g.fen)),
+        state.head_to_head,
     )
 }
 
@@ -240,7 +246,28 @@ async fn play_everything(server: &JumpgateProcess) -> (Vec<Kept>, Kept, Vec<Stri
         .await
         .unwrap();
     cy.phase(Phase::Finished).await;
-    drop(code);
+    // The series is recorded once it ended; a rejoin shows the record.
+    let cy_token = cy.token.clone();
+    let finished = jumpgate_e2e::probe_while(
+        PATIENCE,
+        || async {
+            let mut again =
+                Player::connect_to(server, Encoding::Json, Some(cy_token.clone())).await;
+            again.join(&code).await
+        },
+        |s| s.head_to_head.as_ref().is_none_or(|h| h.wins != [0, 1]),
+    )
+    .await;
+    assert_eq!(
+        finished.head_to_head.as_ref().map(|h| h.wins.clone()),
+        Some(vec![0, 1]),
+        "dee's series won is recorded"
+    );
+    kept.push(Kept {
+        code,
+        tokens: [cy.token.clone(), dee.token.clone()],
+        seen: position(&finished),
+    });
 
     // A ranked solo game against the Executive, resigned: a board entry.
     let mut eve = Player::connect_to(server, Encoding::Json, Some(token("eve"))).await;
@@ -361,6 +388,8 @@ async fn a_data_directory_moves_to_redis_and_back_with_every_game_and_point() {
         redis_value(&redis, &["GET", "jg:storage-format"]).await,
         "2"
     );
+    let held = redis_value(&redis, &["HGET", "jgw:{wallets}:totals", "escrow"]).await;
+    assert_eq!(held, "600", "the series under way holds both stakes");
     let mut second = JumpgateProcess::start(&on_redis(&redis, admin)).await;
     rejoin_and_play(&second, &mut kept).await;
     rejoin_dormant(&second, &dormant).await;
