@@ -333,3 +333,53 @@ async fn a_destination_in_use_or_not_empty_is_refused_and_left_alone() {
     let summary = migrate(&there, &to, forced).await.unwrap();
     assert_eq!(summary.counts, Counts::default());
 }
+
+/// The check after a copy finds what differs: a count, a balance, the
+/// money totals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_check_after_a_copy_names_what_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    filled(dir.path()).await;
+    let source = snapshot_of(dir.path()).await;
+    assert!(source.differences(&source.clone()).is_empty());
+
+    let mut copy = source.clone();
+    copy.rooms[0].moves.pop();
+    copy.wallets.accounts[0].balance += 1;
+    let found = copy.differences(&source).join("\n");
+    assert!(found.contains("moves: "), "{found}");
+    assert!(found.contains("the balance of a_ann"), "{found}");
+    assert!(found.contains("money: "), "{found}");
+    let unbalanced = copy.money();
+    assert!(!unbalanced.balanced(), "{unbalanced}");
+}
+
+/// What older servers left in Redis is read too: a fence without its
+/// version (the record holds it) and idempotency keys without their
+/// decision time (taken as decided now, as the scripts do).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_redis_layout_is_read() {
+    let redis = TestRedis::start().await;
+    let mut conn = connect(&redis.url).await.unwrap();
+    let () = ::redis::pipe()
+        .set("jg:{OLDROOM1}:room", "{\"version\":7}")
+        .hset("jg:{OLDROOM1}:fence", "owner", "gone")
+        .hset("jg:{OLDROOM1}:fence", "epoch", 3)
+        .sadd("jg:lobbies", "OLDROOM1")
+        .sadd("jgr:{records}:done", "S9")
+        .ignore()
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let to = Location::DataDir(dir.path().into());
+    let summary = migrate(&Location::Redis(redis.url.clone()), &to, OPTIONS)
+        .await
+        .unwrap();
+    assert_eq!(summary.counts.rooms, 1);
+    assert_eq!(summary.counts.idempotency_keys, 1);
+    let copy = snapshot_of(dir.path()).await;
+    let room = &copy.rooms[0];
+    assert_eq!((room.version, room.epoch, room.open), (7, 3, true));
+    assert_eq!(copy.seen[0].family, snapshot::Family::Records);
+}
