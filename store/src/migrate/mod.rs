@@ -49,6 +49,9 @@ fn format_needed(snapshot: &Snapshot) -> u32 {
     if appended { 2 } else { 1 }
 }
 
+/// How long a Redis command (or pipeline) may take before the copy fails.
+const REDIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// One end of a migration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Location {
@@ -186,7 +189,13 @@ async fn connect(url: &str) -> Result<MultiplexedConnection, StoreError> {
         return Err(StoreError::Refused("a cluster URL".into()));
     }
     let client = ::redis::Client::open(url)?;
-    Ok(client.get_multiplexed_async_connection().await?)
+    // A Redis that stops answering fails the copy rather than hanging it.
+    let config = ::redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(REDIS_TIMEOUT))
+        .set_response_timeout(Some(REDIS_TIMEOUT));
+    Ok(client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?)
 }
 
 /// Opens a data directory that must already hold a data file.
