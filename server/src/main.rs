@@ -61,7 +61,7 @@ struct MigrateArgs {
 }
 
 fn migrate(args: &MigrateArgs) -> Result<(), String> {
-    use jumpgate_server::store::migrate::{Location, MigrateOptions, migrate};
+    use jumpgate_server::store::migrate::{Location, MigrateOptions, migrate_reporting};
     let options = MigrateOptions {
         force: args.force,
         window: jumpgate_server::store::idempotency::IdempotencyWindow {
@@ -71,7 +71,9 @@ fn migrate(args: &MigrateArgs) -> Result<(), String> {
     let (from, to) = (Location::parse(&args.from), Location::parse(&args.to));
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let summary = runtime
-        .block_on(migrate(&from, &to, options))
+        .block_on(migrate_reporting(&from, &to, options, |step| {
+            eprintln!("jumpgate migrate: {step}…");
+        }))
         .map_err(|e| e.to_string())?;
     println!("{summary}");
     Ok(())

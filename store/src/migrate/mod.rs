@@ -230,6 +230,17 @@ pub async fn migrate(
     to: &Location,
     options: MigrateOptions,
 ) -> Result<Summary, MigrateError> {
+    migrate_reporting(from, to, options, |_| {}).await
+}
+
+/// [`migrate`], telling `progress` as each step begins (the command line
+/// prints it, so a long copy shows where it is).
+pub async fn migrate_reporting(
+    from: &Location,
+    to: &Location,
+    options: MigrateOptions,
+    progress: impl Fn(&str),
+) -> Result<Summary, MigrateError> {
     if same_place(from, to) {
         return Err(MigrateError::SameStore(from.clone(), to.clone()));
     }
@@ -275,6 +286,7 @@ pub async fn migrate(
             Ok(Opened::Redis(conn))
         }
     };
+    progress(&format!("reading {from}"));
     let mut snapshot = export(source, options.window)
         .await
         .map_err(|e| MigrateError::Source(from.clone(), e))?;
@@ -287,6 +299,12 @@ pub async fn migrate(
         Ok(opened) => opened,
         Err(new_dir) => open_empty(new_dir, to).await?,
     };
+    progress(&format!(
+        "writing {} rooms, {} moves and {} accounts into {to}",
+        snapshot.rooms.len(),
+        snapshot.counts().moves,
+        snapshot.wallets.accounts.len()
+    ));
     match &mut destination {
         Opened::DataDir(db) => embedded::import(db, snapshot.clone())
             .await
@@ -295,6 +313,7 @@ pub async fn migrate(
             .await
             .map_err(|e| MigrateError::PartlyWritten(to.clone(), e))?,
     }
+    progress("reading the copy back to check it");
     let copy = export(destination, options.window)
         .await
         .map_err(|e| MigrateError::Unverified(to.clone(), e))?;
