@@ -115,7 +115,7 @@ pub struct MigrateOptions {
 /// changed (nothing, unless it says otherwise) and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
-    #[error("{0} and {1} are both the same store; copy to an empty one")]
+    #[error("{0} and {1} are the same store; copy into another, empty one")]
     SameStore(Location, Location),
     #[error("there is no data file ({DATA_FILE}) in {0}; nothing to copy")]
     NoDataFile(PathBuf),

@@ -10,7 +10,6 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Output;
-use std::time::Duration;
 
 use jumpgate_e2e::{
     DataDir, JumpgateProcess, PATIENCE, Player, RedisServer, account_token, free_port,
@@ -316,11 +315,25 @@ async fn play_everything(server: &JumpgateProcess) -> (Vec<Kept>, Kept, Vec<Stri
         tokens: [fay.token.clone(), gus.token.clone()],
         seen: position(&seen),
     };
+    let before = lobbies_live(server).await;
     drop((fay, gus));
+    // Unloaded once nobody is connected (a second or so).
+    let after =
+        jumpgate_e2e::probe_while(PATIENCE, || lobbies_live(server), |n| *n >= before).await;
+    assert_eq!(after, before - 1, "the correspondence lobby left memory");
     let accounts = ["ann", "bob", "cy", "dee", "eve", "fay", "gus"]
         .map(|a| format!("a_{a}"))
         .to_vec();
     (kept, dormant, accounts)
+}
+
+/// The lobbies a process holds in memory, from its `/metrics`.
+async fn lobbies_live(server: &JumpgateProcess) -> i64 {
+    let (_, text) = jumpgate_e2e::http_get(server.addr, "/metrics").await;
+    text.lines()
+        .filter(|l| l.starts_with("jumpgate_lobbies_live{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<i64>().ok())
+        .sum()
 }
 
 /// A Redis reply as its value (an integer, a status or a bulk string).
@@ -360,8 +373,6 @@ async fn a_data_directory_moves_to_redis_and_back_with_every_game_and_point() {
         Some(1),
         "{leaders}"
     );
-    // Unloaded once nobody is connected (a second or so).
-    tokio::time::sleep(Duration::from_millis(2_500)).await;
     assert!(first.terminate().success());
     let balance = |account: &str| {
         money
