@@ -1,7 +1,8 @@
 //! The `jumpgate` binary: parses the command line and hands over to the
-//! library. `serve` runs the server; `perft` counts move trees, an alias
-//! of `jumpgate-engine perft` (the other engine tools are in that binary
-//! alone: ladder, versus, selfplay, tune, book).
+//! library. `serve` runs the server; `migrate` copies a store into an
+//! empty one (`jumpgate_store::migrate`); `perft` counts move trees, an
+//! alias of `jumpgate-engine perft` (the other engine tools are in that
+//! binary alone: ladder, versus, selfplay, tune, book).
 
 use std::process::ExitCode;
 
@@ -27,8 +28,55 @@ struct Cli {
 enum Command {
     /// Run the lobby server.
     Serve(Box<jumpgate_server::config::ServeConfig>),
+    /// Copy everything from one store into an empty one: a data directory
+    /// to Redis, or Redis to a data directory. Stop every server on the
+    /// source first. The copy is read back and compared before it reports
+    /// success; on any mismatch it exits non-zero.
+    Migrate(MigrateArgs),
     /// Count the leaves of the move tree from a position (single-threaded).
     Perft(jumpgate_engine::perft::PerftArgs),
+}
+
+/// `jumpgate migrate --from SOURCE --to DESTINATION`.
+#[derive(Debug, clap::Args)]
+struct MigrateArgs {
+    /// What to copy: a data directory (holding jumpgate.db), or a Redis
+    /// URL (redis://HOST:PORT/DB or rediss://…). A directory must not be in
+    /// use by a running server; a Redis must have no live instance.
+    #[arg(long, value_name = "DIR_OR_URL")]
+    from: String,
+    /// Where to copy it: an empty (or new) data directory, or an empty
+    /// Redis database (no jg* key in it), by URL.
+    #[arg(long, value_name = "DIR_OR_URL")]
+    to: String,
+    /// Copy from a Redis even though an instance heartbeat (jg:alive:*)
+    /// is current (an instance that was killed, whose heartbeat has not
+    /// expired yet). Never use it while an instance runs.
+    #[arg(long)]
+    force: bool,
+    /// Idempotency keys decided longer ago than this are not copied (the
+    /// server's --idempotency-window-secs; they are forgotten anyway).
+    #[arg(long, env = "JUMPGATE_IDEMPOTENCY_WINDOW_SECS", default_value_t = 30 * 86_400)]
+    idempotency_window_secs: u64,
+}
+
+fn migrate(args: &MigrateArgs) -> Result<(), String> {
+    use jumpgate_server::store::migrate::{Location, MigrateOptions, migrate_reporting};
+    let options = MigrateOptions {
+        force: args.force,
+        window: jumpgate_server::store::idempotency::IdempotencyWindow {
+            ms: args.idempotency_window_secs.max(1).saturating_mul(1_000),
+        },
+    };
+    let (from, to) = (Location::parse(&args.from), Location::parse(&args.to));
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    let summary = runtime
+        .block_on(migrate_reporting(&from, &to, options, |step| {
+            eprintln!("jumpgate migrate: {step}…");
+        }))
+        .map_err(|e| e.to_string())?;
+    println!("{summary}");
+    Ok(())
 }
 
 /// An optional listen address for the start-up log: the address, or "off".
@@ -105,6 +153,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Serve(config) => serve(config),
+        Command::Migrate(args) => migrate(args),
         Command::Perft(args) => jumpgate_engine::perft::run(args),
     };
     match result {

@@ -39,6 +39,7 @@ pub mod keys;
 pub mod leaderboard;
 mod memory;
 pub mod metrics;
+pub mod migrate;
 pub mod preflight;
 pub mod records;
 mod redis;

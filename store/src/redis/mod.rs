@@ -22,6 +22,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use self::reads::load_room;
+pub(crate) use self::reads::parse_entry;
 use self::scripts::{
     CLAIM_SCRIPT, EXPIRE_NOTE_SCRIPT, FORGET_DORMANT_SCRIPT, PARK_SCRIPT, RELEASE_SCRIPT,
     SET_HOME_SCRIPT, WRITE_SCRIPT,

@@ -366,7 +366,7 @@ fn parse<T: redis::FromRedisValue>(value: Value) -> Result<T, StoreError> {
 
 /// One entry of a room's move log (`jg:{CODE}:moves`), with its effects
 /// if it was appended without its record.
-pub(super) fn parse_entry(entry: &redis::streams::StreamId) -> Result<StoredMove, StoreError> {
+pub(crate) fn parse_entry(entry: &redis::streams::StreamId) -> Result<StoredMove, StoreError> {
     let bad = || StoreError::Unreadable(format!("malformed move entry {}", entry.id));
     let (game, ply) = entry.id.split_once('-').ok_or_else(bad)?;
     let field =

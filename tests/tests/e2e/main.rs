@@ -14,6 +14,7 @@ mod faults;
 mod leaderboards;
 mod limits;
 mod lobby;
+mod migrate;
 mod operations;
 mod persistence;
 mod protocol_v2;
