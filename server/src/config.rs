@@ -428,10 +428,18 @@ impl Settings {
         settings.move_clock = Duration::from_millis(config.move_clock_ms.max(1));
         settings.break_time = Duration::from_millis(config.break_ms);
         settings.redis_url = config.redis_url.clone();
-        settings.data_dir = (settings.redis_url.is_none()
-            && !config.memory
-            && config.data_dir != Path::new("none"))
-        .then(|| config.data_dir.clone());
+        let memory = config.memory || config.data_dir == Path::new("none");
+        if config.data_dir.to_string_lossy().contains("://") {
+            return Err(format!(
+                "--data-dir {} looks like a URL: a Redis URL goes to --redis-url",
+                config.data_dir.display()
+            ));
+        }
+        if memory && settings.redis_url.is_some() {
+            tracing::warn!("--memory (or --data-dir none) is ignored: --redis-url is set");
+        }
+        settings.data_dir =
+            (settings.redis_url.is_none() && !memory).then(|| config.data_dir.clone());
         settings.redis_timeout = Duration::from_millis(config.redis_timeout_ms.max(1));
         settings.resume_grace = Duration::from_millis(config.resume_grace_ms);
         settings.resume_batch = config.resume_batch.clamp(1, 10_000);
@@ -721,6 +729,12 @@ mod tests {
         let s = settings(&["--admin-listen", "127.0.0.1:8081", "--admin-token", ""]).unwrap();
         assert_eq!(s.admin_token, None);
         assert!(settings(&[]).unwrap().admin_listen.is_none());
+    }
+
+    #[test]
+    fn a_url_given_as_the_data_directory_is_refused() {
+        let refused = settings(&["--data-dir", "redis://127.0.0.1:6379/0"]).unwrap_err();
+        assert!(refused.contains("--redis-url"), "{refused}");
     }
 
     #[test]

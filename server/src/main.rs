@@ -45,7 +45,8 @@ struct MigrateArgs {
     /// use by a running server; a Redis must have no live instance.
     #[arg(long, value_name = "DIR_OR_URL")]
     from: String,
-    /// Where to copy it: an empty (or new) data directory, or an empty
+    /// Where to copy it: a new data directory or one without rows in its
+    /// data file (other files may be there), or an empty
     /// Redis database (no jg* key in it), by URL.
     #[arg(long, value_name = "DIR_OR_URL")]
     to: String,
@@ -58,6 +59,11 @@ struct MigrateArgs {
     /// server's --idempotency-window-secs; they are forgotten anyway).
     #[arg(long, env = "JUMPGATE_IDEMPOTENCY_WINDOW_SECS", default_value_t = 30 * 86_400)]
     idempotency_window_secs: u64,
+    /// Copying into a data directory: the guest-token secret the Redis
+    /// instances run with (their --token-secret), written to the
+    /// directory's token-secret file so that guests keep their seats.
+    #[arg(long, env = "JUMPGATE_TOKEN_SECRET", hide_env_values = true)]
+    token_secret: Option<String>,
 }
 
 fn migrate(args: &MigrateArgs) -> Result<(), String> {
@@ -68,7 +74,16 @@ fn migrate(args: &MigrateArgs) -> Result<(), String> {
             ms: args.idempotency_window_secs.max(1).saturating_mul(1_000),
         },
     };
-    let (from, to) = (Location::parse(&args.from), Location::parse(&args.to));
+    let (from, to) = (
+        Location::from_arg(&args.from)?,
+        Location::from_arg(&args.to)?,
+    );
+    let secret = args.token_secret.as_deref().map(str::trim);
+    if let (Location::DataDir(_), Some(secret)) = (&to, secret)
+        && secret.len() < jumpgate_server::config::MIN_SECRET_BYTES
+    {
+        return Err("--token-secret is too short to be the instances' secret".into());
+    }
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let summary = runtime
         .block_on(migrate_reporting(&from, &to, options, |step| {
@@ -76,7 +91,71 @@ fn migrate(args: &MigrateArgs) -> Result<(), String> {
         }))
         .map_err(|e| e.to_string())?;
     println!("{summary}");
+    println!("{}", guest_tokens(&from, &to, secret)?);
     Ok(())
+}
+
+/// Guests hold tokens signed with the source's secret, which is not in
+/// the store: what keeps their seats on the destination (written, or said).
+fn guest_tokens(
+    from: &jumpgate_server::store::migrate::Location,
+    to: &jumpgate_server::store::migrate::Location,
+    secret: Option<&str>,
+) -> Result<String, String> {
+    use jumpgate_server::config::TOKEN_SECRET_FILE;
+    use jumpgate_server::store::migrate::Location;
+    match (from, to) {
+        (Location::DataDir(dir), _) => {
+            let kept = dir.join(TOKEN_SECRET_FILE);
+            Ok(if kept.is_file() {
+                format!(
+                    "guests' tokens are signed with {}: start every instance with --token-secret \"$(cat {})\" (or JUMPGATE_TOKEN_SECRET), or guests lose their seats",
+                    kept.display(),
+                    kept.display()
+                )
+            } else {
+                "guests' tokens are signed with the source server's --token-secret: start the \
+                 destination with the same one, or guests lose their seats"
+                    .to_owned()
+            })
+        }
+        (Location::Redis(_), Location::DataDir(dir)) => {
+            let kept = dir.join(TOKEN_SECRET_FILE);
+            match secret {
+                Some(secret) if !kept.exists() => {
+                    let mut options = std::fs::OpenOptions::new();
+                    options.write(true).create_new(true);
+                    #[cfg(unix)]
+                    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+                    let failed =
+                        |e: std::io::Error| format!("cannot write {}: {e}", kept.display());
+                    let mut file = options.open(&kept).map_err(failed)?;
+                    std::io::Write::write_all(&mut file, secret.as_bytes()).map_err(failed)?;
+                    file.sync_all().map_err(failed)?;
+                    Ok(format!(
+                        "wrote the instances' guest-token secret to {}: guests keep their seats",
+                        kept.display()
+                    ))
+                }
+                Some(_) => Ok(format!(
+                    "{} already exists and was left as it is: guests whose tokens were signed \
+                     with another secret lose their seats",
+                    kept.display()
+                )),
+                None => Ok(format!(
+                    "guests' tokens are signed with the instances' --token-secret, which is not \
+                     in Redis: run migrate again with --token-secret, or start the server with \
+                     it, or guests lose their seats (a server on {} makes a new one)",
+                    dir.display()
+                )),
+            }
+        }
+        (Location::Redis(_), Location::Redis(_)) => Ok(
+            "guests' tokens are signed with the instances' --token-secret: start the \
+             destination's instances with the same one"
+                .to_owned(),
+        ),
+    }
 }
 
 /// An optional listen address for the start-up log: the address, or "off".

@@ -44,8 +44,8 @@ pub enum OpenError {
     )]
     Locked(PathBuf),
     #[error(
-        "refusing to start: {path} is not a readable Jumpgate data file ({why}); nothing was \
-         loaded or changed. Restore it from a backup, or move it away to start empty"
+        "refusing to start: {path} is not a readable Jumpgate data file ({why}); the file was \
+         not loaded or changed. Restore it from a backup, or move it away to start empty"
     )]
     Corrupt { path: PathBuf, why: String },
 }
@@ -317,9 +317,11 @@ fn open_checked(path: &Path) -> Result<Connection, OpenError> {
     };
     // A data file cut to nothing is not a new one: starting empty on it
     // would drop every game without a word.
-    if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+    let metadata = std::fs::metadata(path);
+    if metadata.as_ref().is_ok_and(|m| m.len() == 0) {
         return Err(corrupt(&"the file is empty"));
     }
+    let new = metadata.is_err();
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -335,6 +337,14 @@ fn open_checked(path: &Path) -> Result<Connection, OpenError> {
         return Err(corrupt(&check));
     }
     super::schema::create_or_check(&conn, FORMAT, SCHEMA_VERSION).map_err(|e| corrupt(&e))?;
+    // A new file is made readable by this user only (it holds wallets),
+    // before its log exists: SQLite gives the log the file's mode.
+    #[cfg(unix)]
+    if new {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| corrupt(&e))?;
+    }
     // WAL: a commit appends to the log and fsyncs it (synchronous = FULL),
     // so an acknowledged write survives a crash or a power cut; a torn
     // tail of the log (a commit cut short) fails its checksum and is

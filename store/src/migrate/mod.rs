@@ -82,6 +82,24 @@ impl Location {
     }
 }
 
+impl Location {
+    /// [`parse`](Self::parse) for an operator's argument: a text that looks
+    /// like a URL of another scheme (`http://…`, or `redis:/…` with a slash
+    /// missing) is refused rather than taken for a directory of that name.
+    pub fn from_arg(text: &str) -> Result<Location, String> {
+        let location = Location::parse(text);
+        if let Location::DataDir(_) = &location
+            && (text.contains("://") || text.to_ascii_lowercase().starts_with("redis"))
+            && !Path::new(text).is_dir()
+        {
+            return Err(format!(
+                "{text:?} is neither a Redis URL (redis://HOST:PORT/DB, rediss://…, unix://…) nor an existing directory; nothing was changed"
+            ));
+        }
+        Ok(location)
+    }
+}
+
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -119,6 +137,12 @@ pub enum MigrateError {
     SameStore(Location, Location),
     #[error("there is no data file ({DATA_FILE}) in {0}; nothing to copy")]
     NoDataFile(PathBuf),
+    #[error("the directory {0} does not exist; nothing to copy")]
+    NoDirectory(PathBuf),
+    #[error(
+        "the data directory {0} is in use by a running Jumpgate server; stop it first (nothing was changed)"
+    )]
+    ServerRunning(PathBuf),
     #[error(transparent)]
     DataDir(#[from] OpenError),
     #[error(
@@ -200,16 +224,27 @@ async fn connect(url: &str) -> Result<MultiplexedConnection, StoreError> {
 
 /// Opens a data directory that must already hold a data file.
 fn open_existing(dir: &Path) -> Result<Db, MigrateError> {
+    if !dir.is_dir() {
+        return Err(MigrateError::NoDirectory(dir.to_owned()));
+    }
     if !dir.join(DATA_FILE).is_file() {
         return Err(MigrateError::NoDataFile(dir.to_owned()));
     }
-    Ok(Db::open(dir)?)
+    open(dir)
+}
+
+/// [`Db::open`], a directory a server holds said in migrate's words.
+fn open(dir: &Path) -> Result<Db, MigrateError> {
+    Db::open(dir).map_err(|e| match e {
+        OpenError::Locked(dir) => MigrateError::ServerRunning(dir),
+        e => MigrateError::DataDir(e),
+    })
 }
 
 /// Opens (or creates) a destination data directory and checks that its
 /// data file holds no row.
 async fn open_empty(dir: &Path, to: &Location) -> Result<Opened, MigrateError> {
-    let db = Db::open(dir)?;
+    let db = open(dir)?;
     let filled = embedded::filled_tables(&db)
         .await
         .map_err(|e| MigrateError::Destination(to.clone(), e))?;

@@ -353,7 +353,7 @@ async fn a_torn_or_foreign_data_file_is_refused_and_left_as_it_was() {
             "{what}: {why}"
         );
         assert!(
-            why.contains("nothing was loaded or changed"),
+            why.contains("the file was not loaded or changed"),
             "{what}: {why}"
         );
         assert!(

@@ -62,8 +62,14 @@ fn on_redis(redis: &RedisServer, admin: SocketAddr) -> Vec<(&'static str, String
 
 /// Runs `jumpgate migrate --from FROM --to TO`.
 fn migrate(from: &str, to: &str) -> Output {
+    migrate_with(from, to, &[])
+}
+
+fn migrate_with(from: &str, to: &str, env: &[(&str, &str)]) -> Output {
     std::process::Command::new(jumpgate_binary())
         .args(["migrate", "--from", from, "--to", to])
+        .env_remove("JUMPGATE_TOKEN_SECRET")
+        .envs(env.iter().copied())
         .output()
         .expect("jumpgate runs")
 }
@@ -440,7 +446,7 @@ async fn migrate_refuses_a_full_destination_and_a_source_in_use() {
     let out = migrate(&dir_arg(dir.path()), &redis.url());
     assert!(!out.status.success());
     assert!(
-        said(&out).contains("in use by another Jumpgate process"),
+        said(&out).contains("in use by a running Jumpgate server; stop it first"),
         "{}",
         said(&out)
     );
@@ -457,9 +463,47 @@ async fn migrate_refuses_a_full_destination_and_a_source_in_use() {
     assert_eq!(redis_value(&redis, &["DBSIZE"]).await, "1");
     redis.command(&["DEL", "jg:someone-else"]).await;
 
-    // A data directory with rows is not empty either.
+    // A mistyped URL is not taken for a directory of that name.
+    let cwd = tempfile::tempdir().unwrap();
+    for typo in ["http://127.0.0.1:1/0", "redis:/127.0.0.1:1/0"] {
+        let out = std::process::Command::new(jumpgate_binary())
+            .args(["migrate", "--from", &dir_arg(dir.path()), "--to", typo])
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{typo}: {}", said(&out));
+        assert!(said(&out).contains("neither a Redis URL"), "{}", said(&out));
+    }
+    assert_eq!(
+        std::fs::read_dir(cwd.path()).unwrap().count(),
+        0,
+        "no directory made"
+    );
+
+    // A data directory with rows is not empty either. The copy says how
+    // guests keep their seats: the secret their tokens are signed with is
+    // not in the store.
     let out = migrate(&dir_arg(dir.path()), &redis.url());
     assert!(out.status.success(), "{}", said(&out));
+    assert!(
+        said(&out).contains("--token-secret") && said(&out).contains("guests lose their seats"),
+        "{}",
+        said(&out)
+    );
+    let secret = "the-instances-guest-token-secret-0123456789";
+    let back = DataDir::new();
+    let into = back.path().join("copy");
+    let out = migrate_with(
+        &redis.url(),
+        &dir_arg(&into),
+        &[("JUMPGATE_TOKEN_SECRET", secret)],
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(
+        std::fs::read_to_string(into.join("token-secret")).unwrap(),
+        secret,
+        "the instances' secret is kept for the server on the copy"
+    );
     let out = migrate(&redis.url(), &dir_arg(dir.path()));
     assert!(!out.status.success());
     assert!(said(&out).contains("is not empty"), "{}", said(&out));
