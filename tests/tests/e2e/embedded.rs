@@ -270,6 +270,15 @@ async fn a_second_process_on_one_data_directory_is_refused() {
     );
     let (_host, _guest, code) = lobby_pair(&first, RuleSet::Russian, 1).await;
     assert_eq!(code.len(), 8, "the first still serves");
+    #[cfg(unix)]
+    for file in [DATA_FILE, "jumpgate.db-wal"] {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{file} is readable by its owner only");
+    }
 
     // Memory, when asked for, says so too.
     let memory_log = logs.path().join("memory.log");
