@@ -311,9 +311,20 @@ fn run(conn: Connection, queue: &mpsc::Receiver<Job>, clock: &Clock) {
 /// Opens the file and refuses anything but a whole data file of this
 /// format (an empty or new file becomes one).
 fn open_checked(path: &Path) -> Result<Connection, OpenError> {
+    // SQLite's integrity report runs over many lines: one line, cut short.
     let corrupt = |e: &dyn std::fmt::Display| OpenError::Corrupt {
         path: path.to_owned(),
-        why: e.to_string(),
+        why: {
+            let why = e
+                .to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            match why.char_indices().nth(240) {
+                Some((cut, _)) => format!("{}…", &why[..cut]),
+                None => why,
+            }
+        },
     };
     // A data file cut to nothing is not a new one: starting empty on it
     // would drop every game without a word.

@@ -335,7 +335,7 @@ pub async fn migrate_reporting(
         Err(new_dir) => open_empty(new_dir, to).await?,
     };
     progress(&format!(
-        "writing {} rooms, {} moves and {} accounts into {to}",
+        "writing into {to} (rooms: {}, moves: {}, accounts: {})",
         snapshot.rooms.len(),
         snapshot.counts().moves,
         snapshot.wallets.accounts.len()

@@ -317,7 +317,7 @@ impl fmt::Display for Counts {
         let parts: Vec<String> = self
             .named()
             .iter()
-            .map(|(name, n)| format!("{n} {name}"))
+            .map(|(name, n)| format!("{name}: {n}"))
             .collect();
         f.write_str(&parts.join(", "))
     }
