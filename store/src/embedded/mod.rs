@@ -29,6 +29,7 @@ use std::sync::Mutex;
 pub use self::db::{DATA_FILE, Db, LOCK_FILE, OpenError};
 pub use self::leaderboard::EmbeddedLeaderboards;
 pub use self::records::EmbeddedRecords;
+pub(crate) use self::rooms::insert_move;
 pub use self::wallet::EmbeddedWallets;
 
 /// The room store in the data file (rooms, ownership, solo games,

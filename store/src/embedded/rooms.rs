@@ -315,6 +315,35 @@ fn fresh_moves<'m>(
     Ok(Ok((fresh, end.0)))
 }
 
+/// Stores one move of `code`'s log, every field.
+pub(crate) fn insert_move(
+    conn: &rusqlite::Connection,
+    code: &str,
+    m: &StoredMove,
+) -> rusqlite::Result<()> {
+    let e = m.effects.as_ref();
+    conn.prepare_cached(concat!(
+        "INSERT INTO moves (code, ",
+        move_columns!(),
+        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+    ))?
+    .execute(params![
+        code,
+        int(m.game_no),
+        m.ply,
+        m.path,
+        m.text,
+        m.seat,
+        m.seq,
+        e.map(|e| int(e.version)),
+        e.map(|e| int(e.at_ms)),
+        e.map(|e| int(e.deadline_ms)),
+        e.and_then(|e| e.to_move),
+        e.map(|e| e.submitted.as_str()),
+    ])?;
+    Ok(())
+}
+
 /// Logs new moves; a new game's first move takes the finished games'
 /// moves out of the log.
 fn log(
@@ -323,28 +352,9 @@ fn log(
     (fresh, stored_game): (Vec<&StoredMove>, u64),
 ) -> rusqlite::Result<()> {
     let mut new_game = stored_game;
-    let mut insert = t.conn.prepare_cached(concat!(
-        "INSERT INTO moves (code, ",
-        move_columns!(),
-        ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
-    ))?;
     for m in &fresh {
         new_game = new_game.max(m.game_no);
-        let e = m.effects.as_ref();
-        insert.execute(params![
-            code,
-            int(m.game_no),
-            m.ply,
-            m.path,
-            m.text,
-            m.seat,
-            m.seq,
-            e.map(|e| int(e.version)),
-            e.map(|e| int(e.at_ms)),
-            e.map(|e| int(e.deadline_ms)),
-            e.and_then(|e| e.to_move),
-            e.map(|e| e.submitted.as_str()),
-        ])?;
+        insert_move(t.conn, code, m)?;
     }
     if new_game > stored_game && stored_game > 0 {
         t.conn

@@ -313,10 +313,6 @@ fn write_all(conn: &Connection, s: &Snapshot) -> rusqlite::Result<()> {
         "INSERT INTO rooms (code, record, version, owner, epoch, handed, parked, wake, home, open, expires_at)
          VALUES (?1, ?2, ?3, NULL, ?4, 0, ?5, ?6, NULL, ?7, ?8)",
     )?;
-    let mut log = conn.prepare(
-        "INSERT INTO moves (code, game_no, ply, path, text, seat, seq, version, at_ms, deadline_ms, to_move, submitted)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-    )?;
     let mut game = conn.prepare("INSERT INTO games (code, game_no, pdn) VALUES (?1, ?2, ?3)")?;
     for r in &s.rooms {
         room.execute(params![
@@ -330,21 +326,7 @@ fn write_all(conn: &Connection, s: &Snapshot) -> rusqlite::Result<()> {
             r.expires_at.map(int),
         ])?;
         for m in &r.moves {
-            let e = m.effects.as_ref();
-            log.execute(params![
-                r.code,
-                int(m.game_no),
-                m.ply,
-                m.path,
-                m.text,
-                m.seat,
-                m.seq,
-                e.map(|e| int(e.version)),
-                e.map(|e| int(e.at_ms)),
-                e.map(|e| int(e.deadline_ms)),
-                e.and_then(|e| e.to_move),
-                e.map(|e| e.submitted.as_str()),
-            ])?;
+            crate::embedded::insert_move(conn, &r.code, m)?;
         }
         for (n, pdn) in &r.games {
             game.execute(params![r.code, int(*n), pdn])?;
