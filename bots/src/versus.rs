@@ -1,6 +1,7 @@
 //! The Executive against its previous version: balanced openings, each
-//! played with both colours, at a fixed time per move, with the time each
-//! side used. `jumpgate-engine versus` prints it; a benchmark, never a test.
+//! played with both colours, at a fixed time or node budget per move, with
+//! the time and nodes each side used. `jumpgate-engine versus` prints it; a
+//! benchmark, never a test.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,6 +38,48 @@ pub struct VersusConfig {
     pub nodes: Option<u64>,
     /// Search refinements for the current version instead of its own.
     pub search: Option<SearchFeatures>,
+    /// The baseline's own pace, when it differs from the current
+    /// version's (which `nodes` or `time_budget` sets): for instance the
+    /// current Executive on a node budget against itself on the clock.
+    pub baseline_pace: Option<Pace>,
+}
+
+/// How long one side thinks a move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pace {
+    /// Until this time is spent.
+    Time(Duration),
+    /// This many nodes, whatever the clock says.
+    Nodes(u64),
+}
+
+impl Pace {
+    /// The Executive `version` at this pace. On nodes the time budget is
+    /// only a far-off cap: a node-limited Executive plans by nodes alone.
+    fn bot(self, version: ExecutiveVersion) -> BotConfig {
+        let bot = BotConfig::new(Level::Executive).with_executive(version);
+        match self {
+            Pace::Time(t) => bot.with_time_budget(t),
+            Pace::Nodes(n) => bot
+                .with_node_limit(n)
+                .with_time_budget(Duration::from_secs(600)),
+        }
+    }
+}
+
+impl VersusConfig {
+    /// The current version's pace.
+    pub fn current_pace(&self) -> Pace {
+        match self.nodes {
+            Some(n) => Pace::Nodes(n),
+            None => Pace::Time(self.time_budget),
+        }
+    }
+
+    /// The baseline's pace: its own if given, else the current version's.
+    pub fn baseline_pace(&self) -> Pace {
+        self.baseline_pace.unwrap_or_else(|| self.current_pace())
+    }
 }
 
 /// Random plies in an opening before the bots take over.
@@ -61,6 +104,11 @@ pub struct VersusGame {
     /// `[current, baseline]`.
     pub used: [Duration; 2],
     pub searched: [u32; 2],
+    /// Nodes searched per side, and the moves and time of the searches
+    /// behind them (book moves search no node and are left out here).
+    pub nodes: [u64; 2],
+    pub searching: [u32; 2],
+    pub searching_used: [Duration; 2],
     /// Sum of the completed depths of the current version's searches.
     pub depth_sum: u64,
 }
@@ -132,16 +180,7 @@ fn play(
     mut game: Game,
     current_color: Color,
 ) -> VersusGame {
-    let bot = |version| {
-        let bot = BotConfig::new(Level::Executive).with_executive(version);
-        match config.nodes {
-            Some(n) => bot
-                .with_node_limit(n)
-                .with_time_budget(Duration::from_secs(600)),
-            None => bot.with_time_budget(config.time_budget),
-        }
-    };
-    let current = bot(ExecutiveVersion::Current);
+    let current = config.current_pace().bot(ExecutiveVersion::Current);
     let current = match config.weights {
         Some(w) => current.with_weights(w),
         None => current,
@@ -150,9 +189,12 @@ fn play(
         Some(s) => current.with_search(s),
         None => current,
     };
-    let sides = [current, bot(config.baseline)];
+    let sides = [current, config.baseline_pace().bot(config.baseline)];
     let mut used = [Duration::ZERO; 2];
     let mut searched = [0u32; 2];
+    let mut nodes = [0u64; 2];
+    let mut searching = [0u32; 2];
+    let mut searching_used = [Duration::ZERO; 2];
     let mut depth_sum = 0;
     let end = loop {
         if let Some(outcome) = game.outcome() {
@@ -168,8 +210,14 @@ fn play(
         let started = Instant::now();
         let (m, info) = think(&game, &sides[side]).expect("an unfinished game has a move");
         if game.legal_moves().len() > 1 {
-            used[side] += started.elapsed();
+            let elapsed = started.elapsed();
+            used[side] += elapsed;
             searched[side] += 1;
+            if info.nodes > 0 {
+                nodes[side] += info.nodes;
+                searching[side] += 1;
+                searching_used[side] += elapsed;
+            }
             if side == 0 {
                 depth_sum += u64::from(info.depth);
             }
@@ -190,6 +238,9 @@ fn play(
         plies: game.moves().len(),
         used,
         searched,
+        nodes,
+        searching,
+        searching_used,
         depth_sum,
     }
 }
@@ -202,6 +253,34 @@ pub fn elo(score: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_baseline_keeps_the_current_pace_unless_given_its_own() {
+        let mut config = VersusConfig {
+            rule_sets: vec![RuleSet::Russian],
+            openings: 0,
+            time_budget: Duration::from_millis(1000),
+            baseline: ExecutiveVersion::Current,
+            ply_cap: 300,
+            seed: 1,
+            threads: 1,
+            weights: None,
+            nodes: Some(5_000),
+            search: None,
+            baseline_pace: None,
+        };
+        assert_eq!(config.current_pace(), Pace::Nodes(5_000));
+        assert_eq!(config.baseline_pace(), Pace::Nodes(5_000));
+        config.baseline_pace = Some(Pace::Time(Duration::from_millis(1000)));
+        assert_eq!(config.current_pace(), Pace::Nodes(5_000));
+        assert_eq!(
+            config.baseline_pace(),
+            Pace::Time(Duration::from_millis(1000))
+        );
+        let timed = config.baseline_pace().bot(ExecutiveVersion::Current);
+        assert_eq!(timed.node_limit, None);
+        assert_eq!(timed.time_budget, Duration::from_millis(1000));
+    }
 
     #[test]
     fn elo_is_zero_at_half_and_grows_with_the_score() {

@@ -129,6 +129,37 @@ fn a_one_opening_match_prints_both_games_and_the_score() {
 }
 
 #[test]
+fn a_node_budget_plays_the_clock_and_both_report_nodes() {
+    let out = engine(&[
+        "versus",
+        "--rule-set",
+        "russian",
+        "--openings",
+        "1",
+        "--nodes",
+        "300",
+        "--baseline",
+        "current",
+        "--baseline-ms",
+        "5",
+        "--ply-cap",
+        "20",
+    ]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].contains("current 300 nodes a move, baseline 5 ms a move"),
+        "{out}"
+    );
+    let games: Vec<&&str> = lines.iter().filter(|l| l.contains(" opening ")).collect();
+    assert_eq!(games.len(), 2, "{out}");
+    assert!(
+        games.iter().all(|l| l.contains(" nodes/move current ")),
+        "{out}"
+    );
+    assert!(out.contains("nodes a searched move: current "), "{out}");
+}
+
+#[test]
 fn selfplay_data_is_tuned_and_a_book_is_built() {
     let data = scratch("american.txt");
     let data_arg = data.to_str().expect("UTF-8 path");
