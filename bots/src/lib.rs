@@ -60,6 +60,19 @@ use timing::{IterationPlan, Meter};
 
 pub use search::{MATE, SearchFeatures};
 
+/// Nodes a ranked Executive searches a move. Chosen at or above what the
+/// timed Executive reaches in 1 s (`--executive-ms` 1000) on the 2-core
+/// machine its strength was measured on: 2.86–2.92 million nodes a move
+/// at about 2.9 million a second, load average 0.05
+/// (`bots/results/ranked-nodes-measure-1s-russian-partial.txt`), so a
+/// ranked game is never weaker than a quiet hour's 1 s game, and never
+/// depends on the load or the hardware.
+pub const RANKED_EXECUTIVE_NODES: u64 = 3_000_000;
+
+/// The clock of a ranked search: far beyond what its node budget takes
+/// (about 1 s here), so that on any machine the nodes, not the clock, end it.
+pub const RANKED_SAFETY_CAP: Duration = Duration::from_secs(30);
+
 /// How a bot plays: its level, its time budget per move and its seed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BotConfig {
@@ -163,6 +176,16 @@ impl BotConfig {
 
     pub fn with_seed(self, seed: u64) -> BotConfig {
         BotConfig { seed, ..self }
+    }
+
+    /// The Executive of ranked games: [`RANKED_EXECUTIVE_NODES`] nodes a
+    /// move, the same book and endgame knowledge as the timed one, and a
+    /// clock far past what that takes (a safety cap only), so its play is
+    /// the same on a busy server, a quiet one or a slower machine.
+    pub fn ranked_executive() -> BotConfig {
+        BotConfig::new(Level::Executive)
+            .with_node_limit(RANKED_EXECUTIVE_NODES)
+            .with_time_budget(RANKED_SAFETY_CAP)
     }
 
     pub fn with_node_limit(self, node_limit: u64) -> BotConfig {
@@ -436,4 +459,18 @@ fn think_for<R: Rules>(game: &Game, config: &BotConfig, started: Instant) -> (Mo
     let index = pick_root(&scores, legal.len(), stray, profile.noise, &mut rng);
     info.score = scores.get(index).copied().unwrap_or(0);
     (legal[index], info)
+}
+
+#[cfg(test)]
+mod ranked_tests {
+    use super::*;
+
+    #[test]
+    fn the_ranked_executive_searches_a_fixed_node_budget_the_clock_cannot_cut() {
+        let config = BotConfig::ranked_executive();
+        assert_eq!(config.level, Level::Executive);
+        assert_eq!(config.node_limit, Some(RANKED_EXECUTIVE_NODES));
+        assert_eq!(config.executive, ExecutiveVersion::Current);
+        assert!(config.time_budget >= RANKED_SAFETY_CAP);
+    }
 }

@@ -73,6 +73,11 @@ pub enum ErrorCode {
     /// `claim_forfeit` came before the claim window ran out; the message says how long is
     /// left, and `state.game.deadline` says when it runs out.
     ClaimTooEarly,
+    /// `start_solo` against the computer while the server's searches are so far behind
+    /// that the computer's moves would keep the player waiting past the server's bound
+    /// (or no computer is available at all); nothing was started. Retryable: the
+    /// `message` says roughly when to try again.
+    ComputerBusy,
 }
 
 wire_names!(ErrorCode {
@@ -105,6 +110,7 @@ wire_names!(ErrorCode {
     RoomUnavailable => "room_unavailable",
     TooManyConnections => "too_many_connections",
     ClaimTooEarly => "claim_too_early",
+    ComputerBusy => "computer_busy",
 });
 
 impl ErrorCode {
@@ -112,7 +118,10 @@ impl ErrorCode {
     pub const fn is_retryable(self) -> bool {
         matches!(
             self,
-            ErrorCode::RateLimited | ErrorCode::StorageUnavailable | ErrorCode::RoomUnavailable
+            ErrorCode::RateLimited
+                | ErrorCode::StorageUnavailable
+                | ErrorCode::RoomUnavailable
+                | ErrorCode::ComputerBusy
         )
     }
 }
@@ -129,6 +138,6 @@ mod tests {
             let back: ErrorCode = serde_json::from_str(&json).unwrap();
             assert_eq!(back, *code);
         }
-        assert_eq!(ErrorCode::ALL.len(), 29);
+        assert_eq!(ErrorCode::ALL.len(), 30);
     }
 }

@@ -154,7 +154,9 @@ pub use game::{
     BoardGeometry, Boosts, Color, GameEndReason, GameResult, GameView, MoveView, PieceView, Points,
     RuleSet, SpaceView, SquareGeometry,
 };
-pub use message::{BotLevel, ClientMessage, Identity, ServerMessage, SoloMode, SoloState};
+pub use message::{
+    BotLevel, ClientMessage, Identity, SearchQueuePlace, ServerMessage, SoloMode, SoloState,
+};
 pub use room::{
     DrawRules, GameKind, HeadToHead, LobbySummary, MyGame, Pace, Phase, PlayerView, RecordView,
     RoomState, SeriesEndReason, SeriesResult, SeriesView,

@@ -485,9 +485,26 @@ pub struct SoloState {
     pub you: Option<crate::Color>,
     /// The computer is choosing its move.
     pub thinking: bool,
+    /// While `thinking`: where the computer's search stands among the searches the
+    /// server has to do. Absent when the computer is not to move, or when the server
+    /// cannot tell (then show only that it is thinking).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<SearchQueuePlace>,
     /// The board, legal moves and result. There is no clock: `deadline` and
     /// `remaining_ms` are 0.
     pub game: crate::GameView,
+}
+
+/// Where a solo game's computer move stands in the server's queue of searches
+/// (`solo_state.queue`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SearchQueuePlace {
+    /// Searches that start before this one: 0 when it is next or already running.
+    pub ahead: u32,
+    /// The server's estimate, in milliseconds from when this message was sent, of how
+    /// long until the computer's move arrives; 0 when it cannot say.
+    pub expected_ms: u64,
 }
 
 #[cfg(test)]

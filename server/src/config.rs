@@ -267,6 +267,10 @@ pub struct ServeConfig {
     /// The Executive's thinking time per move, in milliseconds.
     #[arg(long, env = "JUMPGATE_EXECUTIVE_MS", default_value_t = 1_000)]
     pub executive_ms: u64,
+    /// A new game against the computer is refused (`computer_busy`, retryable)
+    /// while a search asked for now would wait longer than this, in seconds.
+    #[arg(long, env = "JUMPGATE_MAX_SEARCH_WAIT_SECS", default_value_t = 10)]
+    pub max_search_wait_secs: u64,
     /// Set TCP_NODELAY on accepted sockets (`false` lets the kernel batch
     /// small writes, at the cost of latency when it waits to).
     #[arg(long, env = "JUMPGATE_TCP_NODELAY", default_value_t = true, action = clap::ArgAction::Set)]
@@ -368,6 +372,8 @@ pub struct Settings {
     pub bot_threads: usize,
     /// The Executive's time per move.
     pub executive_budget: Duration,
+    /// The expected wait past which a new game against the computer is refused.
+    pub max_search_wait: Duration,
     pub tcp_nodelay: bool,
 }
 
@@ -416,6 +422,7 @@ impl Settings {
                 .map(|n| n.get().saturating_sub(1).max(1))
                 .unwrap_or(1),
             executive_budget: Duration::from_secs(1),
+            max_search_wait: Duration::from_secs(10),
             tcp_nodelay: true,
         }
     }
@@ -514,6 +521,7 @@ impl Settings {
             settings.bot_threads = n.max(1);
         }
         settings.executive_budget = Duration::from_millis(config.executive_ms.max(10));
+        settings.max_search_wait = Duration::from_secs(config.max_search_wait_secs.max(1));
         settings.tcp_nodelay = config.tcp_nodelay;
         if let Some(issuer) = &config.jwt_issuer {
             let split = |item: &String| -> Result<(String, String), String> {

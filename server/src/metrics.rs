@@ -29,6 +29,12 @@ pub struct Metrics {
     pub redis_op_seconds: HistogramVec,
     pub redis_errors: IntCounterVec,
     pub bot_think_seconds: HistogramVec,
+    pub search_queue_depth: IntGaugeVec,
+    pub search_wait_seconds: HistogramVec,
+    pub searches: IntCounterVec,
+    pub search_jobs_reclaimed: IntCounter,
+    pub search_workers_alive: IntGauge,
+    pub search_refusals: IntCounter,
     pub move_handling_seconds: Histogram,
     pub room_mailbox_wait_seconds: Histogram,
     pub slow_consumers_dropped: IntCounter,
@@ -75,6 +81,11 @@ pub const EDGE_REFUSALS: &[&str] = &[
 const MOVE_BUCKETS: &[f64] = &[
     0.000005, 0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
     0.025, 0.05, 0.1,
+];
+
+/// Buckets for waiting on the computer: 10 ms to 2 min.
+const WAIT_BUCKETS: &[f64] = &[
+    0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 60.0, 120.0,
 ];
 
 /// Buckets for a computer move: 1 ms to 10 s (the Executive thinks about
@@ -181,6 +192,46 @@ impl Metrics {
                 ),
                 &["level"],
             )
+            .expect("valid metric"),
+            search_queue_depth: IntGaugeVec::new(
+                opts(
+                    "search_queue_depth",
+                    "Computer searches waiting for a free searcher, as this process last saw the queue (with Redis: the shared queue of every instance)",
+                ),
+                &["level"],
+            )
+            .expect("valid metric"),
+            search_wait_seconds: HistogramVec::new(
+                hist(
+                    "search_wait_seconds",
+                    "From a solo game asking for the computer's move to the move arriving (queueing plus search)",
+                    WAIT_BUCKETS,
+                ),
+                &["level"],
+            )
+            .expect("valid metric"),
+            searches: IntCounterVec::new(
+                opts(
+                    "searches_total",
+                    "Computer searches this process finished",
+                ),
+                &["level"],
+            )
+            .expect("valid metric"),
+            search_jobs_reclaimed: IntCounter::with_opts(opts(
+                "search_jobs_reclaimed_total",
+                "Search jobs this process took over from a searcher that stopped answering (idle past the reclaim time)",
+            ))
+            .expect("valid metric"),
+            search_workers_alive: IntGauge::with_opts(opts(
+                "search_workers_alive",
+                "Searcher threads alive that work the search queue (with Redis: every worker process's and instance's, from their heartbeats)",
+            ))
+            .expect("valid metric"),
+            search_refusals: IntCounter::with_opts(opts(
+                "search_refusals_total",
+                "start_solo against the computer refused with computer_busy (the expected wait was past the bound, or no searcher was alive)",
+            ))
             .expect("valid metric"),
             move_handling_seconds: Histogram::with_opts(hist(
                 "move_handling_seconds",
@@ -314,7 +365,7 @@ impl Metrics {
             registry,
         };
         let r = &m.registry;
-        let all: [Box<dyn prometheus::core::Collector>; 39] = [
+        let all: [Box<dyn prometheus::core::Collector>; 45] = [
             Box::new(m.connections_open.clone()),
             Box::new(m.connections_max.clone()),
             Box::new(m.lobbies_live.clone()),
@@ -330,6 +381,12 @@ impl Metrics {
             Box::new(m.redis_op_seconds.clone()),
             Box::new(m.redis_errors.clone()),
             Box::new(m.bot_think_seconds.clone()),
+            Box::new(m.search_queue_depth.clone()),
+            Box::new(m.search_wait_seconds.clone()),
+            Box::new(m.searches.clone()),
+            Box::new(m.search_jobs_reclaimed.clone()),
+            Box::new(m.search_workers_alive.clone()),
+            Box::new(m.search_refusals.clone()),
             Box::new(m.move_handling_seconds.clone()),
             Box::new(m.room_mailbox_wait_seconds.clone()),
             Box::new(m.slow_consumers_dropped.clone()),
@@ -390,6 +447,9 @@ impl Metrics {
         }
         for level in crate::bots::Level::ALL {
             m.bot_think_seconds.with_label_values(&[level.name()]);
+            m.search_queue_depth.with_label_values(&[level.name()]);
+            m.search_wait_seconds.with_label_values(&[level.name()]);
+            m.searches.with_label_values(&[level.name()]);
         }
         m.build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION"), env!("JUMPGATE_BUILD_COMMIT")])

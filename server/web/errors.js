@@ -31,6 +31,7 @@ const MESSAGES = {
   storage_unavailable: 'The server could not confirm that yet; it may still go through. The board updates when it knows.',
   room_unavailable: 'This game is moving to another server and could not be reached just now. Try again in a moment.',
   claim_too_early: 'Too early to claim this game: your opponent still has time to move.',
+  computer_busy: 'The computer has too many games to answer quickly just now, so no game was started. Try again in a minute, or play someone on this device.',
   internal_error: 'Something went wrong on the server. Try again.',
   // Not a server code: connection.js gives it to a request whose connection
   // dropped before any answer, when the request is not safe to send again.

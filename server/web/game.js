@@ -1134,8 +1134,19 @@ export class SoloScreen {
     if (s.mode === 'same_device') {
       return `${this.side(game.turn)} to move${game.must_capture.length > 0 ? ' — a capture is mandatory' : ''}.`;
     }
-    if (game.turn !== this.you) return 'The computer is thinking…';
+    if (game.turn !== this.you) return this.thinkingText();
     return game.must_capture.length > 0 ? 'Your turn — you must capture.' : 'Your turn.';
+  }
+
+  /** The computer's turn: where its search stands in the server's queue, when the server says. */
+  thinkingText() {
+    const queue = this.state.queue;
+    if (!queue || (queue.ahead === 0 && queue.expected_ms < 1500)) return 'The computer is thinking…';
+    const seconds = Math.max(1, Math.round(queue.expected_ms / 1000));
+    const wait = queue.expected_ms > 0 ? ` — about ${seconds} s` : '';
+    if (queue.ahead === 0) return `The computer is thinking${wait}.`;
+    const games = queue.ahead === 1 ? '1 other game' : `${queue.ahead} other games`;
+    return `The computer is busy with ${games} first${wait}.`;
   }
 
   resultText() {

@@ -986,8 +986,35 @@ fn server_examples() -> Vec<(&'static str, ServerMessage)> {
                 ranked: true,
                 you: Some(Color::Dark),
                 thinking: false,
+                queue: None,
                 game: state_playing().game.expect("a game"),
             }),
+        ),
+        (
+            "server_solo_state_queued",
+            ServerMessage::SoloState(jumpgate_protocol::SoloState {
+                version: 5,
+                id: "S4K7M2QX".into(),
+                rule_set: RuleSet::American,
+                mode: jumpgate_protocol::SoloMode::Computer,
+                level: Some(jumpgate_protocol::BotLevel::Executive),
+                ranked: true,
+                you: Some(Color::Dark),
+                thinking: true,
+                queue: Some(jumpgate_protocol::SearchQueuePlace {
+                    ahead: 3,
+                    expected_ms: 4_200,
+                }),
+                game: state_playing().game.expect("a game"),
+            }),
+        ),
+        (
+            "server_error_computer_busy",
+            ServerMessage::Error {
+                seq: Some(3),
+                code: ErrorCode::ComputerBusy,
+                message: "the computer is busy: try again in about 20 s".into(),
+            },
         ),
         (
             "server_state_federation_draw",

@@ -24,7 +24,7 @@ use crate::limits::ClientLimits;
 use crate::ownership::{Ownership, OwnershipSettings};
 pub use crate::registry::Registry;
 use crate::room::{RoomDeps, RoomSettings};
-use crate::solo::{BotPool, SoloDeps, SoloSettings};
+use crate::solo::{SearchQueue, SoloDeps, SoloSettings};
 use crate::store::preflight::{self, PreflightError};
 use crate::store::{RedisConn, StoreError};
 use crate::{admin, http, listener, metrics, ownership, resume};
@@ -78,9 +78,10 @@ impl App {
             }),
             store: backends.store.clone(),
             boards: backends.leaderboards.clone(),
-            pool: Arc::new(BotPool::new(
+            pool: Arc::new(SearchQueue::new(
                 settings.bot_threads,
                 settings.executive_budget,
+                settings.max_search_wait,
             )),
         };
         let registry = Arc::new(Registry::new(room_deps, solo_deps));

@@ -1,6 +1,7 @@
 //! Solo play: a game against the computer, or two people on one device.
-//! One task owns each solo game; the computer thinks on a bounded pool of
-//! blocking threads so it never slows human games. Ranked games (accounts,
+//! One task owns each solo game; the computer's searches wait their turn
+//! in a fair queue and run on a bounded number of blocking threads (`pool`)
+//! so they never slow human games. Ranked games (accounts,
 //! against the Executive) are stored like rooms and resume after a restart.
 //!
 //! An identity has one current game, named by its note in the store. A
@@ -11,7 +12,7 @@
 //! it over next ([`close_discarded`]).
 //!
 //! Over 700 lines: the game task and the handling of its commands read best
-//! together; the bot pool and the stored record are split out.
+//! together; the search queue and the stored record are split out.
 
 use std::sync::Arc;
 
@@ -30,9 +31,13 @@ mod handle;
 mod pool;
 mod record;
 pub use handle::{SoloHandle, SoloRequest};
-pub use pool::BotPool;
-pub use record::{SoloMove, SoloRecord, my_game, new_record, solo_record};
+pub use pool::{SearchJob, SearchQueue};
+pub use record::{SoloMove, SoloRecord, bot_level, my_game, new_record, solo_record};
 use record::{replay, undo_point, wire_level};
+
+/// How often a game waiting for the computer looks at its place in the
+/// search queue (and tells the player when it moved up).
+const QUEUE_REFRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How soon a close that could not be stored is tried again.
 const CLOSE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
@@ -103,7 +108,7 @@ pub struct SoloDeps {
     pub settings: Arc<SoloSettings>,
     pub store: Arc<dyn Store>,
     pub boards: Arc<dyn Leaderboards>,
-    pub pool: Arc<BotPool>,
+    pub pool: Arc<SearchQueue>,
 }
 
 /// One solo game.
@@ -114,7 +119,7 @@ pub struct SoloGame {
     settings: Arc<SoloSettings>,
     store: Arc<dyn Store>,
     boards: Arc<dyn Leaderboards>,
-    pool: Arc<BotPool>,
+    pool: Arc<SearchQueue>,
     self_tx: mpsc::Sender<SoloCommand>,
     attached: Option<(ConnId, mpsc::Sender<Outbound>)>,
     /// This instance's claim on the game: every write is fenced by it.
@@ -123,6 +128,10 @@ pub struct SoloGame {
     /// game could not be stored.
     stopped: bool,
     thinking: bool,
+    /// The computer's search in the queue while it thinks, and the place
+    /// last shown to the player.
+    search: Option<u64>,
+    shown_place: Option<u32>,
     notations: Vec<String>,
     last_move: Option<MoveInfo>,
     /// The version the store is known to hold.
@@ -171,6 +180,8 @@ impl SoloGame {
             owner,
             stopped: false,
             thinking: false,
+            search: None,
+            shown_place: None,
             notations,
             last_move,
             unattached_since: Some(Instant::now()),
@@ -197,6 +208,14 @@ impl SoloGame {
                     None => std::future::pending().await,
                 }
             };
+            let waiting = self.search.is_some();
+            let queue_tick = async {
+                if waiting {
+                    tokio::time::sleep(QUEUE_REFRESH).await;
+                } else {
+                    std::future::pending::<()>().await;
+                }
+            };
             let command = tokio::select! {
                 command = commands.recv() => match command {
                     Some(command) => command,
@@ -206,6 +225,10 @@ impl SoloGame {
                     if self.close_abandoned().await {
                         break;
                     }
+                    continue;
+                }
+                () = queue_tick => {
+                    self.show_queue_place();
                     continue;
                 }
             };
@@ -376,6 +399,10 @@ impl SoloGame {
             ranked: self.record.ranked,
             you: (!self.record.same_device).then(|| wire_view::color(self.record.you)),
             thinking: self.thinking,
+            queue: self
+                .search
+                .filter(|_| self.thinking)
+                .and_then(|id| self.pool.place(id)),
             game,
         }
     }
@@ -533,18 +560,43 @@ impl SoloGame {
             return;
         };
         self.thinking = true;
-        let game = self.game.clone();
-        let pool = self.pool.clone();
         let tx = self.self_tx.clone();
         let version = self.record.version;
         // The game's own random seed makes each game's choices its own (the
         // easy levels' strays, the Executive's book moves); the move number
         // makes each move's.
         let seed = self.record.seed ^ (self.record.moves.len() as u64).rotate_left(32);
+        let ticket = self.pool.submit(SearchJob {
+            game: self.game.clone(),
+            level,
+            seed,
+            ranked: self.record.ranked,
+        });
+        self.search = Some(ticket.id);
+        self.shown_place = self.pool.place(ticket.id).map(|p| p.ahead);
+        let asked_at = Instant::now();
         tokio::spawn(async move {
-            let chosen = pool.think(game, level, seed).await;
+            // A game that stops drops its ticket: the queue skips it.
+            let chosen = tokio::select! {
+                chosen = ticket.chosen => chosen.ok().flatten(),
+                () = tx.closed() => return,
+            };
+            crate::metrics::METRICS
+                .search_wait_seconds
+                .with_label_values(&[level.name()])
+                .observe(asked_at.elapsed().as_secs_f64());
             let _ = tx.send(SoloCommand::BotMoved { version, chosen }).await;
         });
+    }
+
+    /// Tells the player when the computer's search moved up the queue.
+    fn show_queue_place(&mut self) {
+        let Some(id) = self.search else { return };
+        let ahead = self.pool.place(id).map(|p| p.ahead);
+        if ahead != self.shown_place {
+            self.shown_place = ahead;
+            self.push_state();
+        }
     }
 
     async fn handle(&mut self, command: SoloCommand) {
@@ -645,6 +697,8 @@ impl SoloGame {
             SoloCommand::CloseIfPractice { .. } | SoloCommand::HandOver { .. } => {}
             SoloCommand::BotMoved { version, chosen } => {
                 self.thinking = false;
+                self.search = None;
+                self.shown_place = None;
                 if version != self.record.version || self.record.result.is_some() {
                     // The position changed while it thought (undo): think again.
                     self.maybe_think();

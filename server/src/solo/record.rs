@@ -65,7 +65,8 @@ impl SoloMove {
     }
 }
 
-fn bot_level(level: Option<wire::BotLevel>) -> Level {
+/// The computer level a `start_solo` asks for (the Executive if none).
+pub fn bot_level(level: Option<wire::BotLevel>) -> Level {
     match level {
         Some(wire::BotLevel::Tamer) => Level::Tamer,
         Some(wire::BotLevel::Driver) => Level::Driver,

@@ -111,7 +111,8 @@ export type ErrorCode =
   | "insufficient_funds"
   | "room_unavailable"
   | "too_many_connections"
-  | "claim_too_early";
+  | "claim_too_early"
+  | "computer_busy";
 /**
  * A full snapshot of the room; its fields sit beside `type`.
  */
@@ -1027,6 +1028,12 @@ export interface SoloState {
    */
   mode: SoloMode;
   /**
+   * While `thinking`: where the computer's search stands among the searches the
+   * server has to do. Absent when the computer is not to move, or when the server
+   * cannot tell (then show only that it is thinking).
+   */
+  queue?: SearchQueuePlace | null;
+  /**
    * Still counts for the leaderboard (false once undo was used, and for
    * practice games).
    */
@@ -1047,6 +1054,21 @@ export interface SoloState {
    * The side you play against the computer; absent on one device.
    */
   you?: Color | null;
+}
+/**
+ * Where a solo game's computer move stands in the server's queue of searches
+ * (`solo_state.queue`).
+ */
+export interface SearchQueuePlace {
+  /**
+   * Searches that start before this one: 0 when it is next or already running.
+   */
+  ahead: number;
+  /**
+   * The server's estimate, in milliseconds from when this message was sent, of how
+   * long until the computer's move arrives; 0 when it cannot say.
+   */
+  expected_ms: number;
 }
 /**
  * The answer to `lobby_info`: what the lobby is, before joining it.
