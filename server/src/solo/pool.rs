@@ -80,12 +80,22 @@ fn level_index(level: Level) -> usize {
     Level::ALL.iter().position(|l| *l == level).unwrap_or(3)
 }
 
+impl QueueState {
+    /// What is left, by its level's recent mean, of a search started at `started`.
+    fn left_ms(&self, level: Level, started: Instant) -> f64 {
+        (self.mean_ms[level_index(level)] - started.elapsed().as_secs_f64() * 1000.0).max(0.0)
+    }
+}
+
 impl SearchQueue {
     /// A queue worked by `threads` searchers (at least one); practice
     /// Executives think `executive_budget` when nothing waits; `max_wait`
     /// bounds the expected wait of a new game's search.
     pub fn new(threads: usize, executive_budget: Duration, max_wait: Duration) -> SearchQueue {
         let executive_ms = executive_budget.as_secs_f64() * 1000.0;
+        crate::metrics::METRICS
+            .search_workers_alive
+            .set(threads.max(1) as i64);
         SearchQueue {
             threads: threads.max(1),
             executive_budget,
@@ -149,11 +159,9 @@ impl SearchQueue {
     pub fn place(&self, id: u64) -> Option<SearchQueuePlace> {
         let state = self.lock();
         if let Some(&(_, level, started)) = state.running.iter().find(|(t, _, _)| *t == id) {
-            let mean = state.mean_ms[level_index(level)];
-            let left = (mean - started.elapsed().as_secs_f64() * 1000.0).max(0.0);
             return Some(SearchQueuePlace {
                 ahead: 0,
-                expected_ms: left.round() as u64,
+                expected_ms: state.left_ms(level, started).round() as u64,
             });
         }
         let at = state.waiting.iter().position(|q| q.id == id)?;
@@ -172,9 +180,7 @@ impl SearchQueue {
         let running: f64 = state
             .running
             .iter()
-            .map(|&(_, l, started)| {
-                (state.mean_ms[level_index(l)] - started.elapsed().as_secs_f64() * 1000.0).max(0.0)
-            })
+            .map(|&(_, l, started)| state.left_ms(l, started))
             .sum();
         let queued: f64 = ahead.iter().map(|l| state.mean_ms[level_index(*l)]).sum();
         // The searchers still idle start the first searches at once.
@@ -265,7 +271,6 @@ impl SearchQueue {
                 .with_label_values(&[level.name()])
                 .set(n as i64);
         }
-        m.search_workers_alive.set(self.threads as i64);
     }
 }
 
@@ -273,6 +278,14 @@ impl SearchQueue {
 mod tests {
     use super::*;
     use crate::rules::Variant;
+
+    fn queue(threads: usize, executive_ms: u64, max_wait_secs: u64) -> Arc<SearchQueue> {
+        Arc::new(SearchQueue::new(
+            threads,
+            Duration::from_millis(executive_ms),
+            Duration::from_secs(max_wait_secs),
+        ))
+    }
 
     fn job(level: Level) -> SearchJob {
         SearchJob {
@@ -285,11 +298,7 @@ mod tests {
 
     #[tokio::test]
     async fn searches_start_in_the_order_they_were_asked_for() {
-        let queue = Arc::new(SearchQueue::new(
-            1,
-            Duration::from_millis(300),
-            Duration::from_secs(60),
-        ));
+        let queue = queue(1, 300, 60);
         let first = queue.submit(job(Level::Executive));
         let tickets: Vec<Ticket> = (0..4).map(|_| queue.submit(job(Level::Warden))).collect();
         // The first runs; the others wait in order.
@@ -324,11 +333,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_game_that_went_away_is_skipped_and_its_place_forgotten() {
-        let queue = Arc::new(SearchQueue::new(
-            1,
-            Duration::from_millis(200),
-            Duration::from_secs(60),
-        ));
+        let queue = queue(1, 200, 60);
         let running = queue.submit(job(Level::Warden));
         let gone = queue.submit(job(Level::Warden));
         let kept = queue.submit(job(Level::Warden));
@@ -342,11 +347,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_new_game_is_refused_when_the_wait_passes_the_bound() {
-        let queue = Arc::new(SearchQueue::new(
-            1,
-            Duration::from_secs(1),
-            Duration::from_secs(3),
-        ));
+        let queue = queue(1, 1000, 3);
         assert!(queue.admit(Level::Executive).is_ok());
         let tickets: Vec<Ticket> = (0..5)
             .map(|_| queue.submit(job(Level::Executive)))
