@@ -269,8 +269,23 @@ if check(isinstance(compose, dict), "compose.yaml: missing or empty"):
         check("--appendfsync everysec" in cmd, "compose.yaml: redis is not started with --appendfsync everysec")
         check(any(str(v).endswith(":/data") for v in redis.get("volumes") or []),
               "compose.yaml: redis /data is not on a volume")
+    def is_worker(svc):
+        entry = svc.get("entrypoint") or svc.get("command") or []
+        entry = " ".join(map(str, entry)) if isinstance(entry, list) else str(entry)
+        return "bot-worker" in entry
     jumpgates = {n: s for n, s in services.items()
-                 if "JUMPGATE_REDIS_URL" in env_of(s)}
+                 if "JUMPGATE_REDIS_URL" in env_of(s) and not is_worker(s)}
+    workers = {n: s for n, s in services.items() if is_worker(s)}
+    # The computer's searchers: on the instances' Redis, with their metrics.
+    check(workers, "compose.yaml: no bot-worker service (README, \"Solo play\")")
+    for name, svc in workers.items():
+        env = env_of(svc)
+        check(env.get("JUMPGATE_REDIS_URL", "").startswith("redis://redis:"),
+              f"compose.yaml: {name} does not use the redis service")
+        check(str(svc.get("image", "")) == f"jumpgate:{WORKSPACE_VERSION}",
+              f"compose.yaml: {name} image is {svc.get('image')!r}, want jumpgate:{WORKSPACE_VERSION}")
+        check(str(env.get("JUMPGATE_METRICS_LISTEN", "")).startswith("0.0.0.0:"),
+              f"compose.yaml: {name} does not serve its metrics on 0.0.0.0")
     check(len(jumpgates) >= 3, f"compose.yaml: expected at least three jumpgate services, found {sorted(jumpgates)}")
     lbs = {n: s for n, s in services.items() if re.match(r"(haproxy|nginx)", str(s.get("image", "")))}
     check(len(lbs) == 1, "compose.yaml: expected one load balancer (haproxy or nginx)")
@@ -472,6 +487,17 @@ for d in by_kind.get("Deployment", []):
         check(pinned_image(c.get("image", "")), f"k8s: {d['metadata']['name']}/{c.get('name')} image "
                                                 f"{c.get('image')!r} is not pinned to a full version or a digest")
 
+worker = named("Deployment", "jumpgate-bot-worker")
+if check(worker, "k8s: no Deployment jumpgate-bot-worker (the computer's searchers)"):
+    wc = worker["spec"]["template"]["spec"]["containers"][0]
+    check(wc.get("command", [])[:2] == ["jumpgate", "bot-worker"],
+          "k8s bot-worker: the container must run `jumpgate bot-worker`")
+    wenv = {e.get("name"): e for e in wc.get("env") or []}
+    check("JUMPGATE_REDIS_URL" in wenv, "k8s bot-worker: JUMPGATE_REDIS_URL is not set")
+    check((wc.get("resources") or {}).get("limits"), "k8s bot-worker: resources limits missing")
+    check((wc.get("securityContext") or {}).get("allowPrivilegeEscalation") is False,
+          "k8s bot-worker: allowPrivilegeEscalation not false")
+
 deployment = named("Deployment", "jumpgate")
 if check(deployment, "k8s: no Deployment jumpgate"):
     spec = deployment["spec"]
@@ -638,6 +664,9 @@ check(jobs and all("job_name" in j for j in jobs), "prometheus/scrape.yaml: no s
 check(all(str(j.get("job_name", "")).startswith("jumpgate") for j in jobs),
       "prometheus/scrape.yaml: job names must start with jumpgate (alerts.yaml matches job=~\"jumpgate.*\")")
 static = {t.split(":")[0] for j in jobs for sc in j.get("static_configs") or [] for t in sc.get("targets") or []}
+dns_names = {n for j in jobs for sc in j.get("dns_sd_configs") or [] for n in sc.get("names") or []}
+check("bot-worker" in dns_names, "prometheus/scrape.yaml: the compose bot-worker replicas are not scraped "
+                                 "(a dns_sd_configs job naming bot-worker)")
 if jumpgates:
     check(static == set(jumpgates), f"prometheus/scrape.yaml: compose targets {sorted(static)} "
                                     f"are not the compose instances {sorted(jumpgates)}")

@@ -264,3 +264,97 @@ impl Endpoint for JumpgateProcess {
         self.ws_url()
     }
 }
+
+/// A `jumpgate bot-worker` process searching a Redis's jobs, with its
+/// metrics served on a free loopback address (which is also how it is
+/// known to have started). Killed (SIGKILL) on drop.
+#[derive(Debug)]
+pub struct BotWorkerProcess {
+    /// Where its metrics are served.
+    pub metrics_addr: SocketAddr,
+    process: ServerProcess,
+}
+
+impl BotWorkerProcess {
+    /// Starts a worker named `name` with `threads` searches at once on
+    /// `redis_url`, `env` added, and waits until it serves its metrics.
+    pub async fn start(
+        name: &str,
+        redis_url: &str,
+        threads: usize,
+        env: &[(&str, String)],
+    ) -> BotWorkerProcess {
+        BotWorkerProcess::start_with(&jumpgate_binary(), name, redis_url, threads, env, None)
+            .await
+            .expect("the worker starts")
+    }
+
+    /// [`start`](Self::start) with the binary `program`, pinned with
+    /// `taskset -c cpus` when given; an error if it does not start.
+    pub async fn start_with(
+        program: &Path,
+        name: &str,
+        redis_url: &str,
+        threads: usize,
+        env: &[(&str, String)],
+        cpus: Option<&str>,
+    ) -> Result<BotWorkerProcess, String> {
+        let addr = free_loopback_addr();
+        let args = vec![
+            "bot-worker".to_owned(),
+            "--redis-url".to_owned(),
+            redis_url.to_owned(),
+            "--threads".to_owned(),
+            threads.to_string(),
+            "--name".to_owned(),
+            name.to_owned(),
+            "--metrics-listen".to_owned(),
+            addr.to_string(),
+        ];
+        let envs: Vec<(String, String)> = std::iter::once(("RUST_LOG", "warn".to_owned()))
+            .chain(env.iter().cloned())
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        let spec = ProcessSpec {
+            name,
+            program,
+            args: &args,
+            envs: &envs,
+            cpus,
+            output: Output::InheritStderr,
+        };
+        let mut process = ServerProcess::spawn(&spec, addr)?;
+        process.wait_listening().await?;
+        Ok(BotWorkerProcess {
+            metrics_addr: addr,
+            process,
+        })
+    }
+
+    /// The value of the counter or gauge `name` (all its labels summed).
+    pub async fn metric(&self, name: &str) -> f64 {
+        let answer = crate::http::http_get(self.metrics_addr, "/metrics")
+            .await
+            .expect("the worker answers /metrics");
+        answer
+            .body
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter(|l| {
+                l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with([' ', '{']))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    /// SIGKILL: the process gets no chance to tidy up. Reaped.
+    pub fn kill_9(&mut self) {
+        self.process.kill_9();
+    }
+
+    /// Sends a signal (`"STOP"`, `"CONT"`, ...) without waiting.
+    pub fn signal(&self, name: &str) {
+        self.process.signal(name);
+    }
+}

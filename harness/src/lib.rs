@@ -23,7 +23,8 @@ pub mod redis_cluster;
 
 pub use haproxy::{Balancer, BalancerOptions, FrontProxy, Via};
 pub use jumpgate::{
-    JumpgateOptions, JumpgateProcess, NO_CLIENT_LIMITS, TEST_SECRET, jumpgate_binary,
+    BotWorkerProcess, JumpgateOptions, JumpgateProcess, NO_CLIENT_LIMITS, TEST_SECRET,
+    jumpgate_binary,
 };
 pub use ports::{free_loopback_addr, free_port};
 pub use process::{Output, ProcessSpec, ServerProcess, Transcript};

@@ -264,7 +264,7 @@ pub async fn run_bots(
         "phase: starting {} solo games against the Executive",
         config.bot_games
     );
-    let load = SoloLoad::start(url, config.bot_games, BotLevel::Executive);
+    let load = SoloLoad::start(url, config.bot_games, BotLevel::Executive, Duration::ZERO);
     let counters = load.counters();
     let all_thinking_before = load
         .wait_busy(

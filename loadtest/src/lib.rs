@@ -44,4 +44,5 @@ pub mod net;
 pub mod ownership_cost;
 pub mod report;
 pub mod seated;
+pub mod solo_wait;
 pub mod svg;

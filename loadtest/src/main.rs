@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use jumpgate_loadtest::{
     bench, bench_cluster, bots, data_file, dormant, echo, edge, failover, leaderboard, net,
-    ownership_cost, svg,
+    ownership_cost, solo_wait, svg,
 };
 use serde::Serialize;
 
@@ -37,6 +37,9 @@ enum Command {
     /// Start Jumpgate and measure human move latency without and then with solo games
     /// against the Executive keeping the bot pool busy.
     BenchBots(Box<bots::BotsArgs>),
+    /// Start an instance (and, with --workers, a Redis and bot-worker processes) for
+    /// each player count and measure how long players wait for the Executive's moves.
+    SoloWait(Box<solo_wait::SoloWaitArgs>),
     /// Start Redis, several instances and HAProxy, kill the instance owning most
     /// rooms, and time its rooms until they are playable again.
     Failover(Box<failover::FailoverArgs>),
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(args) => run_bench(&args),
         Command::BenchBots(args) => run_bench_bots(&args),
+        Command::SoloWait(args) => run_solo_wait(&args),
         Command::EchoServer { listen } => run_echo(listen),
         Command::BenchCluster(args) => run_bench_cluster(&args),
         Command::Failover(args) => runtime().and_then(|rt| {
@@ -191,6 +195,17 @@ fn run_bench(args: &bench::BenchArgs) -> Result<(), String> {
     }
     if let Some(path) = &args.out_svg {
         std::fs::write(path, svg::latency_plot(&report))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn run_solo_wait(args: &solo_wait::SoloWaitArgs) -> Result<(), String> {
+    let report = runtime()?.block_on(solo_wait::solo_wait(args))?;
+    if let Some(path) = &args.out_json {
+        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        std::fs::write(path, json + "\n")
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }

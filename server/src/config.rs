@@ -261,9 +261,15 @@ pub struct ServeConfig {
     #[arg(long, env = "JUMPGATE_RANK_THRESHOLDS", value_delimiter = ',', default_values_t = [0, 3, 10, 25, 50, 100])]
     pub rank_thresholds: Vec<u32>,
     /// Bot searches that may run at once (default: cores − 1, at least 1),
-    /// so the computer never takes every core from human games.
+    /// so the computer never takes every core from human games. With Redis
+    /// these threads work the deployment's search jobs, and 0 leaves them
+    /// all to `jumpgate bot-worker` processes.
     #[arg(long, env = "JUMPGATE_BOT_THREADS")]
     pub bot_threads: Option<usize>,
+    /// With Redis: a search job pending this long (its searcher died or
+    /// froze) is taken over by another searcher, in milliseconds.
+    #[arg(long, env = "JUMPGATE_SEARCH_RECLAIM_MS", default_value_t = 10_000)]
+    pub search_reclaim_ms: u64,
     /// The Executive's thinking time per move, in milliseconds.
     #[arg(long, env = "JUMPGATE_EXECUTIVE_MS", default_value_t = 1_000)]
     pub executive_ms: u64,
@@ -368,8 +374,10 @@ pub struct Settings {
     pub rank_thresholds: crate::records::RankThresholds,
     /// Plies after which a ranked game is drawn.
     pub ranked_ply_cap: usize,
-    /// Bot searches that may run at once.
+    /// Bot searches that may run at once (with Redis, may be 0).
     pub bot_threads: usize,
+    /// With Redis: when a pending search job is taken over.
+    pub search_reclaim: Duration,
     /// The Executive's time per move.
     pub executive_budget: Duration,
     /// The expected wait past which a new game against the computer is refused.
@@ -421,6 +429,7 @@ impl Settings {
             bot_threads: std::thread::available_parallelism()
                 .map(|n| n.get().saturating_sub(1).max(1))
                 .unwrap_or(1),
+            search_reclaim: crate::solo::worker::RECLAIM_AFTER,
             executive_budget: Duration::from_secs(1),
             max_search_wait: Duration::from_secs(10),
             tcp_nodelay: true,
@@ -518,8 +527,14 @@ impl Settings {
         }
         settings.rank_thresholds = crate::records::RankThresholds(thresholds);
         if let Some(n) = config.bot_threads {
-            settings.bot_threads = n.max(1);
+            // Without Redis nobody else searches for this instance.
+            settings.bot_threads = if settings.redis_url.is_some() {
+                n
+            } else {
+                n.max(1)
+            };
         }
+        settings.search_reclaim = Duration::from_millis(config.search_reclaim_ms.max(100));
         settings.executive_budget = Duration::from_millis(config.executive_ms.max(10));
         settings.max_search_wait = Duration::from_secs(config.max_search_wait_secs.max(1));
         settings.tcp_nodelay = config.tcp_nodelay;

@@ -37,3 +37,4 @@ pub(crate) mod web;
 pub(crate) mod wire_view;
 
 pub use crate::app::{StartupError, run};
+pub use crate::solo::worker::{SearcherSettings, serve_worker};

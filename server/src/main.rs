@@ -1,6 +1,7 @@
 //! The `jumpgate` binary: parses the command line and hands over to the
 //! library. `serve` runs the server; `migrate` copies a store into an
-//! empty one (`jumpgate_store::migrate`); `perft` counts move trees, an
+//! empty one (`jumpgate_store::migrate`); `bot-worker` searches the
+//! computer's moves for a deployment on Redis; `perft` counts move trees, an
 //! alias of `jumpgate-engine perft` (the other engine tools are in that
 //! binary alone: ladder, versus, selfplay, tune, book).
 
@@ -35,6 +36,59 @@ enum Command {
     Migrate(MigrateArgs),
     /// Count the leaves of the move tree from a position (single-threaded).
     Perft(jumpgate_engine::perft::PerftArgs),
+    /// Search the computer's moves for every instance on a Redis: takes
+    /// search jobs from the deployment's job stream, any number of these
+    /// on any machine (see README, "Solo play").
+    BotWorker(BotWorkerArgs),
+}
+
+/// `jumpgate bot-worker --redis-url URL`.
+#[derive(Debug, clap::Args)]
+struct BotWorkerArgs {
+    /// The instances' Redis (one Redis, or a cluster's seeds as for serve).
+    #[arg(long, env = "JUMPGATE_REDIS_URL", hide_env_values = true)]
+    redis_url: String,
+    /// Searches at once (default: one per core).
+    #[arg(long, env = "JUMPGATE_BOT_THREADS")]
+    threads: Option<usize>,
+    /// Its name in the job stream's consumer group and heartbeats; unique
+    /// per process (default: host name and process id).
+    #[arg(long, env = "JUMPGATE_WORKER_NAME")]
+    name: Option<String>,
+    /// Timeout of every Redis command, in milliseconds.
+    #[arg(long, env = "JUMPGATE_REDIS_TIMEOUT_MS", default_value_t = 2_000)]
+    redis_timeout_ms: u64,
+    /// A job pending this long (its searcher died or froze) is taken over,
+    /// in milliseconds; the same as the instances' --search-reclaim-ms.
+    #[arg(long, env = "JUMPGATE_SEARCH_RECLAIM_MS", default_value_t = 10_000)]
+    search_reclaim_ms: u64,
+    /// Serve GET /metrics here (Prometheus text).
+    #[arg(long, env = "JUMPGATE_METRICS_LISTEN")]
+    metrics_listen: Option<std::net::SocketAddr>,
+}
+
+fn bot_worker(args: &BotWorkerArgs) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).init();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "worker".to_owned());
+    let settings = jumpgate_server::SearcherSettings {
+        redis_url: args.redis_url.clone(),
+        redis_timeout: std::time::Duration::from_millis(args.redis_timeout_ms.max(1)),
+        threads: args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1),
+        name: args
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{host}-{}", std::process::id())),
+        reclaim_after: std::time::Duration::from_millis(args.search_reclaim_ms.max(100)),
+    };
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    runtime.block_on(jumpgate_server::serve_worker(settings, args.metrics_listen))
 }
 
 /// `jumpgate migrate --from SOURCE --to DESTINATION`.
@@ -234,6 +288,7 @@ fn main() -> ExitCode {
         Command::Serve(config) => serve(config),
         Command::Migrate(args) => migrate(args),
         Command::Perft(args) => jumpgate_engine::perft::run(args),
+        Command::BotWorker(args) => bot_worker(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -87,3 +87,19 @@ pub fn board_order_key(rule_set: &str) -> String {
 pub fn board_ordered_key(rule_set: &str) -> String {
     format!("{BOARDS}:{rule_set}:ordered")
 }
+
+/// The computer's search jobs: one Redis Stream that instances add to and
+/// searchers read through the consumer group [`SEARCH_GROUP`]. Every search
+/// key shares the tag `{search}` (one slot).
+pub const SEARCH_JOBS: &str = "jg:{search}:jobs";
+/// The consumer group every searcher reads [`SEARCH_JOBS`] through.
+pub const SEARCH_GROUP: &str = "searchers";
+/// Finished searches, announced to every instance (a capped stream).
+pub const SEARCH_RESULTS: &str = "jg:{search}:results";
+/// Searchers alive: a sorted set of `WORKER|THREADS` by heartbeat expiry (Unix ms).
+pub const SEARCH_WORKERS: &str = "jg:{search}:workers";
+
+/// The move a search found for `job` (`GAME:VERSION`), written once.
+pub fn search_result_key(job: &str) -> String {
+    format!("jg:{{search}}:result:{job}")
+}

@@ -14,7 +14,8 @@ pub mod balancer {
 }
 
 pub use jumpgate_harness::{
-    Endpoint, JumpgateProcess, RedisCluster, RedisServer, TEST_SECRET, free_port, jumpgate_binary,
+    BotWorkerProcess, Endpoint, JumpgateProcess, RedisCluster, RedisServer, TEST_SECRET, free_port,
+    jumpgate_binary,
 };
 
 use std::net::SocketAddr;

@@ -21,6 +21,7 @@ pub struct SoloCounters {
     pub errors: AtomicU64,
     pub(super) first_error: Mutex<Option<String>>,
     pub(super) move_ack_us: Mutex<Option<Histogram<u64>>>,
+    pub(super) bot_wait_us: Mutex<Option<Histogram<u64>>>,
 }
 
 impl SoloCounters {
@@ -49,13 +50,26 @@ impl SoloCounters {
     }
 
     pub(super) fn add_move_acks(&self, h: &Histogram<u64>) {
-        let mut all = self.move_ack_us.lock().unwrap_or_else(|e| e.into_inner());
-        match all.as_mut() {
-            Some(all) => {
-                let _ = all.add(h);
-            }
-            None => *all = Some(h.clone()),
+        merge(&self.move_ack_us, h);
+    }
+
+    /// The waits for the computer (the human move's `ack` → the `solo_state` with
+    /// the computer's reply) of the drivers that have stopped, microseconds.
+    pub fn bot_wait_us(&self) -> Option<Histogram<u64>> {
+        self.bot_wait_us
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+fn merge(into: &Mutex<Option<Histogram<u64>>>, h: &Histogram<u64>) {
+    let mut all = into.lock().unwrap_or_else(|e| e.into_inner());
+    match all.as_mut() {
+        Some(all) => {
+            let _ = all.add(h);
         }
+        None => *all = Some(h.clone()),
     }
 }
 
@@ -71,8 +85,9 @@ pub struct SoloLoad {
 }
 
 impl SoloLoad {
-    /// Connects `games` drivers to `url` and starts them (in the background).
-    pub fn start(url: &str, games: usize, level: BotLevel) -> SoloLoad {
+    /// Connects `games` drivers to `url` and starts them (in the background); each
+    /// waits `think` before answering the computer.
+    pub fn start(url: &str, games: usize, level: BotLevel, think: Duration) -> SoloLoad {
         let counters = Arc::new(SoloCounters::default());
         let (stop, stopped) = watch::channel(false);
         let permits = Arc::new(Semaphore::new(SETUP_CONCURRENCY));
@@ -89,6 +104,8 @@ impl SoloLoad {
                 let mut driver = SoloDriver {
                     counters: counters.clone(),
                     acks,
+                    waits: new_histogram(),
+                    think,
                     was_thinking: false,
                 };
                 if let Err(e) = driver.run(&url, level, stopped, permits).await {
@@ -96,6 +113,7 @@ impl SoloLoad {
                 }
                 driver.set_thinking(false);
                 counters.add_move_acks(&driver.acks);
+                merge(&counters.bot_wait_us, &driver.waits);
             });
         }
         SoloLoad {
@@ -142,6 +160,10 @@ impl SoloLoad {
 pub(super) struct SoloDriver {
     pub(super) counters: Arc<SoloCounters>,
     pub(super) acks: Histogram<u64>,
+    /// The waits for the computer's replies, microseconds.
+    pub(super) waits: Histogram<u64>,
+    /// How long the human thinks before each move.
+    pub(super) think: Duration,
     pub(super) was_thinking: bool,
 }
 
@@ -190,6 +212,8 @@ impl SoloDriver {
         // The version last answered with a move, and that move's seq and send time.
         let mut answered: Option<u64> = None;
         let mut sent_move: Option<(u32, Instant)> = None;
+        // When our last move was acknowledged, until the computer's reply.
+        let mut acked_at: Option<Instant> = None;
         let mut counted = false;
         loop {
             if *stopped.borrow() {
@@ -209,12 +233,14 @@ impl SoloDriver {
                         starting = None;
                         game_id = None;
                         answered = None;
+                        acked_at = None;
                     }
                     if let Some((s, at)) = sent_move
                         && s == seq
                     {
                         self.acks.saturating_record(micros(at, Instant::now()));
                         sent_move = None;
+                        acked_at = Some(Instant::now());
                     }
                     continue;
                 }
@@ -242,6 +268,9 @@ impl SoloDriver {
                 }
             } else if self.was_thinking && !state.thinking {
                 self.counters.bot_moves.fetch_add(1, Ordering::Relaxed);
+                if let Some(at) = acked_at.take() {
+                    self.waits.saturating_record(micros(at, Instant::now()));
+                }
             }
             self.set_thinking(state.thinking);
             let game = &state.game;
@@ -254,6 +283,9 @@ impl SoloDriver {
             let our_turn =
                 !state.thinking && state.you == Some(game.turn) && answered != Some(state.version);
             if let (true, Some(first)) = (our_turn, game.legal_moves.first()) {
+                if !self.think.is_zero() {
+                    tokio::time::sleep(self.think).await;
+                }
                 let seq = conn.client.next_seq();
                 let notation = first.notation.clone();
                 answered = Some(state.version);

@@ -24,9 +24,11 @@ use crate::limits::ClientLimits;
 use crate::ownership::{Ownership, OwnershipSettings};
 pub use crate::registry::Registry;
 use crate::room::{RoomDeps, RoomSettings};
-use crate::solo::{SearchQueue, SoloDeps, SoloSettings};
+use crate::solo::jobs::JobQueue;
+use crate::solo::worker::SearcherSettings;
+use crate::solo::{SearchQueue, Searchers, SoloDeps, SoloSettings};
 use crate::store::preflight::{self, PreflightError};
-use crate::store::{RedisConn, StoreError};
+use crate::store::{RedisConn, StoreError, redis_connection};
 use crate::{admin, http, listener, metrics, ownership, resume};
 
 /// What the edge serves with: the settings, the identities and per-client
@@ -78,11 +80,7 @@ impl App {
             }),
             store: backends.store.clone(),
             boards: backends.leaderboards.clone(),
-            pool: Arc::new(SearchQueue::new(
-                settings.bot_threads,
-                settings.executive_budget,
-                settings.max_search_wait,
-            )),
+            pool: searchers(&settings)?,
         };
         let registry = Arc::new(Registry::new(room_deps, solo_deps));
         let lifecycle = Lifecycle::default();
@@ -124,6 +122,45 @@ impl App {
         )
         .await
     }
+}
+
+/// The computer's searchers: without Redis, the instance's own queue;
+/// with Redis, the deployment's job stream, and (`--bot-threads` above
+/// zero) this instance's threads working it.
+fn searchers(settings: &Settings) -> Result<Searchers, StartupError> {
+    let Some(url) = &settings.redis_url else {
+        return Ok(Searchers::Local(Arc::new(SearchQueue::new(
+            settings.bot_threads,
+            settings.executive_budget,
+            settings.max_search_wait,
+        ))));
+    };
+    let timeout = settings.redis_timeout;
+    let queue = JobQueue::start(
+        redis_connection(url, timeout)?,
+        redis_connection(url, timeout)?,
+        settings.bot_threads,
+        crate::solo::worker::block_time(timeout),
+        settings.executive_budget,
+        settings.max_search_wait,
+    );
+    if settings.bot_threads > 0
+        && let Ok(runtime) = tokio::runtime::Handle::try_current()
+    {
+        let searcher = SearcherSettings {
+            redis_url: url.clone(),
+            redis_timeout: timeout,
+            threads: settings.bot_threads,
+            name: settings.instance_id.to_string(),
+            reclaim_after: settings.search_reclaim,
+        };
+        runtime.spawn(async move {
+            if let Err(e) = crate::solo::worker::run(searcher).await {
+                tracing::error!(error = %e, "this instance's searchers stopped");
+            }
+        });
+    }
+    Ok(Searchers::Jobs(queue))
 }
 
 /// The settings a room reads, out of the instance's.

@@ -410,19 +410,14 @@ impl Connection {
         // Refused before anything is replaced when the computer is too far
         // behind to answer in reasonable time.
         if mode == wire::SoloMode::Computer
-            && let Err(wait) = self
+            && let Err(busy) = self
                 .state
                 .registry
                 .solo_deps()
                 .pool
                 .admit(crate::solo::bot_level(level))
         {
-            let message = format!(
-                "the computer is busy: its moves would keep you waiting about {} s each; \
-                 try again in a minute",
-                wait.as_secs().max(1)
-            );
-            self.refuse(Some(seq), ErrorCode::ComputerBusy, &message);
+            self.refuse(Some(seq), ErrorCode::ComputerBusy, &busy.message());
             return;
         }
         // A ranked game in progress must be finished (or resigned) first; a

@@ -1,7 +1,8 @@
 //! Solo play: a game against the computer, or two people on one device.
 //! One task owns each solo game; the computer's searches wait their turn
 //! in a fair queue and run on a bounded number of blocking threads (`pool`)
-//! so they never slow human games. Ranked games (accounts,
+//! so they never slow human games, or, with Redis, go out as jobs to every
+//! searcher of the deployment (`jobs`, `worker`). Ranked games (accounts,
 //! against the Executive) are stored like rooms and resume after a restart.
 //!
 //! An identity has one current game, named by its note in the store. A
@@ -28,12 +29,16 @@ use crate::store::{OwnerEpoch, RoomWrite, Store, StoreError, WriteError};
 use crate::wire_view;
 
 mod handle;
+pub mod jobs;
 mod pool;
 mod record;
+mod searchers;
+pub mod worker;
 pub use handle::{SoloHandle, SoloRequest};
 pub use pool::{SearchJob, SearchQueue};
 pub use record::{SoloMove, SoloRecord, bot_level, my_game, new_record, solo_record};
 use record::{replay, undo_point, wire_level};
+pub use searchers::Searchers;
 
 /// How often a game waiting for the computer looks at its place in the
 /// search queue (and tells the player when it moved up).
@@ -108,7 +113,7 @@ pub struct SoloDeps {
     pub settings: Arc<SoloSettings>,
     pub store: Arc<dyn Store>,
     pub boards: Arc<dyn Leaderboards>,
-    pub pool: Arc<SearchQueue>,
+    pub pool: Searchers,
 }
 
 /// One solo game.
@@ -119,7 +124,7 @@ pub struct SoloGame {
     settings: Arc<SoloSettings>,
     store: Arc<dyn Store>,
     boards: Arc<dyn Leaderboards>,
-    pool: Arc<SearchQueue>,
+    pool: Searchers,
     self_tx: mpsc::Sender<SoloCommand>,
     attached: Option<(ConnId, mpsc::Sender<Outbound>)>,
     /// This instance's claim on the game: every write is fenced by it.
@@ -567,7 +572,11 @@ impl SoloGame {
         // makes each move's.
         let seed = self.record.seed ^ (self.record.moves.len() as u64).rotate_left(32);
         let ticket = self.pool.submit(SearchJob {
+            key: format!("{}:{version}", self.record.id),
             game: self.game.clone(),
+            rule_set: self.record.rule_set,
+            game_seed: self.record.seed,
+            moves: self.record.moves.iter().map(SoloMove::stored).collect(),
             level,
             seed,
             ranked: self.record.ranked,

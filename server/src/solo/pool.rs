@@ -26,7 +26,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::bots::{self, BotConfig, Level};
-use crate::rules::VariantGame;
+use crate::rules::{Variant, VariantGame};
 
 /// A practice Executive never searches for less than this, however long
 /// the queue.
@@ -35,11 +35,42 @@ pub const PRACTICE_FLOOR: Duration = Duration::from_millis(200);
 /// What a solo game asks the computer for.
 #[derive(Debug)]
 pub struct SearchJob {
+    /// `GAME:VERSION`: the game and the ply it asks for.
+    pub key: String,
     pub game: VariantGame,
+    /// How to rebuild `game` elsewhere (a search job on Redis).
+    pub rule_set: Variant,
+    pub game_seed: u64,
+    pub moves: Vec<String>,
     pub level: Level,
     pub seed: u64,
     /// Ranked: the fixed node budget, whatever the load.
     pub ranked: bool,
+}
+
+/// Why a new game against the computer is refused (`computer_busy`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Busy {
+    /// A search asked for now would wait about this long before it starts.
+    Wait(Duration),
+    /// No searcher is alive (Redis, `--bot-threads 0` and no bot-worker).
+    NoSearchers,
+}
+
+impl Busy {
+    /// What the player is told.
+    pub fn message(self) -> String {
+        match self {
+            Busy::Wait(wait) => format!(
+                "the computer is busy: its moves would keep you waiting about {} s each; \
+                 try again in a minute",
+                wait.as_secs().max(1)
+            ),
+            Busy::NoSearchers => "the computer is not available: no searcher is running; \
+                 try again in a minute"
+                .to_owned(),
+        }
+    }
 }
 
 /// A search asked for: its number (for [`SearchQueue::place`]) and where
@@ -126,14 +157,14 @@ impl SearchQueue {
     /// expected wait when a search asked for now would wait longer than
     /// the bound before it starts (its own search time is not counted, so
     /// the bound does not depend on `--executive-ms`).
-    pub fn admit(&self, level: Level) -> Result<(), Duration> {
+    pub fn admit(&self, level: Level) -> Result<(), Busy> {
         let state = self.lock();
         let ahead: Vec<Level> = state.waiting.iter().map(|q| q.job.level).collect();
         let own = Duration::from_secs_f64(state.mean_ms[level_index(level)] / 1000.0);
         let wait = self.estimate(&state, &ahead, level).saturating_sub(own);
         if wait > self.max_wait {
             crate::metrics::METRICS.search_refusals.inc();
-            return Err(wait);
+            return Err(Busy::Wait(wait));
         }
         Ok(())
     }
@@ -277,7 +308,6 @@ impl SearchQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::Variant;
 
     fn queue(threads: usize, executive_ms: u64, max_wait_secs: u64) -> Arc<SearchQueue> {
         Arc::new(SearchQueue::new(
@@ -288,8 +318,13 @@ mod tests {
     }
 
     fn job(level: Level) -> SearchJob {
+        let rule_set = Variant::Draughts(crate::rules::RuleSet::Russian);
         SearchJob {
-            game: VariantGame::new(Variant::Draughts(crate::rules::RuleSet::Russian), 1),
+            key: "game:1".to_owned(),
+            game: VariantGame::new(rule_set, 1),
+            rule_set,
+            game_seed: 1,
+            moves: Vec::new(),
             level,
             seed: 7,
             ranked: false,
@@ -352,8 +387,11 @@ mod tests {
         let tickets: Vec<Ticket> = (0..5)
             .map(|_| queue.submit(job(Level::Executive)))
             .collect();
-        let wait = queue.admit(Level::Executive).expect_err("too long a wait");
-        assert!(wait > Duration::from_secs(3), "{wait:?}");
+        let busy = queue.admit(Level::Executive).expect_err("too long a wait");
+        assert!(
+            matches!(busy, Busy::Wait(wait) if wait > Duration::from_secs(3)),
+            "{busy:?}"
+        );
         drop(tickets);
     }
 

@@ -53,7 +53,7 @@ pub enum SoloMove {
 }
 
 impl SoloMove {
-    fn stored(&self) -> String {
+    pub(super) fn stored(&self) -> String {
         match self {
             SoloMove::Stored(s) => s.clone(),
             SoloMove::Squares(squares) => squares

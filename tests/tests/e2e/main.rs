@@ -24,6 +24,7 @@ mod redis_outage;
 mod retention;
 mod return_home;
 mod sdk;
+mod search_jobs;
 mod solo;
 mod space_rule_sets;
 mod stakes;

@@ -1,0 +1,309 @@
+//! A searcher of the Redis job stream (see `jobs`): `jumpgate bot-worker`
+//! runs one, and so does every instance with Redis and `--bot-threads` above
+//! zero. Each thread takes one job at a time through the consumer group,
+//! oldest first, and:
+//!
+//! 1. skips it if its move is already written (a duplicate);
+//! 2. rebuilds the position from the job alone and searches it;
+//! 3. writes the move once under the job's name (`SET NX`), announces it
+//!    only if it was the first to write it, then acknowledges and deletes
+//!    the job.
+//!
+//! A job left pending longer than `reclaim_after` (its searcher died or
+//! froze) is taken over by the next free thread (`XAUTOCLAIM`), before any
+//! new job: the oldest work goes first. A frozen searcher that wakes up
+//! and finishes is harmless: its move is not the first written, so it is
+//! dropped. The searchers' heartbeats (`jg:{search}:workers`) tell
+//! instances how many threads are alive.
+
+use std::time::Duration;
+
+use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
+
+use super::jobs::{RESULT_TTL_SECS, RESULTS_KEPT, WireJob, encode_answer};
+use crate::bots;
+use crate::store::keys::{
+    SEARCH_GROUP, SEARCH_JOBS, SEARCH_RESULTS, SEARCH_WORKERS, search_result_key,
+};
+use crate::store::{RedisConn, redis_connection};
+
+/// How often a searcher renews its heartbeat; it lapses after three.
+pub const HEARTBEAT: Duration = Duration::from_secs(2);
+/// The default idle time after which a pending job is taken over.
+pub const RECLAIM_AFTER: Duration = Duration::from_secs(10);
+
+/// How a searcher runs.
+#[derive(Debug, Clone)]
+pub struct SearcherSettings {
+    pub redis_url: String,
+    pub redis_timeout: Duration,
+    /// Searches at once (one Redis connection each).
+    pub threads: usize,
+    /// Its name in the consumer group and heartbeats (unique per process).
+    pub name: String,
+    /// A pending job idle this long is taken over.
+    pub reclaim_after: Duration,
+}
+
+/// How long a blocking read waits: under the command timeout.
+pub fn block_time(redis_timeout: Duration) -> Duration {
+    (redis_timeout / 2).clamp(Duration::from_millis(50), Duration::from_secs(1))
+}
+
+/// Creates the job stream and its consumer group if they do not exist.
+pub async fn ensure_group(conn: &mut RedisConn) -> redis::RedisResult<()> {
+    let created: redis::RedisResult<()> = redis::cmd("XGROUP")
+        .arg("CREATE")
+        .arg(SEARCH_JOBS)
+        .arg(SEARCH_GROUP)
+        .arg("0")
+        .arg("MKSTREAM")
+        .query_async(conn)
+        .await;
+    match created {
+        Err(e) if e.code() == Some("BUSYGROUP") => Ok(()),
+        other => other,
+    }
+}
+
+/// Runs the searcher's threads and heartbeat until the process ends.
+pub async fn run(settings: SearcherSettings) -> Result<(), String> {
+    let conn =
+        redis_connection(&settings.redis_url, settings.redis_timeout).map_err(|e| e.to_string())?;
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(heartbeat(conn, settings.clone()));
+    for thread in 0..settings.threads {
+        let conn = redis_connection(&settings.redis_url, settings.redis_timeout)
+            .map_err(|e| e.to_string())?;
+        tasks.spawn(searcher(conn, settings.clone(), thread));
+    }
+    tracing::info!(name = %settings.name, threads = settings.threads, "searching jobs");
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// Keeps `NAME|THREADS` in the heartbeat set, expiring three beats ahead.
+async fn heartbeat(mut conn: RedisConn, settings: SearcherSettings) {
+    let member = format!("{}|{}", settings.name, settings.threads);
+    loop {
+        let now = crate::sync::now_ms();
+        let expires = now + 3 * HEARTBEAT.as_millis() as u64;
+        let beat: redis::RedisResult<()> = redis::pipe()
+            .cmd("ZADD")
+            .arg(SEARCH_WORKERS)
+            .arg(expires)
+            .arg(&member)
+            .ignore()
+            .cmd("ZREMRANGEBYSCORE")
+            .arg(SEARCH_WORKERS)
+            .arg("-inf")
+            .arg(format!("({now}"))
+            .ignore()
+            .query_async(&mut conn)
+            .await;
+        if let Err(e) = beat {
+            tracing::warn!(error = %e, "cannot renew the searcher heartbeat");
+        }
+        tokio::time::sleep(HEARTBEAT).await;
+    }
+}
+
+/// One searcher thread: reclaimed jobs first, then new ones.
+async fn searcher(mut conn: RedisConn, settings: SearcherSettings, thread: usize) {
+    let consumer = format!("{}-{thread}", settings.name);
+    let block = block_time(settings.redis_timeout);
+    let mut grouped = false;
+    loop {
+        if !grouped {
+            match ensure_group(&mut conn).await {
+                Ok(()) => grouped = true,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot reach the search jobs; trying again");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+            }
+        }
+        match next_job(&mut conn, &consumer, settings.reclaim_after, block).await {
+            Ok(Some(entry)) => work(&mut conn, entry).await,
+            Ok(None) => {}
+            Err(e) => {
+                // NOGROUP: Redis lost the group (a restart without
+                // persistence); it is made again.
+                grouped = false;
+                tracing::debug!(error = %e, "cannot read search jobs; trying again");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
+}
+
+/// The oldest job idle past `reclaim_after`, else the next new one (waiting
+/// up to `block` for it).
+async fn next_job(
+    conn: &mut RedisConn,
+    consumer: &str,
+    reclaim_after: Duration,
+    block: Duration,
+) -> redis::RedisResult<Option<StreamId>> {
+    let claimed: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
+        .arg(SEARCH_JOBS)
+        .arg(SEARCH_GROUP)
+        .arg(consumer)
+        .arg(reclaim_after.as_millis() as u64)
+        .arg("0-0")
+        .arg("COUNT")
+        .arg(1)
+        .query_async(conn)
+        .await?;
+    if let Some(entry) = claimed.claimed.into_iter().next() {
+        tracing::warn!(job = ?entry.get::<String>("key"), "took over a search whose searcher stopped answering");
+        crate::metrics::METRICS.search_jobs_reclaimed.inc();
+        return Ok(Some(entry));
+    }
+    let read: Option<StreamReadReply> = redis::cmd("XREADGROUP")
+        .arg("GROUP")
+        .arg(SEARCH_GROUP)
+        .arg(consumer)
+        .arg("COUNT")
+        .arg(1)
+        .arg("BLOCK")
+        .arg(block.as_millis() as u64)
+        .arg("STREAMS")
+        .arg(SEARCH_JOBS)
+        .arg(">")
+        .query_async(conn)
+        .await?;
+    Ok(read.and_then(|r| r.keys.into_iter().flat_map(|k| k.ids).next()))
+}
+
+/// Searches one job and hands its move in (see the module).
+async fn work(conn: &mut RedisConn, entry: StreamId) {
+    let key = entry.get::<String>("key").unwrap_or_default();
+    let job = entry
+        .get::<String>("job")
+        .and_then(|j| serde_json::from_str::<WireJob>(&j).ok());
+    let result_key = search_result_key(&key);
+    let done = |conn: &mut RedisConn| {
+        let mut conn = conn.clone();
+        let id = entry.id.clone();
+        async move {
+            let _: redis::RedisResult<()> = redis::pipe()
+                .cmd("XACK")
+                .arg(SEARCH_JOBS)
+                .arg(SEARCH_GROUP)
+                .arg(&id)
+                .ignore()
+                .cmd("XDEL")
+                .arg(SEARCH_JOBS)
+                .arg(&id)
+                .ignore()
+                .query_async(&mut conn)
+                .await;
+        }
+    };
+    let answered: redis::RedisResult<bool> = redis::cmd("EXISTS")
+        .arg(&result_key)
+        .query_async(conn)
+        .await;
+    if answered.unwrap_or(false) {
+        done(conn).await;
+        return;
+    }
+    let Some(job) = job else {
+        tracing::warn!(job = %key, "dropping a search job that cannot be read");
+        done(conn).await;
+        return;
+    };
+    let level = job.level;
+    let started = std::time::Instant::now();
+    let chosen = tokio::task::spawn_blocking(move || {
+        let game = job.position().ok()?;
+        bots::choose_stored(&game, &job.config())
+    })
+    .await
+    .ok()
+    .flatten();
+    let took = started.elapsed();
+    let m = &crate::metrics::METRICS;
+    m.bot_think_seconds
+        .with_label_values(&[level.name()])
+        .observe(took.as_secs_f64());
+    m.searches.with_label_values(&[level.name()]).inc();
+    let answer = encode_answer(chosen.as_deref());
+    // Written once: a duplicate's or a late searcher's move loses here.
+    let first: redis::RedisResult<Option<String>> = redis::cmd("SET")
+        .arg(&result_key)
+        .arg(&answer)
+        .arg("NX")
+        .arg("EX")
+        .arg(RESULT_TTL_SECS)
+        .query_async(conn)
+        .await;
+    match first {
+        Ok(Some(_)) => {
+            let announced: redis::RedisResult<String> = redis::cmd("XADD")
+                .arg(SEARCH_RESULTS)
+                .arg("MAXLEN")
+                .arg("~")
+                .arg(RESULTS_KEPT)
+                .arg("*")
+                .arg("key")
+                .arg(&key)
+                .arg("chosen")
+                .arg(&answer)
+                .arg("level")
+                .arg(level.name())
+                .arg("ms")
+                .arg(took.as_millis() as u64)
+                .query_async(conn)
+                .await;
+            // Unannounced, the waiter still reads the move back.
+            if let Err(e) = announced {
+                tracing::debug!(job = %key, error = %e, "search announcement failed");
+            }
+        }
+        Ok(None) => {}
+        Err(e) => {
+            // Unknown whether it was written: the job stays pending, to be
+            // taken over and searched again (the first move written wins).
+            tracing::warn!(job = %key, error = %e, "cannot hand a search's move in");
+            return;
+        }
+    }
+    done(conn).await;
+}
+
+/// `jumpgate bot-worker`: runs a searcher, and serves its metrics on
+/// `metrics_listen` (`GET /metrics`) when given.
+pub async fn serve_worker(
+    settings: SearcherSettings,
+    metrics_listen: Option<std::net::SocketAddr>,
+) -> Result<(), String> {
+    if let Some(addr) = metrics_listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let router = axum::Router::new().route(
+            "/metrics",
+            axum::routing::get(|| async {
+                (
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        "text/plain; version=0.0.4",
+                    )],
+                    crate::metrics::METRICS.render(),
+                )
+            }),
+        );
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router).await {
+                tracing::error!(error = %e, "the metrics listener stopped");
+            }
+        });
+    }
+    crate::metrics::METRICS
+        .search_workers_alive
+        .set(settings.threads as i64);
+    run(settings).await
+}

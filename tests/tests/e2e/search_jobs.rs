@@ -1,0 +1,396 @@
+//! The computer's searches as Redis Stream jobs, with real processes:
+//! instances that search nothing themselves (`--bot-threads 0`),
+//! `jumpgate bot-worker` processes killed with SIGKILL in the middle of a
+//! search, games that move to another instance while their job is out,
+//! and the order jobs are served in.
+
+use std::time::Duration;
+
+use jumpgate_e2e::{BotWorkerProcess, JumpgateProcess, Player, RedisServer};
+use jumpgate_protocol::{
+    BotLevel, ClientMessage, Encoding, ErrorCode, RuleSet, ServerMessage, SoloMode, SoloState,
+};
+
+/// Jobs idle this long are taken over (short, so the tests are quick).
+const RECLAIM_MS: &str = "1500";
+
+/// An instance's environment: Redis, no searcher threads of its own.
+fn instance_env(redis: &RedisServer, executive_ms: u64) -> Vec<(&'static str, String)> {
+    vec![
+        ("JUMPGATE_REDIS_URL", redis.url()),
+        ("JUMPGATE_BOT_THREADS", "0".to_owned()),
+        ("JUMPGATE_SEARCH_RECLAIM_MS", RECLAIM_MS.to_owned()),
+        ("JUMPGATE_EXECUTIVE_MS", executive_ms.to_string()),
+        ("JUMPGATE_HEARTBEAT_TTL_MS", "1000".to_owned()),
+    ]
+}
+
+async fn worker(name: &str, redis: &RedisServer, threads: usize) -> BotWorkerProcess {
+    BotWorkerProcess::start(
+        name,
+        &redis.url(),
+        threads,
+        &[("JUMPGATE_SEARCH_RECLAIM_MS", RECLAIM_MS.to_owned())],
+    )
+    .await
+}
+
+/// The flattened values of a Redis reply (nested arrays flattened).
+fn values(reply: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = reply.split("\r\n").filter(|l| !l.is_empty());
+    while let Some(line) = lines.next() {
+        match line.as_bytes()[0] {
+            b'*' => {}
+            b'$' if line == "$-1" => {}
+            b'$' => out.push(lines.next().unwrap_or_default().to_owned()),
+            b':' | b'+' => out.push(line[1..].to_owned()),
+            _ => panic!("unexpected reply {reply:?}"),
+        }
+    }
+    out
+}
+
+/// Jobs handed to a searcher and not yet finished.
+async fn pending(redis: &RedisServer) -> u64 {
+    let reply = redis
+        .command(&["XPENDING", "jg:{search}:jobs", "searchers"])
+        .await;
+    values(&reply)
+        .first()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The job names of the finished searches, in the order they finished.
+async fn finished_jobs(redis: &RedisServer) -> Vec<String> {
+    let reply = redis
+        .command(&["XRANGE", "jg:{search}:results", "-", "+"])
+        .await;
+    let v = values(&reply);
+    // id, then field/value pairs: key, chosen, level, ms.
+    v.chunks(9)
+        .filter_map(|entry| {
+            let at = entry.iter().position(|f| f == "key")?;
+            entry.get(at + 1).cloned()
+        })
+        .collect()
+}
+
+async fn start_solo(
+    p: &mut Player,
+    rule_set: RuleSet,
+    level: BotLevel,
+) -> Result<SoloState, ErrorCode> {
+    let seq = p
+        .send(|seq| ClientMessage::StartSolo {
+            seq,
+            rule_set,
+            mode: SoloMode::Computer,
+            level: Some(level),
+            ranked: false,
+        })
+        .await;
+    loop {
+        match p.recv().await {
+            ServerMessage::Error {
+                seq: Some(s), code, ..
+            } if s == seq => return Err(code),
+            ServerMessage::Ack { seq: s } if s == seq => break,
+            _ => {}
+        }
+    }
+    Ok(my_turn(p).await)
+}
+
+/// [`start_solo`], again while it is refused `computer_busy` because the
+/// instance has not yet seen the worker just started (it reads the
+/// searchers' heartbeats every 2 s while none of its games waits).
+async fn start_admitted(p: &mut Player, rule_set: RuleSet, level: BotLevel) -> SoloState {
+    for _ in 0..80 {
+        match start_solo(p, rule_set, level).await {
+            Ok(s) => return s,
+            Err(ErrorCode::ComputerBusy) => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(code) => panic!("refused: {code:?}"),
+        }
+    }
+    panic!("never admitted");
+}
+
+/// The next state where the player is to move (or the game is over).
+async fn my_turn(p: &mut Player) -> SoloState {
+    p.solo_until(|s| !s.thinking && (!s.game.legal_moves.is_empty() || s.game.result.is_some()))
+        .await
+}
+
+/// Plays the first legal move; returns the ply after it.
+async fn play(p: &mut Player, s: &SoloState) -> u32 {
+    let text = s.game.legal_moves[0].notation.clone();
+    let seq = p
+        .send(|seq| ClientMessage::Move {
+            seq,
+            notation: Some(text),
+            path: None,
+        })
+        .await;
+    p.expect_ack(seq).await;
+    s.game.ply + 1
+}
+
+/// The state now, asked for (so nothing queued earlier is mistaken for it).
+async fn current(p: &mut Player) -> SoloState {
+    p.request(|seq| ClientMessage::Resync { seq, since: 0 })
+        .await
+        .unwrap();
+    p.solo_until(|_| true).await
+}
+
+/// A worker killed with SIGKILL while it searches: its job is taken over by
+/// another worker after the reclaim time and searched again, and the game
+/// gets exactly one computer move, at the ply it asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_search_is_replaced_and_the_game_gets_one_move() {
+    let redis = RedisServer::start().await;
+    // Space games have no opening book: every Executive move is a search
+    // of the whole time budget.
+    let instance = JumpgateProcess::start(&instance_env(&redis, 4_000)).await;
+    let mut doomed = worker("doomed", &redis, 1).await;
+    let mut p = Player::connect_to(&instance, Encoding::Json, None).await;
+    let s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
+    let asked_at = play(&mut p, &s).await;
+    // The doomed worker has taken the job and searches it.
+    let mut tries = 0;
+    while pending(&redis).await == 0 {
+        tries += 1;
+        assert!(tries < 100, "the worker never took the job");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    doomed.kill_9();
+    assert!(finished_jobs(&redis).await.is_empty(), "killed mid-search");
+    let rescuer = worker("rescuer", &redis, 1).await;
+    let s = my_turn(&mut p).await;
+    assert_eq!(s.game.ply, asked_at + 1, "one computer move");
+    assert!(rescuer.metric("jumpgate_search_jobs_reclaimed_total").await >= 1.0);
+    let jobs = finished_jobs(&redis).await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert!(jobs[0].starts_with(&format!("{}:", s.id)), "{jobs:?}");
+    // Nothing more arrives: no second search of the job, no second move.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let now = current(&mut p).await;
+    assert_eq!(now.game.ply, asked_at + 1);
+    assert_eq!(now.version, s.version);
+    assert_eq!(finished_jobs(&redis).await.len(), 1);
+    assert_eq!(pending(&redis).await, 0);
+}
+
+/// A worker frozen (SIGSTOP) in the middle of a search: another takes
+/// its job over and answers; when the frozen one wakes and finishes, its
+/// move is not the first written, so it is dropped: one announcement, one
+/// computer move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_worker_that_wakes_after_its_job_was_taken_over_changes_nothing() {
+    let redis = RedisServer::start().await;
+    let instance = JumpgateProcess::start(&instance_env(&redis, 3_000)).await;
+    let frozen = worker("frozen", &redis, 1).await;
+    let mut p = Player::connect_to(&instance, Encoding::Json, None).await;
+    let s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
+    let asked_at = play(&mut p, &s).await;
+    let mut tries = 0;
+    while pending(&redis).await == 0 {
+        tries += 1;
+        assert!(tries < 100, "the worker never took the job");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    frozen.signal("STOP");
+    let _rescuer = worker("rescuer", &redis, 1).await;
+    let s = my_turn(&mut p).await;
+    assert_eq!(s.game.ply, asked_at + 1);
+    frozen.signal("CONT");
+    // It finishes the search it was in (its time is up) and tries to hand
+    // its move in.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let now = current(&mut p).await;
+    assert_eq!((now.game.ply, now.version), (s.game.ply, s.version));
+    assert!(
+        frozen.metric("jumpgate_searches_total").await >= 1.0,
+        "it finished"
+    );
+    let jobs = finished_jobs(&redis).await;
+    assert_eq!(jobs.len(), 1, "announced once: {jobs:?}");
+    assert_eq!(pending(&redis).await, 0);
+}
+
+/// With no searcher anywhere (`--bot-threads 0` and no worker), a game
+/// against the computer is refused with the retryable `computer_busy`;
+/// once a worker runs, it starts and gets its replies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_searcher_anywhere_a_game_is_refused_until_a_worker_runs() {
+    let redis = RedisServer::start().await;
+    let instance = JumpgateProcess::start(&instance_env(&redis, 50)).await;
+    let mut p = Player::connect_to(&instance, Encoding::Json, None).await;
+    // The instance has read the queue once it refuses.
+    let mut refused = None;
+    for _ in 0..40 {
+        match start_solo(&mut p, RuleSet::American, BotLevel::Tamer).await {
+            Err(code) => {
+                refused = Some(code);
+                break;
+            }
+            Ok(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    assert_eq!(refused, Some(ErrorCode::ComputerBusy));
+    let _worker = worker("late", &redis, 1).await;
+    let s = start_admitted(&mut p, RuleSet::American, BotLevel::Tamer).await;
+    let asked_at = play(&mut p, &s).await;
+    assert_eq!(my_turn(&mut p).await.game.ply, asked_at + 1);
+}
+
+/// One worker serves two instances, then a second worker joins and both
+/// search for one instance's games; every game gets one reply per move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_serve_every_instance_and_share_the_work() {
+    let redis = RedisServer::start().await;
+    let env = instance_env(&redis, 300);
+    let a = JumpgateProcess::start(&env).await;
+    let b = JumpgateProcess::start(&env).await;
+    let first = worker("first", &redis, 1).await;
+    // One worker, two instances.
+    for instance in [&a, &b] {
+        let mut p = Player::connect_to(instance, Encoding::Json, None).await;
+        let s = start_admitted(&mut p, RuleSet::Russian, BotLevel::Warden).await;
+        let asked_at = play(&mut p, &s).await;
+        assert_eq!(my_turn(&mut p).await.game.ply, asked_at + 1);
+    }
+    // Two workers, one instance: four games, three moves each, at once.
+    let second = worker("second", &redis, 1).await;
+    let mut games = Vec::new();
+    for _ in 0..4 {
+        let mut p = Player::connect_to(&a, Encoding::Json, None).await;
+        let s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
+        games.push(tokio::spawn(async move {
+            let mut s = s;
+            for _ in 0..3 {
+                if s.game.result.is_some() {
+                    break;
+                }
+                let asked_at = play(&mut p, &s).await;
+                s = my_turn(&mut p).await;
+                assert!(s.game.ply > asked_at, "the computer replied");
+            }
+        }));
+    }
+    for game in games {
+        game.await.unwrap();
+    }
+    let (one, two) = (
+        first.metric("jumpgate_searches_total").await,
+        second.metric("jumpgate_searches_total").await,
+    );
+    assert!(one >= 3.0 && two >= 1.0, "both searched: {one} and {two}");
+    assert_eq!(pending(&redis).await, 0);
+}
+
+/// A game whose instance dies while its job waits for a searcher (none is
+/// running yet) is taken over by another instance, which asks again for
+/// the same ply; when a worker comes, the game gets exactly one reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_that_moves_to_another_instance_while_its_job_is_out_gets_one_reply() {
+    let redis = RedisServer::start().await;
+    let env = instance_env(&redis, 200);
+    let mut a = JumpgateProcess::start(&env).await;
+    let b = JumpgateProcess::start(&env).await;
+    // A worker that dies at once leaves a heartbeat behind, so the
+    // instance admits the game while no searcher actually runs.
+    let mut gone = worker("gone", &redis, 1).await;
+    gone.kill_9();
+    let mut p = Player::connect_to(&a, Encoding::Json, None).await;
+    let s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
+    let asked_at = play(&mut p, &s).await;
+    // The job is in the stream, waiting.
+    let mut tries = 0;
+    while values(&redis.command(&["XLEN", "jg:{search}:jobs"]).await)[0] == "0" {
+        tries += 1;
+        assert!(tries < 100, "the job was never queued");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    a.kill_9();
+    // The player comes back through the other instance, which resumes the
+    // game once the dead one's heartbeat lapses.
+    let mut p = Player::connect_to(&b, Encoding::Json, Some(p.token.clone())).await;
+    let mut resumed = false;
+    for _ in 0..50 {
+        if p.request(|seq| ClientMessage::ResumeSolo { seq })
+            .await
+            .is_ok()
+        {
+            resumed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(resumed, "the game resumed on the other instance");
+    let _worker = worker("late", &redis, 1).await;
+    let s = my_turn(&mut p).await;
+    assert_eq!(s.game.ply, asked_at + 1, "one computer move");
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let now = current(&mut p).await;
+    assert_eq!((now.game.ply, now.version), (s.game.ply, s.version));
+    let jobs = finished_jobs(&redis).await;
+    assert_eq!(jobs.len(), 1, "the job was answered once: {jobs:?}");
+}
+
+/// Fairness: with more games than searchers, jobs are served oldest
+/// first, so between two searches of one game every other waiting game
+/// gets at most one (no game is passed over while others go twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_more_games_than_searchers_no_game_is_passed_over() {
+    let redis = RedisServer::start().await;
+    let instance = JumpgateProcess::start(&instance_env(&redis, 150)).await;
+    let _worker = worker("only", &redis, 1).await;
+    const GAMES: usize = 4;
+    const MOVES: usize = 4;
+    let mut games = Vec::new();
+    for _ in 0..GAMES {
+        let mut p = Player::connect_to(&instance, Encoding::Json, None).await;
+        let s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
+        games.push(tokio::spawn(async move {
+            let mut s = s;
+            for _ in 0..MOVES {
+                if s.game.result.is_some() {
+                    break;
+                }
+                play(&mut p, &s).await;
+                s = my_turn(&mut p).await;
+            }
+        }));
+    }
+    for game in games {
+        game.await.unwrap();
+    }
+    let order: Vec<String> = finished_jobs(&redis)
+        .await
+        .into_iter()
+        .map(|key| key.rsplit_once(':').unwrap().0.to_owned())
+        .collect();
+    assert!(order.len() >= GAMES * 2, "{order:?}");
+    for game in order.iter().collect::<std::collections::BTreeSet<_>>() {
+        let at: Vec<usize> = order
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| *g == game)
+            .map(|(i, _)| i)
+            .collect();
+        for pair in at.windows(2) {
+            let between = &order[pair[0] + 1..pair[1]];
+            let distinct: std::collections::BTreeSet<&String> = between.iter().collect();
+            assert_eq!(
+                between.len(),
+                distinct.len(),
+                "a game went twice while {game} waited: {order:?}"
+            );
+            assert!(between.len() < GAMES, "{order:?}");
+        }
+    }
+}
