@@ -173,8 +173,9 @@ async fn one_count(
                 .await?,
             );
         }
-        // The instance admits games once it has read the workers' heartbeats.
-        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        // The instance admits games once it has read the workers' heartbeats
+        // (every 2 s while no game waits).
+        tokio::time::sleep(Duration::from_millis(2_500)).await;
     }
     let url = format!("ws://{}/ws", server.addr);
     eprintln!(
