@@ -34,7 +34,7 @@ use redis::streams::{StreamInfoGroupsReply, StreamRangeReply, StreamReadReply};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
-use super::pool::{Busy, PRACTICE_FLOOR, SearchJob, Ticket};
+use super::pool::{Busy, PRACTICE_FLOOR, SearchJob, Ticket, level_index};
 use crate::bots::{BotConfig, Level};
 use crate::rules::{DrawRules, Variant, VariantGame};
 use crate::store::RedisConn;
@@ -98,11 +98,6 @@ pub fn encode_answer(chosen: Option<&str>) -> String {
 
 pub fn decode_answer(stored: String) -> Option<String> {
     (!stored.is_empty()).then_some(stored)
-}
-
-/// The level's place in per-level arrays.
-fn level_index(level: Level) -> usize {
-    Level::ALL.iter().position(|l| *l == level).unwrap_or(3)
 }
 
 /// The instance's side of the job stream, shared by its solo games.

@@ -107,7 +107,8 @@ struct Queued {
     reply: oneshot::Sender<Option<String>>,
 }
 
-fn level_index(level: Level) -> usize {
+/// The level's place in per-level arrays (`Level::ALL` order).
+pub(super) fn level_index(level: Level) -> usize {
     Level::ALL.iter().position(|l| *l == level).unwrap_or(3)
 }
 
