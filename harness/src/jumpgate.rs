@@ -357,4 +357,9 @@ impl BotWorkerProcess {
     pub fn signal(&self, name: &str) {
         self.process.signal(name);
     }
+
+    /// How it exited, if it has (reaped then).
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.process.try_wait()
+    }
 }

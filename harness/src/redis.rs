@@ -204,6 +204,12 @@ impl RedisServer {
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// [`command`](Self::command)'s reply as its values, nested arrays
+    /// flattened and nils left out (`XRANGE`, `SMEMBERS`, `TTL`, ...).
+    pub async fn values(&self, args: &[&str]) -> Vec<String> {
+        reply_values(&self.command(args).await)
+    }
+
     /// [`command`](Self::command), an error instead of a panic.
     pub async fn try_command(&self, args: &[&str]) -> Result<String, String> {
         let io = |e: std::io::Error| format!("Redis on port {}: {e}", self.port);
@@ -297,4 +303,21 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
         std::fs::copy(entry.path(), to.join(entry.file_name())).map_err(io)?;
     }
     Ok(())
+}
+
+/// The values of a raw RESP2 reply, nested arrays flattened and nils left
+/// out; panics on an error reply.
+pub fn reply_values(reply: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = reply.split("\r\n").filter(|l| !l.is_empty());
+    while let Some(line) = lines.next() {
+        match line.as_bytes()[0] {
+            b'*' => {}
+            b'$' if line == "$-1" => {}
+            b'$' => out.push(lines.next().unwrap_or_default().to_owned()),
+            b':' | b'+' => out.push(line[1..].to_owned()),
+            _ => panic!("unexpected reply {reply:?}"),
+        }
+    }
+    out
 }

@@ -5,18 +5,22 @@
 //! against the Executive running at the same time, each driven by a loop that plays its
 //! first legal move as soon as it is the human's turn, so the server's bounded bot pool
 //! never runs dry. The goal: p50 and p99 with the bots within 1.2× of those without.
+//! With `--workers N` the searches run on `jumpgate bot-worker` processes on a Redis
+//! of their own, and the server searches nothing itself.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use jumpgate_harness::BotWorkerProcess;
 use jumpgate_protocol::BotLevel;
 use serde::Serialize;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::bench::start_jumpgate;
+use crate::cluster::start_redis;
 use crate::driver::{self, Kind, MAX_RATE_PER_GAME, Pace, SoloCounters, SoloLoad};
 use crate::net;
 use crate::report::PhaseSummary;
@@ -59,6 +63,23 @@ pub struct BotsArgs {
     /// Pin the server with `taskset -c CPUS`, e.g. 0.
     #[arg(long, env = "JUMPGATE_LOADTEST_SERVER_CPUS")]
     pub server_cpus: Option<String>,
+    /// Search on this many `jumpgate bot-worker` processes instead of the
+    /// server's own threads: a Redis is started, the server runs on it with
+    /// `--bot-threads 0` (unless `--bot-threads` says otherwise).
+    #[arg(long, default_value_t = 0)]
+    pub workers: usize,
+    /// Searches at once per worker.
+    #[arg(long, default_value_t = 1)]
+    pub worker_threads: usize,
+    /// Pin worker i to the i-th of these CPUs (comma-separated, cycled).
+    #[arg(long, value_delimiter = ',')]
+    pub worker_cpus: Vec<String>,
+    /// Pin the Redis (when workers run) with `taskset -c CPUS`.
+    #[arg(long)]
+    pub redis_cpus: Option<String>,
+    /// The `redis-server` binary, when workers run.
+    #[arg(long, default_value = "redis-server")]
+    pub redis_server: PathBuf,
     /// Pin the load tester itself with `taskset -a -p -c CPUS`, e.g. 1.
     #[arg(long, env = "JUMPGATE_LOADTEST_CLIENT_CPUS")]
     pub client_cpus: Option<String>,
@@ -264,7 +285,13 @@ pub async fn run_bots(
         "phase: starting {} solo games against the Executive",
         config.bot_games
     );
-    let load = SoloLoad::start(url, config.bot_games, BotLevel::Executive, Duration::ZERO);
+    let load = SoloLoad::start(
+        url,
+        config.bot_games,
+        BotLevel::Executive,
+        jumpgate_protocol::RuleSet::American,
+        Duration::ZERO,
+    );
     let counters = load.counters();
     let all_thinking_before = load
         .wait_busy(
@@ -484,18 +511,46 @@ pub async fn bench_bots(args: &BotsArgs) -> Result<BotsReport, String> {
         .executive_ms
         .map_or("server default (1000 ms)".into(), |ms| format!("{ms} ms"));
     match &args.server {
+        Some(_) if args.workers > 0 => {
+            Err("--workers starts its own server: leave out --server".into())
+        }
         Some(url) => {
             net::require_loopback_url(url)?;
             let (bot_threads, executive_ms) = ("unknown".into(), "unknown".into());
             Ok(run_bots(url, &config, bot_threads, executive_ms).await)
         }
         None => {
+            if args.workers > 16 {
+                return Err("--workers must be at most 16".into());
+            }
+            let redis = if args.workers > 0 {
+                Some(start_redis(&args.redis_server, false, args.redis_cpus.as_deref()).await?)
+            } else {
+                None
+            };
             let mut extra = Vec::new();
+            let bot_threads = match (&redis, args.bot_threads) {
+                (Some(_), None) => {
+                    extra.extend(["--bot-threads".to_owned(), "0".to_owned()]);
+                    format!(
+                        "0, {} bot-worker processes × {} threads",
+                        args.workers, args.worker_threads
+                    )
+                }
+                (Some(_), Some(n)) => format!(
+                    "{n}, and {} bot-worker processes × {} threads",
+                    args.workers, args.worker_threads
+                ),
+                (None, _) => bot_threads,
+            };
             if let Some(n) = args.bot_threads {
                 extra.extend(["--bot-threads".to_owned(), n.to_string()]);
             }
             if let Some(ms) = args.executive_ms {
                 extra.extend(["--executive-ms".to_owned(), ms.to_string()]);
+            }
+            if let Some(r) = &redis {
+                extra.extend(["--redis-url".to_owned(), r.url()]);
             }
             let child = start_jumpgate(
                 "jumpgate",
@@ -505,8 +560,31 @@ pub async fn bench_bots(args: &BotsArgs) -> Result<BotsReport, String> {
             )
             .await?;
             eprintln!("jumpgate at {} (pid {})", child.ws_url(), child.pid());
+            let mut workers = Vec::new();
+            if let Some(r) = &redis {
+                for i in 0..args.workers {
+                    let cpus = (!args.worker_cpus.is_empty())
+                        .then(|| args.worker_cpus[i % args.worker_cpus.len()].clone());
+                    workers.push(
+                        BotWorkerProcess::start_with(
+                            &args.jumpgate,
+                            &format!("loadtest-worker-{i}"),
+                            &r.url(),
+                            args.worker_threads,
+                            &[],
+                            cpus.as_deref(),
+                        )
+                        .await?,
+                    );
+                }
+                // The server admits games once it has read the workers'
+                // heartbeats (every 2 s while no game waits).
+                tokio::time::sleep(Duration::from_millis(2_500)).await;
+            }
             let report = run_bots(&child.ws_url(), &config, bot_threads, executive_ms).await;
+            drop(workers);
             child.stop();
+            drop(redis);
             Ok(report)
         }
     }

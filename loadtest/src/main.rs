@@ -141,6 +141,14 @@ fn print_report(
 ) -> Result<(), String> {
     println!("{table}");
     print!("{details}");
+    write_json(report, out_json)
+}
+
+/// Writes `report` as pretty JSON to `out_json`, when given.
+fn write_json(
+    report: &impl Serialize,
+    out_json: &Option<std::path::PathBuf>,
+) -> Result<(), String> {
     if let Some(path) = out_json {
         let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
         std::fs::write(path, json + "\n")
@@ -187,12 +195,7 @@ fn run_bench(args: &bench::BenchArgs) -> Result<(), String> {
     let report = runtime()?.block_on(bench::bench(args))?;
     println!("{}", report.table());
     print!("{}", report.details());
-    if let Some(path) = &args.out_json {
-        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-        std::fs::write(path, json + "\n")
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        eprintln!("wrote {}", path.display());
-    }
+    write_json(&report, &args.out_json)?;
     if let Some(path) = &args.out_svg {
         std::fs::write(path, svg::latency_plot(&report))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -203,12 +206,7 @@ fn run_bench(args: &bench::BenchArgs) -> Result<(), String> {
 
 fn run_solo_wait(args: &solo_wait::SoloWaitArgs) -> Result<(), String> {
     let report = runtime()?.block_on(solo_wait::solo_wait(args))?;
-    if let Some(path) = &args.out_json {
-        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-        std::fs::write(path, json + "\n")
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        eprintln!("wrote {}", path.display());
-    }
+    write_json(&report, &args.out_json)?;
     Ok(())
 }
 
@@ -220,11 +218,6 @@ fn run_bench_bots(args: &bots::BotsArgs) -> Result<(), String> {
     let report = runtime()?.block_on(bots::bench_bots(args))?;
     println!("{}", report.table());
     print!("{}", report.details());
-    if let Some(path) = &args.out_json {
-        let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-        std::fs::write(path, json + "\n")
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        eprintln!("wrote {}", path.display());
-    }
+    write_json(&report, &args.out_json)?;
     Ok(())
 }

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use jumpgate_harness::{BotWorkerProcess, RedisServer};
-use jumpgate_protocol::BotLevel;
+use jumpgate_protocol::{BotLevel, RuleSet};
 use serde::Serialize;
 use tokio::time::Instant;
 
@@ -54,6 +54,10 @@ pub struct SoloWaitArgs {
     /// How long each player thinks before answering the computer, ms.
     #[arg(long, default_value_t = 0)]
     pub think_ms: u64,
+    /// The rule set played: `american` has an opening book (some replies are
+    /// instant), `space` has none (every reply is a search).
+    #[arg(long, default_value = "american")]
+    pub rule_set: String,
     /// How long each player count runs, seconds (after its players have started).
     #[arg(long, default_value_t = 40.0)]
     pub duration: f64,
@@ -96,6 +100,8 @@ pub struct SoloWaitReport {
     pub bot_threads: String,
     pub executive_ms: u64,
     pub think_ms: u64,
+    /// The rule set played.
+    pub rule_set: String,
     pub duration_s: f64,
     pub rows: Vec<SoloWaitRow>,
 }
@@ -111,10 +117,15 @@ pub async fn solo_wait(args: &SoloWaitArgs) -> Result<SoloWaitReport, String> {
     if args.workers > 16 {
         return Err("--workers must be at most 16".into());
     }
+    let rule_set = RuleSet::ALL
+        .iter()
+        .copied()
+        .find(|rs| rs.as_str() == args.rule_set.trim().to_ascii_lowercase())
+        .ok_or_else(|| format!("--rule-set: unknown rule set {:?}", args.rule_set))?;
     let redis = args.redis || args.workers > 0;
     let mut rows = Vec::new();
     for &players in &args.players {
-        rows.push(one_count(args, redis, players).await?);
+        rows.push(one_count(args, redis, rule_set, players).await?);
     }
     let report = SoloWaitReport {
         workers: args.workers,
@@ -125,6 +136,7 @@ pub async fn solo_wait(args: &SoloWaitArgs) -> Result<SoloWaitReport, String> {
             .map_or_else(|| "server default".to_owned(), |n| n.to_string()),
         executive_ms: args.executive_ms,
         think_ms: args.think_ms,
+        rule_set: rule_set.as_str().to_owned(),
         duration_s: args.duration,
         rows,
     };
@@ -135,6 +147,7 @@ pub async fn solo_wait(args: &SoloWaitArgs) -> Result<SoloWaitReport, String> {
 async fn one_count(
     args: &SoloWaitArgs,
     redis: bool,
+    rule_set: RuleSet,
     players: usize,
 ) -> Result<SoloWaitRow, String> {
     let redis_server: Option<RedisServer> = if redis {
@@ -186,6 +199,7 @@ async fn one_count(
         &url,
         players,
         BotLevel::Executive,
+        rule_set,
         Duration::from_millis(args.think_ms),
     );
     let counters = load.counters();
@@ -218,12 +232,13 @@ fn print_table(report: &SoloWaitReport) {
     let secs = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |s| format!("{s:.2} s"));
     println!(
         "solo-wait: {} workers × {} threads, redis {}, instance --bot-threads {}, \
-         --executive-ms {}, think {} ms, {:.0} s each",
+         --executive-ms {}, {}, think {} ms, {:.0} s each",
         report.workers,
         report.worker_threads,
         report.redis,
         report.bot_threads,
         report.executive_ms,
+        report.rule_set,
         report.think_ms,
         report.duration_s
     );

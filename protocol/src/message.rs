@@ -500,7 +500,8 @@ pub struct SoloState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SearchQueuePlace {
-    /// Searches that start before this one: 0 when it is next or already running.
+    /// The searches this one waits for: those queued before it and, until it
+    /// starts, those running; 0 once it is running.
     pub ahead: u32,
     /// The server's estimate, in milliseconds from when this message was sent, of how
     /// long until the computer's move arrives; 0 when it cannot say.

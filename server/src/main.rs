@@ -88,7 +88,32 @@ fn bot_worker(args: &BotWorkerArgs) -> Result<(), String> {
         reclaim_after: std::time::Duration::from_millis(args.search_reclaim_ms.max(100)),
     };
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
-    runtime.block_on(jumpgate_server::serve_worker(settings, args.metrics_listen))
+    runtime.block_on(async {
+        let stop = shutdown_signal();
+        jumpgate_server::serve_worker(settings, args.metrics_listen, stop).await
+    })
+}
+
+/// Completes on SIGTERM or Ctrl-C. The SIGTERM handler is installed when
+/// this is called (inside the runtime), not when it is first polled, so a
+/// signal that comes while the work starts is not lost.
+fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    async move {
+        let sigterm = async {
+            match term.as_mut() {
+                Some(term) => {
+                    term.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = sigterm => {}
+        }
+        tracing::info!("shutting down");
+    }
 }
 
 /// `jumpgate migrate --from SOURCE --to DESTINATION`.
@@ -259,24 +284,7 @@ fn serve(config: &jumpgate_server::config::ServeConfig) -> Result<(), String> {
             tcp_nodelay = settings.tcp_nodelay,
             "jumpgate listening"
         );
-        let shutdown = async {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            let sigterm = async {
-                match term.as_mut() {
-                    Some(term) => {
-                        term.recv().await;
-                    }
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                () = sigterm => {}
-            }
-            tracing::info!("shutting down");
-        };
-        jumpgate_server::run(listener, settings, shutdown)
+        jumpgate_server::run(listener, settings, shutdown_signal())
             .await
             .map_err(|e| e.to_string())
     })

@@ -43,10 +43,13 @@ export const KNOWN_ERROR_CODES = Object.freeze(Object.keys(MESSAGES));
 
 /**
  * Codes whose server `message` says what people need to know: who is short
- * of points; how long until a game may be claimed.
+ * of points; how long until a game may be claimed; whether the computer is
+ * busy (and how slow it would be) or not running at all.
  */
 const SHOW_SERVER_MESSAGE = {
   insufficient_funds: (text) => text,
+  // "busy … about 12 s each" or "not available right now …": both worth reading.
+  computer_busy: (text) => `${text.charAt(0).toUpperCase()}${text.slice(1)}. No game was started; you can also play someone on this device.`,
   claim_too_early: (text) => `Too early to claim: ${text}.`,
 };
 

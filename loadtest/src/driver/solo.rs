@@ -85,9 +85,16 @@ pub struct SoloLoad {
 }
 
 impl SoloLoad {
-    /// Connects `games` drivers to `url` and starts them (in the background); each
-    /// waits `think` before answering the computer.
-    pub fn start(url: &str, games: usize, level: BotLevel, think: Duration) -> SoloLoad {
+    /// Connects `games` drivers to `url` and starts them (in the background), each
+    /// playing `rule_set` against `level` and waiting `think` before answering the
+    /// computer.
+    pub fn start(
+        url: &str,
+        games: usize,
+        level: BotLevel,
+        rule_set: RuleSet,
+        think: Duration,
+    ) -> SoloLoad {
         let counters = Arc::new(SoloCounters::default());
         let (stop, stopped) = watch::channel(false);
         let permits = Arc::new(Semaphore::new(SETUP_CONCURRENCY));
@@ -106,6 +113,7 @@ impl SoloLoad {
                     acks,
                     waits: new_histogram(),
                     think,
+                    rule_set,
                     was_thinking: false,
                 };
                 if let Err(e) = driver.run(&url, level, stopped, permits).await {
@@ -164,6 +172,8 @@ pub(super) struct SoloDriver {
     pub(super) waits: Histogram<u64>,
     /// How long the human thinks before each move.
     pub(super) think: Duration,
+    /// The rule set of every game it starts.
+    pub(super) rule_set: RuleSet,
     pub(super) was_thinking: bool,
 }
 
@@ -179,11 +189,15 @@ impl SoloDriver {
         }
     }
 
-    pub(super) async fn start(conn: &mut Conn, level: BotLevel) -> Result<u32, String> {
+    pub(super) async fn start(
+        conn: &mut Conn,
+        rule_set: RuleSet,
+        level: BotLevel,
+    ) -> Result<u32, String> {
         let seq = conn.client.next_seq();
         conn.send(&ClientMessage::StartSolo {
             seq,
-            rule_set: RuleSet::American,
+            rule_set,
             mode: SoloMode::Computer,
             level: Some(level),
             ranked: false,
@@ -207,7 +221,7 @@ impl SoloDriver {
                 .conn
         };
         // The `start_solo` whose ack is awaited: states before it belong to the old game.
-        let mut starting = Some(Self::start(&mut conn, level).await?);
+        let mut starting = Some(Self::start(&mut conn, self.rule_set, level).await?);
         let mut game_id: Option<String> = None;
         // The version last answered with a move, and that move's seq and send time.
         let mut answered: Option<u64> = None;
@@ -277,7 +291,7 @@ impl SoloDriver {
             if game.result.is_some() {
                 self.counters.finished.fetch_add(1, Ordering::Relaxed);
                 self.set_thinking(false);
-                starting = Some(Self::start(&mut conn, level).await?);
+                starting = Some(Self::start(&mut conn, self.rule_set, level).await?);
                 continue;
             }
             let our_turn =

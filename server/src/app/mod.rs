@@ -154,8 +154,11 @@ fn searchers(settings: &Settings) -> Result<Searchers, StartupError> {
             name: settings.instance_id.to_string(),
             reclaim_after: settings.search_reclaim,
         };
+        // They stop with the process: their jobs are taken over after
+        // `--search-reclaim-ms`, as after a crash.
         runtime.spawn(async move {
-            if let Err(e) = crate::solo::worker::run(searcher).await {
+            let stop = std::future::pending::<()>();
+            if let Err(e) = crate::solo::worker::run(searcher, stop).await {
                 tracing::error!(error = %e, "this instance's searchers stopped");
             }
         });

@@ -34,7 +34,7 @@ use redis::streams::{StreamInfoGroupsReply, StreamRangeReply, StreamReadReply};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
-use super::pool::{Busy, PRACTICE_FLOOR, SearchJob, Ticket, level_index};
+use super::pool::{Busy, PRACTICE_FLOOR, SearchJob, SearchTimes, Ticket};
 use crate::bots::{BotConfig, Level};
 use crate::rules::{DrawRules, Variant, VariantGame};
 use crate::store::RedisConn;
@@ -143,23 +143,23 @@ struct QueueView {
     running: usize,
     /// Searcher threads alive.
     threads: usize,
-    /// Recent search time per level, in ms (from the announcements).
-    mean_ms: [f64; 4],
+    /// Recent search time per level (from the announcements).
+    times: SearchTimes,
 }
 
 impl QueueView {
     /// How long a job of `level` waits behind `ahead` queued jobs and the
     /// running ones, then searches.
     fn estimate(&self, ahead: &[Level], level: Level) -> Duration {
-        let own = self.mean_ms[level_index(level)];
+        let own = self.times.of(level);
         let threads = self.threads.max(1);
         let idle = threads.saturating_sub(self.running);
         let before = if ahead.len() < idle {
             0.0
         } else {
             // A running search is on average half done.
-            let running = self.running as f64 * self.mean_ms[3] / 2.0;
-            let queued: f64 = ahead.iter().map(|l| self.mean_ms[level_index(*l)]).sum();
+            let running = self.running as f64 * self.times.of(Level::Executive) / 2.0;
+            let queued: f64 = ahead.iter().map(|l| self.times.of(*l)).sum();
             (running + queued) / threads as f64
         };
         Duration::from_secs_f64((before + own) / 1000.0)
@@ -178,7 +178,6 @@ impl JobQueue {
         executive_budget: Duration,
         max_wait: Duration,
     ) -> Arc<JobQueue> {
-        let executive_ms = executive_budget.as_secs_f64() * 1000.0;
         let queue = Arc::new(JobQueue {
             conn,
             own_threads,
@@ -188,7 +187,7 @@ impl JobQueue {
             state: Mutex::new(JobState {
                 waiters: HashMap::new(),
                 view: QueueView {
-                    mean_ms: [20.0, 40.0, 60.0, executive_ms],
+                    times: SearchTimes::new(executive_budget),
                     ..QueueView::default()
                 },
             }),
@@ -216,7 +215,7 @@ impl JobQueue {
             return Err(Busy::NoSearchers);
         }
         let ahead: Vec<Level> = view.undelivered.iter().map(|(_, l)| *l).collect();
-        let own = Duration::from_secs_f64(view.mean_ms[level_index(level)] / 1000.0);
+        let own = Duration::from_secs_f64(view.times.of(level) / 1000.0);
         let wait = view.estimate(&ahead, level).saturating_sub(own);
         if wait > self.max_wait {
             crate::metrics::METRICS.search_refusals.inc();
@@ -275,12 +274,14 @@ impl JobQueue {
             // Being searched.
             return Some(SearchQueuePlace {
                 ahead: 0,
-                expected_ms: view.mean_ms[level_index(waiter.level)].round() as u64,
+                expected_ms: view.times.of(waiter.level).round() as u64,
             });
         };
         let ahead: Vec<Level> = view.undelivered[..at].iter().map(|(_, l)| *l).collect();
         Some(SearchQueuePlace {
-            ahead: at as u32,
+            // Not started: it waits for the queued ones and the running ones
+            // (at most one a searcher: jobs pending on a dead one do not count).
+            ahead: (at + view.running.min(view.threads)) as u32,
             expected_ms: view.estimate(&ahead, waiter.level).as_millis() as u64,
         })
     }
@@ -355,6 +356,8 @@ impl JobQueue {
                         .arg("*")
                         .arg("key")
                         .arg(&key)
+                        .arg("level")
+                        .arg(wire.level.name())
                         .arg("job")
                         .arg(&payload)
                         .query_async(&mut conn)
@@ -439,10 +442,7 @@ async fn tail(queue: Weak<JobQueue>, mut conn: RedisConn, block: Duration) {
                             .and_then(|l| l.parse::<Level>().ok()),
                         entry.get::<f64>("ms"),
                     ) {
-                        let mut state = queue.lock();
-                        let mean = &mut state.view.mean_ms[level_index(level)];
-                        // Recent searches count most: a fifth of each new one.
-                        *mean = 0.8 * *mean + 0.2 * ms;
+                        queue.lock().view.times.record(level, ms);
                     }
                     queue.deliver(&key, decode_answer(chosen));
                 }
@@ -477,10 +477,10 @@ async fn refresh(queue: Weak<JobQueue>) {
                     .set(n as i64);
             }
             let mut state = queue.lock();
-            let mean_ms = state.view.mean_ms;
+            let times = state.view.times;
             state.view = QueueView {
                 seen: true,
-                mean_ms,
+                times,
                 threads: view.threads.max(queue.own_threads),
                 ..view
             };
@@ -537,10 +537,17 @@ async fn read_view(conn: &mut RedisConn) -> redis::RedisResult<QueueView> {
         .ids
         .iter()
         .map(|e| {
+            // A job added by an earlier version has no `level` field: read
+            // from the job itself; an Executive if neither says (the costliest).
             let level = e
-                .get::<String>("job")
-                .and_then(|j| serde_json::from_str::<WireJob>(&j).ok())
-                .map_or(Level::Executive, |j| j.level);
+                .get::<String>("level")
+                .and_then(|l| l.parse::<Level>().ok())
+                .or_else(|| {
+                    e.get::<String>("job")
+                        .and_then(|j| serde_json::from_str::<WireJob>(&j).ok())
+                        .map(|j| j.level)
+                })
+                .unwrap_or(Level::Executive);
             (e.id.clone(), level)
         })
         .collect();
@@ -549,7 +556,7 @@ async fn read_view(conn: &mut RedisConn) -> redis::RedisResult<QueueView> {
         undelivered,
         running: group.pending,
         threads,
-        mean_ms: [0.0; 4],
+        times: SearchTimes::default(),
     })
 }
 

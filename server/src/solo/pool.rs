@@ -66,8 +66,8 @@ impl Busy {
                  try again in a minute",
                 wait.as_secs().max(1)
             ),
-            Busy::NoSearchers => "the computer is not available: no searcher is running; \
-                 try again in a minute"
+            Busy::NoSearchers => "the computer is not available right now: nothing is running \
+                 to work out its moves; try again in a minute"
                 .to_owned(),
         }
     }
@@ -95,8 +95,8 @@ struct QueueState {
     waiting: VecDeque<Queued>,
     /// Searches running: their ticket, level and start.
     running: Vec<(u64, Level, Instant)>,
-    /// Recent search time per level (`Level::ALL` order), in ms.
-    mean_ms: [f64; 4],
+    /// Recent search time per level.
+    times: SearchTimes,
     next_id: u64,
 }
 
@@ -108,14 +108,39 @@ struct Queued {
 }
 
 /// The level's place in per-level arrays (`Level::ALL` order).
-pub(super) fn level_index(level: Level) -> usize {
+fn level_index(level: Level) -> usize {
     Level::ALL.iter().position(|l| *l == level).unwrap_or(3)
+}
+
+/// How long each level's searches have recently taken, in ms: the queue's
+/// estimate of what a search will cost (both the local queue and the job
+/// stream's view keep one).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct SearchTimes([f64; 4]);
+
+impl SearchTimes {
+    /// Before any search: a guess per level, the Executive at its budget.
+    pub(super) fn new(executive_budget: Duration) -> SearchTimes {
+        SearchTimes([20.0, 40.0, 60.0, executive_budget.as_secs_f64() * 1000.0])
+    }
+
+    /// The recent mean for `level`, in ms.
+    pub(super) fn of(&self, level: Level) -> f64 {
+        self.0[level_index(level)]
+    }
+
+    /// Counts a search of `level` that took `ms`: recent searches count
+    /// most, a fifth of each new one.
+    pub(super) fn record(&mut self, level: Level, ms: f64) {
+        let mean = &mut self.0[level_index(level)];
+        *mean = 0.8 * *mean + 0.2 * ms;
+    }
 }
 
 impl QueueState {
     /// What is left, by its level's recent mean, of a search started at `started`.
     fn left_ms(&self, level: Level, started: Instant) -> f64 {
-        (self.mean_ms[level_index(level)] - started.elapsed().as_secs_f64() * 1000.0).max(0.0)
+        (self.times.of(level) - started.elapsed().as_secs_f64() * 1000.0).max(0.0)
     }
 }
 
@@ -124,7 +149,6 @@ impl SearchQueue {
     /// Executives think `executive_budget` when nothing waits; `max_wait`
     /// bounds the expected wait of a new game's search.
     pub fn new(threads: usize, executive_budget: Duration, max_wait: Duration) -> SearchQueue {
-        let executive_ms = executive_budget.as_secs_f64() * 1000.0;
         crate::metrics::METRICS
             .search_workers_alive
             .set(threads.max(1) as i64);
@@ -135,7 +159,7 @@ impl SearchQueue {
             state: Mutex::new(QueueState {
                 waiting: VecDeque::new(),
                 running: Vec::new(),
-                mean_ms: [20.0, 40.0, 60.0, executive_ms],
+                times: SearchTimes::new(executive_budget),
                 next_id: 1,
             }),
         }
@@ -161,7 +185,7 @@ impl SearchQueue {
     pub fn admit(&self, level: Level) -> Result<(), Busy> {
         let state = self.lock();
         let ahead: Vec<Level> = state.waiting.iter().map(|q| q.job.level).collect();
-        let own = Duration::from_secs_f64(state.mean_ms[level_index(level)] / 1000.0);
+        let own = Duration::from_secs_f64(state.times.of(level) / 1000.0);
         let wait = self.estimate(&state, &ahead, level).saturating_sub(own);
         if wait > self.max_wait {
             crate::metrics::METRICS.search_refusals.inc();
@@ -200,7 +224,8 @@ impl SearchQueue {
         let ahead: Vec<Level> = state.waiting.iter().take(at).map(|q| q.job.level).collect();
         let wait = self.estimate(&state, &ahead, state.waiting[at].job.level);
         Some(SearchQueuePlace {
-            ahead: at as u32,
+            // Not started: it waits for the queued ones and the running ones.
+            ahead: (at + state.running.len()) as u32,
             expected_ms: wait.as_millis() as u64,
         })
     }
@@ -214,7 +239,7 @@ impl SearchQueue {
             .iter()
             .map(|&(_, l, started)| state.left_ms(l, started))
             .sum();
-        let queued: f64 = ahead.iter().map(|l| state.mean_ms[level_index(*l)]).sum();
+        let queued: f64 = ahead.iter().map(|l| state.times.of(*l)).sum();
         // The searchers still idle start the first searches at once.
         let idle = self.threads.saturating_sub(state.running.len());
         let before = if ahead.len() < idle {
@@ -222,7 +247,7 @@ impl SearchQueue {
         } else {
             (running + queued) / self.threads as f64
         };
-        Duration::from_secs_f64((before + state.mean_ms[level_index(level)]) / 1000.0)
+        Duration::from_secs_f64((before + state.times.of(level)) / 1000.0)
     }
 
     /// Starts waiting searches while searchers are free.
@@ -285,9 +310,7 @@ impl SearchQueue {
     fn finished(&self, id: u64, level: Level, took: Duration) {
         let mut state = self.lock();
         state.running.retain(|(t, _, _)| *t != id);
-        let mean = &mut state.mean_ms[level_index(level)];
-        // Recent searches count most: a fifth of each new one.
-        *mean = 0.8 * *mean + 0.2 * took.as_secs_f64() * 1000.0;
+        state.times.record(level, took.as_secs_f64() * 1000.0);
     }
 
     fn publish_depth(&self) {
@@ -309,6 +332,19 @@ impl SearchQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn search_times_follow_recent_searches() {
+        let mut times = SearchTimes::new(Duration::from_millis(1000));
+        assert_eq!(times.of(Level::Executive), 1000.0);
+        times.record(Level::Executive, 0.0);
+        assert_eq!(times.of(Level::Executive), 800.0, "a fifth of each new one");
+        for _ in 0..50 {
+            times.record(Level::Executive, 200.0);
+        }
+        assert!((times.of(Level::Executive) - 200.0).abs() < 1.0);
+        assert_eq!(times.of(Level::Warden), 60.0, "other levels untouched");
+    }
 
     fn queue(threads: usize, executive_ms: u64, max_wait_secs: u64) -> Arc<SearchQueue> {
         Arc::new(SearchQueue::new(
@@ -341,7 +377,11 @@ mod tests {
         assert_eq!(queue.place(first.id).map(|p| p.ahead), Some(0));
         for (i, t) in tickets.iter().enumerate() {
             let place = queue.place(t.id).expect("queued");
-            assert_eq!(place.ahead as usize, i);
+            assert_eq!(
+                place.ahead as usize,
+                i + 1,
+                "the running one and those before"
+            );
             assert!(place.expected_ms > 0);
         }
         // Each waits longer than the one before it.

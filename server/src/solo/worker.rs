@@ -15,6 +15,14 @@
 //! and finishes is harmless: its move is not the first written, so it is
 //! dropped. The searchers' heartbeats (`jg:{search}:workers`) tell
 //! instances how many threads are alive.
+//!
+//! Stopped (SIGTERM, as in a rolling update), a searcher removes its
+//! heartbeat (instances stop counting it), takes no new job once its
+//! current read returns (within a second; a job that read brings is
+//! searched too), finishes and hands in the searches it has started, then
+//! removes its consumers from the group. A consumer left behind by a
+//! killed process, idle an hour with nothing pending, is removed by any
+//! live searcher.
 
 use std::time::Duration;
 
@@ -31,6 +39,11 @@ use crate::store::{RedisConn, redis_connection};
 pub const HEARTBEAT: Duration = Duration::from_secs(2);
 /// The default idle time after which a pending job is taken over.
 pub const RECLAIM_AFTER: Duration = Duration::from_secs(10);
+/// A consumer this idle with nothing pending belonged to a process that is
+/// gone (a live one reads at least every second): it is removed.
+const STALE_CONSUMER: Duration = Duration::from_secs(3600);
+/// How many heartbeats apart the stale consumers are looked for.
+const SWEEP_EVERY_BEATS: u32 = 30;
 
 /// How a searcher runs.
 #[derive(Debug, Clone)]
@@ -66,25 +79,107 @@ pub async fn ensure_group(conn: &mut RedisConn) -> redis::RedisResult<()> {
     }
 }
 
-/// Runs the searcher's threads and heartbeat until the process ends.
-pub async fn run(settings: SearcherSettings) -> Result<(), String> {
-    let conn =
+/// Runs the searcher's threads and heartbeat until `stop` completes, then
+/// finishes the searches under way and leaves the group (see the module).
+pub async fn run(
+    settings: SearcherSettings,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
+    let mut conn =
         redis_connection(&settings.redis_url, settings.redis_timeout).map_err(|e| e.to_string())?;
-    let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(heartbeat(conn, settings.clone()));
+    let (stopping, stopped) = tokio::sync::watch::channel(false);
+    let mut threads = tokio::task::JoinSet::new();
     for thread in 0..settings.threads {
         let conn = redis_connection(&settings.redis_url, settings.redis_timeout)
             .map_err(|e| e.to_string())?;
-        tasks.spawn(searcher(conn, settings.clone(), thread));
+        threads.spawn(searcher(conn, settings.clone(), thread, stopped.clone()));
     }
+    let beating = tokio::spawn(heartbeat(conn.clone(), settings.clone()));
     tracing::info!(name = %settings.name, threads = settings.threads, "searching jobs");
-    while tasks.join_next().await.is_some() {}
+    let mut leaving = conn.clone();
+    let member = format!("{}|{}", settings.name, settings.threads);
+    tokio::spawn(async move {
+        stop.await;
+        let _ = stopping.send(true);
+        // Instances stop counting it at once, so they queue nothing more for
+        // it while it finishes.
+        beating.abort();
+        let _ = beating.await;
+        let _: redis::RedisResult<()> = redis::cmd("ZREM")
+            .arg(SEARCH_WORKERS)
+            .arg(&member)
+            .query_async(&mut leaving)
+            .await;
+    });
+    while threads.join_next().await.is_some() {}
+    leave(&mut conn, &settings).await;
     Ok(())
 }
 
-/// Keeps `NAME|THREADS` in the heartbeat set, expiring three beats ahead.
+/// Removes this searcher's consumers from the group, each only if it
+/// holds no pending job (deleting a consumer drops its pending entries,
+/// which would strand them).
+async fn leave(conn: &mut RedisConn, settings: &SearcherSettings) {
+    let mut kept = 0;
+    for thread in 0..settings.threads {
+        let consumer = format!("{}-{thread}", settings.name);
+        if !matches!(remove_consumer_if_idle(conn, &consumer).await, Ok(true)) {
+            kept += 1;
+        }
+    }
+    tracing::info!(name = %settings.name, kept_pending = kept, "searcher stopped");
+}
+
+/// Deletes `consumer` from the group if it has no pending job; true when
+/// it is gone. One script, so that no read can give it a job between the
+/// check and the delete.
+async fn remove_consumer_if_idle(conn: &mut RedisConn, consumer: &str) -> redis::RedisResult<bool> {
+    static SCRIPT: std::sync::LazyLock<redis::Script> = std::sync::LazyLock::new(|| {
+        redis::Script::new(
+            r"
+            if #redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2]) > 0 then
+                return 0
+            end
+            redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
+            return 1
+            ",
+        )
+    });
+    let removed: i64 = SCRIPT
+        .key(SEARCH_JOBS)
+        .arg(SEARCH_GROUP)
+        .arg(consumer)
+        .invoke_async(conn)
+        .await?;
+    Ok(removed == 1)
+}
+
+/// Removes consumers idle past `STALE_CONSUMER` with nothing pending: the
+/// names of killed processes, which would otherwise pile up in the group.
+async fn sweep_stale_consumers(conn: &mut RedisConn) -> redis::RedisResult<usize> {
+    let info: redis::streams::StreamInfoConsumersReply = redis::cmd("XINFO")
+        .arg("CONSUMERS")
+        .arg(SEARCH_JOBS)
+        .arg(SEARCH_GROUP)
+        .query_async(conn)
+        .await?;
+    let mut removed = 0;
+    for consumer in info.consumers {
+        if consumer.pending == 0
+            && consumer.idle as u128 > STALE_CONSUMER.as_millis()
+            && remove_consumer_if_idle(conn, &consumer.name).await?
+        {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// Keeps `NAME|THREADS` in the heartbeat set, expiring three beats ahead,
+/// and now and then sweeps stale consumers.
 async fn heartbeat(mut conn: RedisConn, settings: SearcherSettings) {
     let member = format!("{}|{}", settings.name, settings.threads);
+    let mut beats: u32 = 0;
     loop {
         let now = crate::sync::now_ms();
         let expires = now + 3 * HEARTBEAT.as_millis() as u64;
@@ -104,16 +199,31 @@ async fn heartbeat(mut conn: RedisConn, settings: SearcherSettings) {
         if let Err(e) = beat {
             tracing::warn!(error = %e, "cannot renew the searcher heartbeat");
         }
+        beats = beats.wrapping_add(1);
+        if beats % SWEEP_EVERY_BEATS == 1 {
+            match sweep_stale_consumers(&mut conn).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(removed = n, "removed consumers of searchers long gone"),
+                Err(e) => tracing::debug!(error = %e, "cannot sweep stale consumers"),
+            }
+        }
         tokio::time::sleep(HEARTBEAT).await;
     }
 }
 
 /// One searcher thread: reclaimed jobs first, then new ones.
-async fn searcher(mut conn: RedisConn, settings: SearcherSettings, thread: usize) {
+/// A read is never cancelled (its job would be left pending on a consumer
+/// that is leaving): `stopped` is looked at between reads.
+async fn searcher(
+    mut conn: RedisConn,
+    settings: SearcherSettings,
+    thread: usize,
+    stopped: tokio::sync::watch::Receiver<bool>,
+) {
     let consumer = format!("{}-{thread}", settings.name);
     let block = block_time(settings.redis_timeout);
     let mut grouped = false;
-    loop {
+    while !*stopped.borrow() {
         if !grouped {
             match ensure_group(&mut conn).await {
                 Ok(()) => grouped = true,
@@ -279,6 +389,7 @@ async fn work(conn: &mut RedisConn, entry: StreamId) {
 pub async fn serve_worker(
     settings: SearcherSettings,
     metrics_listen: Option<std::net::SocketAddr>,
+    stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), String> {
     if let Some(addr) = metrics_listen {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -305,5 +416,5 @@ pub async fn serve_worker(
     crate::metrics::METRICS
         .search_workers_alive
         .set(settings.threads as i64);
-    run(settings).await
+    run(settings, stop).await
 }

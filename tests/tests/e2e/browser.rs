@@ -77,7 +77,13 @@ async fn run_scenario(script: &str, artifacts: &Path) {
 /// Runs one Playwright script against the server at `base` (its HTTP root);
 /// fails as [`run_scenario`] does.
 async fn run_against(script: &str, base: &str, artifacts: &Path) {
+    run_against_with(script, base, artifacts, &[]).await;
+}
+
+/// [`run_against`] with `env` added to the script's environment.
+async fn run_against_with(script: &str, base: &str, artifacts: &Path, env: &[(&str, String)]) {
     let child = node(script, base, artifacts)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .spawn()
         .unwrap_or_else(|e| panic!("could not start node ({e}); run .ci/test"));
     let output = tokio::time::timeout(SCENARIO_LIMIT, child.wait_with_output())
@@ -155,6 +161,39 @@ async fn web_client_plays_a_correspondence_game_in_chromium() {
     assert!(
         artifacts.join("preview.png").exists() && artifacts.join("claimed.png").exists(),
         "screenshots of the preview and the claimed game were saved"
+    );
+}
+
+/// The computer under load, as a player sees it: a server with no
+/// searcher at all (Redis, `--bot-threads 0`, no worker) refuses a game
+/// and the page says the computer is not available; on a server with one
+/// search thread, a game whose search waits behind another's says so and
+/// how long, and a new game is refused with the wait it would mean.
+#[tokio::test(flavor = "multi_thread")]
+async fn web_client_tells_players_when_the_computer_is_busy_in_chromium() {
+    let artifacts = workspace_root().join("target/browser-artifacts/computer");
+    let redis = RedisServer::start().await;
+    let no_searcher = JumpgateProcess::start(&[
+        ("JUMPGATE_REDIS_URL", redis.url()),
+        ("JUMPGATE_BOT_THREADS", "0".to_owned()),
+    ])
+    .await;
+    let one_thread = JumpgateProcess::start(&[
+        ("JUMPGATE_BOT_THREADS", "1".to_owned()),
+        ("JUMPGATE_EXECUTIVE_MS", "10000".to_owned()),
+        ("JUMPGATE_MAX_SEARCH_WAIT_SECS", "2".to_owned()),
+    ])
+    .await;
+    run_against_with(
+        "computer.mjs",
+        &format!("http://{}", one_thread.addr),
+        &artifacts,
+        &[("NO_SEARCHER_BASE", format!("http://{}", no_searcher.addr))],
+    )
+    .await;
+    assert!(
+        artifacts.join("queued-phone.png").exists() && artifacts.join("busy.png").exists(),
+        "screenshots of the queued game and the refusal were saved"
     );
 }
 

@@ -1,8 +1,9 @@
 //! The computer's searches as Redis Stream jobs, with real processes:
 //! instances that search nothing themselves (`--bot-threads 0`),
-//! `jumpgate bot-worker` processes killed with SIGKILL in the middle of a
-//! search, games that move to another instance while their job is out,
-//! and the order jobs are served in.
+//! `jumpgate bot-worker` processes killed with SIGKILL, frozen, stopped
+//! with SIGTERM or stalled by Redis in the middle of a search, games that
+//! move to another instance while their job is out, and the order jobs are
+//! served in.
 
 use std::time::Duration;
 
@@ -35,28 +36,11 @@ async fn worker(name: &str, redis: &RedisServer, threads: usize) -> BotWorkerPro
     .await
 }
 
-/// The flattened values of a Redis reply (nested arrays flattened).
-fn values(reply: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut lines = reply.split("\r\n").filter(|l| !l.is_empty());
-    while let Some(line) = lines.next() {
-        match line.as_bytes()[0] {
-            b'*' => {}
-            b'$' if line == "$-1" => {}
-            b'$' => out.push(lines.next().unwrap_or_default().to_owned()),
-            b':' | b'+' => out.push(line[1..].to_owned()),
-            _ => panic!("unexpected reply {reply:?}"),
-        }
-    }
-    out
-}
-
 /// Jobs handed to a searcher and not yet finished.
 async fn pending(redis: &RedisServer) -> u64 {
-    let reply = redis
-        .command(&["XPENDING", "jg:{search}:jobs", "searchers"])
-        .await;
-    values(&reply)
+    redis
+        .values(&["XPENDING", "jg:{search}:jobs", "searchers"])
+        .await
         .first()
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
@@ -64,10 +48,9 @@ async fn pending(redis: &RedisServer) -> u64 {
 
 /// The job names of the finished searches, in the order they finished.
 async fn finished_jobs(redis: &RedisServer) -> Vec<String> {
-    let reply = redis
-        .command(&["XRANGE", "jg:{search}:results", "-", "+"])
+    let v = redis
+        .values(&["XRANGE", "jg:{search}:results", "-", "+"])
         .await;
-    let v = values(&reply);
     // id, then field/value pairs: key, chosen, level, ms.
     v.chunks(9)
         .filter_map(|entry| {
@@ -221,6 +204,118 @@ async fn a_frozen_worker_that_wakes_after_its_job_was_taken_over_changes_nothing
     assert_eq!(pending(&redis).await, 0);
 }
 
+/// A worker stopped with SIGTERM (a rolling update) in the middle of a
+/// search finishes it and hands the move in before it exits: the game gets
+/// its move from it, with no other searcher running and nothing left to
+/// take over; it leaves no heartbeat and no consumer behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_stopped_mid_search_hands_its_move_in_and_leaves_the_group() {
+    let redis = RedisServer::start().await;
+    let instance = JumpgateProcess::start(&instance_env(&redis, 2_000)).await;
+    let mut leaving = worker("leaving", &redis, 2).await;
+    let mut p = Player::connect_to(&instance, Encoding::Json, None).await;
+    let s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
+    let asked_at = play(&mut p, &s).await;
+    let mut tries = 0;
+    while pending(&redis).await == 0 {
+        tries += 1;
+        assert!(tries < 100, "the worker never took the job");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    leaving.signal("TERM");
+    let s = my_turn(&mut p).await;
+    assert_eq!(s.game.ply, asked_at + 1, "its move arrived");
+    let mut status = None;
+    for _ in 0..100 {
+        status = leaving.try_wait();
+        if status.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(status.expect("it exits").success(), "{status:?}");
+    assert_eq!(finished_jobs(&redis).await.len(), 1);
+    assert_eq!(pending(&redis).await, 0);
+    let beats = redis
+        .values(&["ZRANGE", "jg:{search}:workers", "0", "-1"])
+        .await;
+    assert!(beats.is_empty(), "heartbeat left: {beats:?}");
+    let consumers = redis
+        .command(&["XINFO", "CONSUMERS", "jg:{search}:jobs", "searchers"])
+        .await;
+    assert!(
+        !consumers.contains("leaving"),
+        "consumer left: {consumers:?}"
+    );
+    // With no searcher left, a new game is refused (the instance reads the
+    // heartbeats every 2 s while none of its games waits).
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    let mut q = Player::connect_to(&instance, Encoding::Json, None).await;
+    assert_eq!(
+        start_solo(&mut q, RuleSet::Space, BotLevel::Executive)
+            .await
+            .err(),
+        Some(ErrorCode::ComputerBusy),
+        "the instance still counts the worker that left"
+    );
+}
+
+/// Redis stalls (`CLIENT PAUSE`, longer than the worker's command timeout)
+/// just as the worker writes its move: the write's outcome is unknown to
+/// it (Redis runs it when the pause ends), so it neither announces nor
+/// acknowledges; the job is taken over after the reclaim time, found
+/// answered and dropped without a second search; the game reads the move
+/// back and gets it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_stall_while_the_worker_hands_its_move_in_gives_one_move() {
+    let redis = RedisServer::start().await;
+    // The instance keeps its default ownership lease, which outlasts the
+    // pause: only the worker's writes are in question here.
+    let mut env = instance_env(&redis, 1_500);
+    env.retain(|(k, _)| *k != "JUMPGATE_HEARTBEAT_TTL_MS");
+    let instance = JumpgateProcess::start(&env).await;
+    let stalled = BotWorkerProcess::start(
+        "stalled",
+        &redis.url(),
+        1,
+        &[
+            ("JUMPGATE_SEARCH_RECLAIM_MS", RECLAIM_MS.to_owned()),
+            ("JUMPGATE_REDIS_TIMEOUT_MS", "300".to_owned()),
+        ],
+    )
+    .await;
+    let mut p = Player::connect_to(&instance, Encoding::Json, None).await;
+    let s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
+    let asked_at = play(&mut p, &s).await;
+    let mut tries = 0;
+    while pending(&redis).await == 0 {
+        tries += 1;
+        assert!(tries < 100, "the worker never took the job");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The timed search ends 0.75-1.5 s after it began: inside the pause.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    redis.pause(2_000).await;
+    let s = my_turn(&mut p).await;
+    assert_eq!(s.game.ply, asked_at + 1, "one computer move");
+    let mut tries = 0;
+    while pending(&redis).await != 0 {
+        tries += 1;
+        assert!(tries < 200, "the job was never finished");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    let now = current(&mut p).await;
+    assert_eq!((now.game.ply, now.version), (s.game.ply, s.version));
+    assert_eq!(
+        stalled.metric("jumpgate_searches_total").await,
+        1.0,
+        "searched once: the answer written in the pause was found"
+    );
+    assert!(stalled.metric("jumpgate_search_jobs_reclaimed_total").await >= 1.0);
+    assert!(finished_jobs(&redis).await.len() <= 1);
+}
+
 /// With no searcher anywhere (`--bot-threads 0` and no worker), a game
 /// against the computer is refused with the retryable `computer_busy`;
 /// once a worker runs, it starts and gets its replies.
@@ -310,7 +405,7 @@ async fn a_game_that_moves_to_another_instance_while_its_job_is_out_gets_one_rep
     let asked_at = play(&mut p, &s).await;
     // The job is in the stream, waiting.
     let mut tries = 0;
-    while values(&redis.command(&["XLEN", "jg:{search}:jobs"]).await)[0] == "0" {
+    while redis.values(&["XLEN", "jg:{search}:jobs"]).await[0] == "0" {
         tries += 1;
         assert!(tries < 100, "the job was never queued");
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -384,44 +384,25 @@ async fn entering_a_lobby_detaches_a_solo_game_that_resume_brings_back() {
     assert_eq!(after.game.moves, before.game.moves, "the game carried on");
 }
 
-/// The values in a raw Redis reply (bulk strings, integers, simple
-/// strings), in order.
-fn values(reply: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut lines = reply.split("\r\n").filter(|l| !l.is_empty());
-    while let Some(line) = lines.next() {
-        match line.as_bytes()[0] {
-            b'*' => {}
-            b'$' if line == "$-1" => {}
-            b'$' => out.push(lines.next().unwrap_or_default().to_owned()),
-            b':' | b'+' => out.push(line[1..].to_owned()),
-            _ => panic!("unexpected reply {reply:?}"),
-        }
-    }
-    out
-}
-
 async fn open_set(redis: &RedisServer) -> Vec<String> {
-    values(&redis.command(&["SMEMBERS", "jg:lobbies"]).await)
+    redis.values(&["SMEMBERS", "jg:lobbies"]).await
 }
 
 async fn ttl(redis: &RedisServer, key: &str) -> i64 {
-    values(&redis.command(&["TTL", key]).await)[0]
-        .parse()
-        .unwrap()
+    redis.values(&["TTL", key]).await[0].parse().unwrap()
 }
 
 async fn note(redis: &RedisServer, identity: &str) -> Option<String> {
     let key = format!("jg:solo:{{{identity}}}");
-    values(&redis.command(&["GET", &key]).await).pop()
+    redis.values(&["GET", &key]).await.pop()
 }
 
 /// Every solo game in Redis: its id, and the identity its record names.
 async fn stored_solo_games(redis: &RedisServer) -> Vec<(String, String)> {
-    let keys = values(&redis.command(&["KEYS", "jg:{S*}:room"]).await);
+    let keys = redis.values(&["KEYS", "jg:{S*}:room"]).await;
     let mut games = Vec::new();
     for key in keys {
-        let record = values(&redis.command(&["GET", &key]).await).pop().unwrap();
+        let record = redis.values(&["GET", &key]).await.pop().unwrap();
         let record: serde_json::Value = serde_json::from_str(&record).unwrap();
         games.push((
             record["id"].as_str().unwrap().to_owned(),
@@ -435,7 +416,7 @@ async fn stored_solo_games(redis: &RedisServer) -> Vec<(String, String)> {
 /// marked closed: what a close that was never stored leaves behind.
 async fn reopen(redis: &RedisServer, id: &str) {
     let room = format!("jg:{{{id}}}:room");
-    let record = values(&redis.command(&["GET", &room]).await).pop().unwrap();
+    let record = redis.values(&["GET", &room]).await.pop().unwrap();
     let mut record: serde_json::Value = serde_json::from_str(&record).unwrap();
     assert_eq!(record["closed"], true, "closed by its replacement");
     record["closed"] = false.into();
@@ -697,7 +678,7 @@ async fn a_replaced_ranked_game_left_pending_counts_once_and_closes() {
 
     reopen(&redis, &ranked.id).await;
     let room = format!("jg:{{{}}}:room", ranked.id);
-    let record = values(&redis.command(&["GET", &room]).await).pop().unwrap();
+    let record = redis.values(&["GET", &room]).await.pop().unwrap();
     let mut record: serde_json::Value = serde_json::from_str(&record).unwrap();
     record["pending_score"] = true.into();
     redis.command(&["SET", &room, &record.to_string()]).await;

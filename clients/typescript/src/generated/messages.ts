@@ -1061,7 +1061,8 @@ export interface SoloState {
  */
 export interface SearchQueuePlace {
   /**
-   * Searches that start before this one: 0 when it is next or already running.
+   * The searches this one waits for: those queued before it and, until it
+   * starts, those running; 0 once it is running.
    */
   ahead: number;
   /**
