@@ -362,4 +362,9 @@ impl BotWorkerProcess {
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
         self.process.try_wait()
     }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
 }

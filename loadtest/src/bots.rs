@@ -74,6 +74,10 @@ pub struct BotsArgs {
     /// Pin worker i to the i-th of these CPUs (comma-separated, cycled).
     #[arg(long, value_delimiter = ',')]
     pub worker_cpus: Vec<String>,
+    /// Run the workers at this nice value (`renice`), e.g. 19 so that they
+    /// take only the CPU time the cores they share leave over.
+    #[arg(long)]
+    pub worker_nice: Option<i32>,
     /// Pin the Redis (when workers run) with `taskset -c CPUS`.
     #[arg(long)]
     pub redis_cpus: Option<String>,
@@ -529,18 +533,24 @@ pub async fn bench_bots(args: &BotsArgs) -> Result<BotsReport, String> {
                 None
             };
             let mut extra = Vec::new();
+            let workers_said = format!(
+                "{} bot-worker processes × {} threads{}{}",
+                args.workers,
+                args.worker_threads,
+                if args.worker_cpus.is_empty() {
+                    String::new()
+                } else {
+                    format!(" on CPUs {}", args.worker_cpus.join(","))
+                },
+                args.worker_nice
+                    .map_or(String::new(), |n| format!(" at nice {n}")),
+            );
             let bot_threads = match (&redis, args.bot_threads) {
                 (Some(_), None) => {
                     extra.extend(["--bot-threads".to_owned(), "0".to_owned()]);
-                    format!(
-                        "0, {} bot-worker processes × {} threads",
-                        args.workers, args.worker_threads
-                    )
+                    format!("0, {workers_said}")
                 }
-                (Some(_), Some(n)) => format!(
-                    "{n}, and {} bot-worker processes × {} threads",
-                    args.workers, args.worker_threads
-                ),
+                (Some(_), Some(n)) => format!("{n}, and {workers_said}"),
                 (None, _) => bot_threads,
             };
             if let Some(n) = args.bot_threads {
@@ -577,6 +587,11 @@ pub async fn bench_bots(args: &BotsArgs) -> Result<BotsReport, String> {
                         .await?,
                     );
                 }
+                if let Some(nice) = args.worker_nice {
+                    for w in &workers {
+                        renice(w.pid(), nice)?;
+                    }
+                }
                 // The server admits games once it has read the workers'
                 // heartbeats (every 2 s while no game waits).
                 tokio::time::sleep(Duration::from_millis(2_500)).await;
@@ -587,5 +602,29 @@ pub async fn bench_bots(args: &BotsArgs) -> Result<BotsReport, String> {
             drop(redis);
             Ok(report)
         }
+    }
+}
+
+/// Sets the nice value of every thread of a process with `renice` (on Linux
+/// a thread's own; threads made later inherit it from the one making them).
+fn renice(pid: u32, nice: i32) -> Result<(), String> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map_err(|e| format!("cannot list the threads of {pid}: {e}"))?;
+    let mut ids: Vec<String> = tasks
+        .filter_map(|t| t.ok()?.file_name().into_string().ok())
+        .collect();
+    ids.sort();
+    let status = std::process::Command::new("renice")
+        .args(["-n", &nice.to_string(), "-p"])
+        .args(&ids)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run renice: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "renice -n {nice} of process {pid} failed: {status}"
+        ))
     }
 }

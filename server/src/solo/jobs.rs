@@ -34,7 +34,7 @@ use redis::streams::{StreamInfoGroupsReply, StreamRangeReply, StreamReadReply};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
-use super::pool::{Busy, PRACTICE_FLOOR, SearchJob, SearchTimes, Ticket};
+use super::pool::{Busy, SearchJob, SearchTimes, Ticket};
 use crate::bots::{BotConfig, Level};
 use crate::rules::{DrawRules, Variant, VariantGame};
 use crate::store::RedisConn;
@@ -67,7 +67,9 @@ pub struct WireJob {
     /// The search's seed.
     pub seed: u64,
     pub ranked: bool,
-    /// A practice Executive's time budget (ranked searches ignore it).
+    /// A practice search's time budget when nothing else waits; the
+    /// searcher shares it out under load when the search starts (ranked
+    /// searches ignore it).
     pub budget_ms: u64,
 }
 
@@ -228,12 +230,8 @@ impl JobQueue {
     pub fn submit(self: &Arc<Self>, job: SearchJob) -> Ticket {
         let (reply, chosen) = oneshot::channel();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let budget = {
+        {
             let mut state = self.lock();
-            let view = &state.view;
-            let threads = view.threads.max(1);
-            let share = threads as f64 / (threads + view.undelivered.len()) as f64;
-            let budget = self.executive_budget.mul_f64(share).max(PRACTICE_FLOOR);
             // A second ask for the same job (a game resumed here) replaces
             // the first: its ticket's game is gone.
             state.waiters.insert(
@@ -245,8 +243,7 @@ impl JobQueue {
                     reply,
                 },
             );
-            budget
-        };
+        }
         let wire = WireJob {
             rule_set: job.rule_set,
             game_seed: job.game_seed,
@@ -254,7 +251,8 @@ impl JobQueue {
             level: job.level,
             seed: job.seed,
             ranked: job.ranked,
-            budget_ms: budget.as_millis() as u64,
+            // The searcher shares it out when the search starts.
+            budget_ms: self.executive_budget.as_millis() as u64,
         };
         let queue = self.clone();
         tokio::spawn(async move { queue.follow(job.key, id, wire).await });

@@ -29,6 +29,7 @@ use std::time::Duration;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
 
 use super::jobs::{RESULT_TTL_SECS, RESULTS_KEPT, WireJob, encode_answer};
+use super::pool::PRACTICE_FLOOR;
 use crate::bots;
 use crate::store::keys::{
     SEARCH_GROUP, SEARCH_JOBS, SEARCH_RESULTS, SEARCH_WORKERS, search_result_key,
@@ -325,6 +326,10 @@ async fn work(conn: &mut RedisConn, entry: StreamId) {
         done(conn).await;
         return;
     };
+    let mut job = job;
+    if !job.ranked {
+        job.budget_ms = shared_budget_ms(conn, job.budget_ms).await;
+    }
     let level = job.level;
     let started = std::time::Instant::now();
     let chosen = tokio::task::spawn_blocking(move || {
@@ -382,6 +387,35 @@ async fn work(conn: &mut RedisConn, entry: StreamId) {
         }
     }
     done(conn).await;
+}
+
+/// A practice search's budget at the moment it starts, as the local queue
+/// shares it: `budget × threads / (threads + waiting)`, never below the
+/// practice floor, where `waiting` counts the jobs not yet handed to a
+/// searcher and `threads` the searcher threads alive. The full budget when
+/// Redis cannot say.
+async fn shared_budget_ms(conn: &mut RedisConn, budget_ms: u64) -> u64 {
+    let counts: redis::RedisResult<(usize, redis::streams::StreamPendingReply)> = redis::pipe()
+        .cmd("XLEN")
+        .arg(SEARCH_JOBS)
+        .cmd("XPENDING")
+        .arg(SEARCH_JOBS)
+        .arg(SEARCH_GROUP)
+        .query_async(conn)
+        .await;
+    let Ok((queued, pending)) = counts else {
+        return budget_ms;
+    };
+    let Ok(threads) = super::jobs::live_threads(conn).await else {
+        return budget_ms;
+    };
+    // Finished jobs are deleted: what is in the stream and not pending
+    // waits for a searcher.
+    let waiting = queued.saturating_sub(pending.count());
+    let threads = threads.max(1);
+    let floor = PRACTICE_FLOOR.as_millis() as u64;
+    let shared = budget_ms as f64 * threads as f64 / (threads + waiting) as f64;
+    (shared as u64).max(floor)
 }
 
 /// `jumpgate bot-worker`: runs a searcher, and serves its metrics on
