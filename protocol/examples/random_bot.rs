@@ -78,7 +78,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     continue;
                 };
                 println!("playing {}", path.join("-"));
-                ignore_lost_races(session.play(path).await)?;
+                ignore_lost_races(session.play(path).await.map(|_| ()))?;
             }
             Phase::Waiting | Phase::Playing => {}
         }

@@ -41,7 +41,16 @@ export {
   type SessionEvents,
   type SessionOptions,
 } from "./session.js";
-export { SnapshotStateHolder, type Applied, type RoomView, type StateHolder } from "./state.js";
+export {
+  isFinished,
+  isMyTurn,
+  playMark,
+  seatOf,
+  SnapshotStateHolder,
+  type Applied,
+  type RoomView,
+  type StateHolder,
+} from "./state.js";
 export {
   compactGame,
   gapSince,

@@ -37,7 +37,7 @@ import {
   roomUrl,
   type ReconnectPolicy,
 } from "./policy.js";
-import { SnapshotStateHolder, type RoomView, type StateHolder } from "./state.js";
+import { isFinished, isMyTurn, playMark, seatOf, SnapshotStateHolder, type RoomView, type StateHolder } from "./state.js";
 import { V2RoomView } from "./v2.js";
 
 /** The protocol version a session speaks unless told otherwise (PROTOCOL.md section 21). */
@@ -255,6 +255,28 @@ export class Session {
     return this.#holder.view;
   }
 
+  /** The seat (0 or 1) this identity holds in the lobby, if any. */
+  get seat(): number | undefined {
+    return seatOf(this.view, this.#identity.id);
+  }
+
+  /**
+   * Whether it is this identity's turn: in the lobby's round being played,
+   * or in the solo game (against the computer, when it is not thinking).
+   */
+  get myTurn(): boolean {
+    return isMyTurn(this.view, this.#identity.id);
+  }
+
+  /**
+   * Whether nothing more will be played where the session is: in no room,
+   * the lobby's series over, or the solo game decided. A bot waits for
+   * `myTurn || finished`.
+   */
+  get finished(): boolean {
+    return isFinished(this.view);
+  }
+
   /** The protocol version the session speaks. */
   get protocol(): ProtocolVersion {
     return this.#protocol;
@@ -293,8 +315,10 @@ export class Session {
    * `Error` after `timeoutMs` when one is given.
    *
    * A request's promise resolves on its `ack`, which the server sends before
-   * the `snapshot` or event the request caused: after `await joinLobby(code)`
-   * or `await move(path)` the view may not show it yet. Wait with this.
+   * the `snapshot` or event the request caused: after `await move(path)` or
+   * `await request(...)` the view may not show it yet. Wait with this (or
+   * use `play`, `createLobby`, `joinLobby` and `watch`, which wait for their
+   * effect themselves).
    */
   waitForView(predicate: (view: RoomView | undefined) => boolean, timeoutMs?: number): Promise<RoomView | undefined> {
     if (predicate(this.view)) {
@@ -353,16 +377,38 @@ export class Session {
     });
   }
 
-  createLobby(options: Omit<ClientCreateLobby, "type" | "seq"> = {}): Promise<ServerAck> {
-    return this.request({ type: "create_lobby", ...options });
+  /**
+   * Creates a lobby, seated as its host, and resolves with its view once the
+   * session has it (the room's `code` and `invite_link` are in it).
+   */
+  async createLobby(options: Omit<ClientCreateLobby, "type" | "seq"> = {}): Promise<RoomView> {
+    await this.request({ type: "create_lobby", ...options });
+    return this.#lobbyView(undefined);
   }
 
-  joinLobby(code: string, invite?: string): Promise<ServerAck> {
-    return this.request({ type: "join_lobby", code, ...(invite === undefined ? {} : { invite }) });
+  /**
+   * Takes the free seat of the lobby `code` (or the seat this identity
+   * already holds there) and resolves with the room's view once the session
+   * has it.
+   */
+  async joinLobby(code: string, invite?: string): Promise<RoomView> {
+    await this.request({ type: "join_lobby", code, ...(invite === undefined ? {} : { invite }) });
+    return this.#lobbyView(code);
   }
 
-  watch(code: string, invite?: string): Promise<ServerAck> {
-    return this.request({ type: "watch", code, ...(invite === undefined ? {} : { invite }) });
+  /** Watches the lobby `code` as a spectator; resolves with the room's view once the session has it. */
+  async watch(code: string, invite?: string): Promise<RoomView> {
+    await this.request({ type: "watch", code, ...(invite === undefined ? {} : { invite }) });
+    return this.#lobbyView(code);
+  }
+
+  /** The lobby's view, once the session has one (of the lobby `code`, when given). */
+  async #lobbyView(code: string | undefined): Promise<RoomView> {
+    const wanted = code?.trim().toUpperCase();
+    const view = await this.waitForView(
+      (view) => view !== undefined && view.kind !== "solo" && (wanted === undefined || view.state.code === wanted),
+    );
+    return view as RoomView;
   }
 
   leave(): Promise<ServerAck> {
@@ -376,6 +422,29 @@ export class Session {
    */
   move(move: string | string[]): Promise<ServerAck> {
     return this.request(typeof move === "string" ? { type: "move", notation: move } : { type: "move", path: move });
+  }
+
+  /**
+   * Plays a move, as {@link move} does, and resolves with the first view
+   * that shows it. The `ack` comes before the event that carries the move,
+   * and after a reconnection the room's snapshot can arrive before the
+   * re-sent move is applied; `play` waits past both, until the view has the
+   * move (or has moved on: the round ended, the room is gone). Choose the
+   * next move from what it resolves with.
+   *
+   * ```ts
+   * while (true) {
+   *   await session.waitForView(() => session.myTurn || session.finished);
+   *   if (session.finished) break;
+   *   const view = session.view;
+   *   if (view?.kind === "lobby_v2" && view.state.game) await session.play(view.state.game.legal[0]);
+   * }
+   * ```
+   */
+  async play(move: string | string[]): Promise<RoomView | undefined> {
+    const before = playMark(this.view);
+    await this.move(move);
+    return this.waitForView((view) => playMark(view) !== before);
   }
 
   offerDraw(): Promise<ServerAck> {

@@ -19,6 +19,52 @@ export type RoomView =
   /** A solo game (the same `solo_state` in both protocols). */
   | { kind: "solo"; state: SoloState };
 
+/**
+ * Where play stands in `view`, changing with every move applied: the
+ * lobby's code, round and ply, or the solo game's id and ply ("" in no room).
+ */
+export function playMark(view: RoomView | undefined): string {
+  if (view === undefined) return "";
+  if (view.kind === "solo") return `solo/${view.state.id}/${view.state.game.ply}`;
+  return `lobby/${view.state.code}/${view.state.series.round}/${view.state.game?.ply ?? 0}`;
+}
+
+/** The seat (0 or 1) `identityId` holds in the lobby of `view`, if any. */
+export function seatOf(view: RoomView | undefined, identityId: string): number | undefined {
+  if (view === undefined || view.kind === "solo") return undefined;
+  const seat = view.state.players.findIndex((player) => player?.id === identityId);
+  return seat < 0 ? undefined : seat;
+}
+
+/**
+ * Whether `identityId` is to move in `view`: in a lobby, seated and on turn
+ * in a round being played; in a solo game, always on one device, and against
+ * the computer when it is not thinking.
+ */
+export function isMyTurn(view: RoomView | undefined, identityId: string): boolean {
+  if (view === undefined) return false;
+  if (view.kind === "solo") {
+    const solo = view.state;
+    return !solo.game.result && !solo.thinking && (solo.you == null || solo.you === solo.game.turn);
+  }
+  const room = view.state;
+  const game = room.game;
+  if (!game || room.phase !== "playing" || game.result) return false;
+  const seat = seatOf(view, identityId);
+  if (seat === undefined) return false;
+  return (game.dark_seat === seat ? "dark" : "light") === game.turn;
+}
+
+/**
+ * Whether nothing more will be played in `view`: no room, a lobby whose
+ * series is over (`finished`, `ended`), or a solo game with a result.
+ */
+export function isFinished(view: RoomView | undefined): boolean {
+  if (view === undefined) return true;
+  if (view.kind === "solo") return Boolean(view.state.game.result);
+  return view.state.phase === "finished" || view.state.phase === "ended";
+}
+
 /** What applying one server message did to the view. */
 export type Applied =
   /** Nothing changed (another kind of message, or a stale snapshot). */

@@ -161,7 +161,8 @@ test("a seat taken whose state never arrived is taken back after a restart", { t
   const { code } = await lobbyState(host, () => true);
   // The join's ack arrives; the state that follows it is lost.
   network.dropWhen = (data) => decodeMessage(data, "json").type === "state";
-  await guest.joinLobby(code);
+  // The bare request (joinLobby would wait for the state that never comes).
+  await guest.request({ type: "join_lobby", code });
   await lobbyState(host, (state) => state.phase === "playing");
   assert.equal(guest.view, undefined, "no state reached the guest");
   assert.deepStrictEqual(guest.room, { kind: "lobby", code, seated: true }, "the ack alone puts it in the room");
@@ -237,4 +238,45 @@ test("a request made during the outage waits for the new connection", { timeout:
   assert.equal(session.room.code, code, "back in its lobby");
   assert.ok(session.reconnections >= 1);
   session.close();
+});
+
+test("two bots in the documented idiom play a whole game through two kills and restarts, with no move refused", { timeout: 180_000 }, async () => {
+  const connect = () => Session.connect({ url: server.wsUrl, client: "jumpgate-ts-bot", WebSocket: WebSocketClass, policy });
+  const host = await connect();
+  const guest = await connect();
+  await host.createLobby();
+  const created = await host.waitForView((view) => view?.kind === "lobby_v2");
+  await guest.joinLobby(created.state.code);
+  // The loop protocol 2's README teaches: wait for our turn or the end, then play,
+  // choosing each move from the view `play` resolved with.
+  async function bot(session) {
+    let played = 0;
+    for (;;) {
+      await session.waitForView(() => session.myTurn || session.finished);
+      if (session.finished) return played;
+      const legal = session.view.state.game.legal;
+      const path = legal[played % legal.length];
+      try {
+        await session.play(path);
+      } catch (err) {
+        throw new Error(`move ${path.join("-")} after ${played} moves: ${err.code ?? ""} ${err.message}`);
+      }
+      played += 1;
+    }
+  }
+  const playing = [bot(host), bot(guest)];
+  for (const atPly of [6, 20]) {
+    const reached = await host.waitForView((view) => host.finished || (view?.state.game?.ply ?? 0) >= atPly, 60_000);
+    assert.ok(!host.finished, `the game ended before ply ${atPly}`);
+    assert.ok(reached);
+    await server.kill();
+    await server.restart();
+  }
+  const moves = await Promise.all(playing);
+  assert.ok(host.reconnections >= 2, `reconnections: ${host.reconnections}`);
+  const room = host.view.state;
+  // A drawn one-game series is played again: then its last game holds only some moves.
+  if (room.series.round === 1) assert.equal(room.game.moves.length, moves[0] + moves[1], "every move played, once");
+  host.close();
+  guest.close();
 });

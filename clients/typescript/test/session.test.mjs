@@ -41,9 +41,10 @@ for (const encoding of ["json", "msgpack"]) {
       host.on("message", (message) => seen.push(message.type));
 
       const created = await host.createLobby({ rule_set: "american", series_length: 3 });
-      assert.equal(created.type, "ack");
-      assert.equal(created.seq, 2);
+      assert.equal(created.kind, "lobby", "resolves with the lobby's view");
+      assert.ok(seen.includes("ack") && seen.includes("state"), `after its ack and state: ${seen}`);
       const waiting = await lobbyState(host, (state) => state.phase === "waiting");
+      assert.equal(created.state.code, waiting.code);
       assert.equal(waiting.version, 1);
       assert.deepStrictEqual(host.room, { kind: "lobby", code: waiting.code, seated: true });
 

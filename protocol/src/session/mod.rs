@@ -147,6 +147,31 @@ impl SessionState {
         false
     }
 
+    /// Whether nothing more will be played where the session is: it is in no room and
+    /// no solo game, the lobby's series is over (`Finished`, `Ended`), or the solo game
+    /// has a result. A bot's loop waits for `my_turn() || finished()`.
+    pub fn finished(&self) -> bool {
+        if let Some(room) = &self.room {
+            return matches!(room.phase, Phase::Finished | Phase::Ended);
+        }
+        if let Some(solo) = &self.solo {
+            return solo.game.result.is_some();
+        }
+        true
+    }
+
+    /// Where play stands, changing with every move applied: the room's code, round and
+    /// ply, or the solo game's id and ply; `None` outside any game.
+    fn play_mark(&self) -> Option<(String, u32, u32)> {
+        if let Some(room) = &self.room {
+            let ply = room.game.as_ref().map_or(0, |game| game.ply);
+            return Some((room.code.clone(), room.series.round, ply));
+        }
+        self.solo
+            .as_ref()
+            .map(|solo| (solo.id.clone(), 0, solo.game.ply))
+    }
+
     /// The legal moves' paths in the room's game, or in the solo game, boosted ones
     /// (Space Mode) included; empty when nothing can be played.
     pub fn legal_paths(&self) -> Vec<Path> {
@@ -637,18 +662,40 @@ impl Session {
     }
 
     /// Plays a move in the lobby's game or the solo game, by notation (`"11-15"`) or by
-    /// path (`vec!["c3", "d4"]` as strings).
-    pub async fn play(&self, mv: impl Into<MoveInput>) -> Result<(), SessionError> {
+    /// path (`vec!["c3", "d4"]` as strings), and returns the first state that shows it.
+    ///
+    /// The server's `ack` comes before the event that carries the move, and after a
+    /// reconnection the room's snapshot can arrive before the re-sent move is applied;
+    /// so `play` waits past both, until the session's view has the move (or has moved
+    /// on: the round ended, the room is gone). What it returns, and `state()` from then
+    /// on, is the position after the move: a bot may choose its next move from it.
+    ///
+    /// ```no_run
+    /// # async fn example(session: jumpgate_protocol::session::Session)
+    /// # -> Result<(), jumpgate_protocol::session::SessionError> {
+    /// let state = session.wait_for(|s| s.my_turn() || s.finished()).await?;
+    /// if let Some(path) = state.legal_paths().into_iter().next() {
+    ///     let after = session.play(path).await?;
+    ///     // The move is in `after`: choose the next one from it, never from `state`.
+    ///     println!("ply {:?}", after.room.and_then(|room| room.game).map(|game| game.ply));
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn play(&self, mv: impl Into<MoveInput>) -> Result<SessionState, SessionError> {
         let (notation, path) = match mv.into() {
             MoveInput::Notation(notation) => (Some(notation), None),
             MoveInput::Path(path) => (None, Some(path)),
         };
+        let before = self.state.borrow().play_mark();
         self.act(move |seq| ClientMessage::Move {
             seq,
             notation,
             path,
         })
-        .await
+        .await?;
+        self.wait_for(move |state| state.play_mark() != before)
+            .await
     }
 
     /// Offers a draw, on your own turn.

@@ -11,6 +11,7 @@ mod client;
 mod fuzz;
 mod golden;
 mod golden_v2;
+mod readme;
 mod reconnect;
 mod refusals;
 mod room_view;

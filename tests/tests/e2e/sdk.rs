@@ -381,7 +381,7 @@ async fn after_kill_9_a_session_resumes_its_seat_and_its_move_counts_once() {
         .expect("the move answered after the restart")
         .unwrap();
     assert_eq!(
-        answer.map_err(|e| e.to_string()),
+        answer.map(|_| ()).map_err(|e| e.to_string()),
         Ok(()),
         "the re-sent move acknowledged"
     );
@@ -479,6 +479,67 @@ fn spawn_example(binary: &PathBuf, args: &[&str]) -> tokio::process::Child {
         .unwrap()
 }
 
+/// The host plays pseudo-random moves until the series is over (within
+/// [`OUTAGE_PATIENCE`]), and returns the finished room.
+async fn host_plays_until_finished(host: &Session) -> RoomSnapshot {
+    tokio::time::timeout(OUTAGE_PATIENCE, async {
+        let mut acted_on = 0;
+        loop {
+            let state = host
+                .wait_for(|s| {
+                    s.room.as_ref().is_some_and(|room| {
+                        room.version > acted_on && (room.phase == Phase::Finished || s.my_turn())
+                    })
+                })
+                .await
+                .unwrap();
+            let room = state.room.as_ref().unwrap();
+            acted_on = room.version;
+            if room.phase == Phase::Finished {
+                return room.clone();
+            }
+            let legal = state.legal_paths();
+            let path = legal[(room.version as usize * 7) % legal.len()].clone();
+            match host.play(path).await {
+                Ok(_) => {}
+                Err(err) if err.code() == Some(ErrorCode::NotYourTurn) => {}
+                Err(err) => panic!("the host's move: {err}"),
+            }
+        }
+    })
+    .await
+    .expect("the game ended in time")
+}
+
+/// protocol/README.md's first example (`examples/first_session.rs`, kept equal to it
+/// by the protocol crate's tests), run as a process: it joins a lobby by its invite
+/// link, plays the series against the host to its end, and exits by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_session_example_plays_a_series_to_its_end_and_exits() {
+    let binaries = tokio::task::spawn_blocking(|| build_examples(&["first_session"]))
+        .await
+        .unwrap();
+    let server = TestServer::start(|_| {}).await;
+    let url = server.ws_url();
+    let host = connect(&url, Subprotocol::v2(Encoding::MsgPack)).await;
+    let room = soon(host.create_lobby(NewLobby::default())).await.unwrap();
+    let link = room.invite_link.clone().expect("an invite link");
+    let playing = spawn_example(&binaries[0], &[&url, &link]);
+    let finished = host_plays_until_finished(&host).await;
+    assert!(!finished.game.as_ref().unwrap().moves.is_empty());
+    let output = tokio::time::timeout(PATIENCE, playing.wait_with_output())
+        .await
+        .expect("the README's session exits once the series is over")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "first_session failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("series over"), "{stdout}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_random_bot_and_spectator_examples_finish_a_game() {
     let binaries = tokio::task::spawn_blocking(|| build_examples(&["random_bot", "spectator"]))
@@ -499,33 +560,7 @@ async fn the_random_bot_and_spectator_examples_finish_a_game() {
     let playing = spawn_example(bot, &[&url, &code, "--protocol", "1"]);
 
     // The host plays random moves too, until the game is over.
-    let finished = tokio::time::timeout(OUTAGE_PATIENCE, async {
-        let mut acted_on = 0;
-        loop {
-            let state = host
-                .wait_for(|s| {
-                    s.room.as_ref().is_some_and(|room| {
-                        room.version > acted_on && (room.phase == Phase::Finished || s.my_turn())
-                    })
-                })
-                .await
-                .unwrap();
-            let room = state.room.as_ref().unwrap();
-            acted_on = room.version;
-            if room.phase == Phase::Finished {
-                return room.clone();
-            }
-            let legal = state.legal_paths();
-            let path = legal[(room.version as usize * 7) % legal.len()].clone();
-            match host.play(path).await {
-                Ok(()) => {}
-                Err(err) if err.code() == Some(ErrorCode::NotYourTurn) => {}
-                Err(err) => panic!("the host's move: {err}"),
-            }
-        }
-    })
-    .await
-    .expect("the game ended in time");
+    let finished = host_plays_until_finished(&host).await;
     let moves = finished.game.as_ref().unwrap().moves.clone();
     assert!(!moves.is_empty());
 
@@ -618,4 +653,82 @@ async fn solo_games_keep_their_state_and_tell_each_move() {
         .unwrap();
     assert_eq!(replied.solo.unwrap().game.moves.len(), 2);
     session.close().await;
+}
+
+/// Two bots written as protocol/README.md teaches them (wait for `my_turn() ||
+/// finished()`, then `play`, choosing each move from the state `play` or `wait_for`
+/// returned), playing a whole game while the `jumpgate` process is killed (SIGKILL)
+/// and started again on its Redis, twice: no move either sends is refused as illegal
+/// or out of turn, through the reconnections and the moves sent again after them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bots_in_the_documented_idiom_play_through_restarts_with_no_refused_move() {
+    let redis = RedisServer::start().await;
+    let env = [
+        ("JUMPGATE_REDIS_URL", redis.url()),
+        ("JUMPGATE_MOVE_CLOCK_MS", "120000".to_owned()),
+    ];
+    let mut server = JumpgateProcess::start(&env).await;
+    let (host, guest, _) = seated(
+        &server.ws_url(),
+        Subprotocol::v2(Encoding::MsgPack),
+        NewLobby::default(),
+    )
+    .await;
+    let bot = |session: Session| {
+        tokio::spawn(async move {
+            let mut played = 0usize;
+            loop {
+                let state = session
+                    .wait_for(|s| s.my_turn() || s.finished())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if state.finished() {
+                    return Ok::<usize, String>(played);
+                }
+                let legal = state.legal_paths();
+                let path = legal[played % legal.len()].clone();
+                session
+                    .play(path.clone())
+                    .await
+                    .map_err(|e| format!("move {} at ply {played}: {e}", path.join("-")))?;
+                played += 1;
+            }
+        })
+    };
+    let playing = [bot(host.clone()), bot(guest.clone())];
+    for at_ply in [6, 20] {
+        let reached = tokio::time::timeout(
+            OUTAGE_PATIENCE,
+            host.wait_for(|s| {
+                s.finished()
+                    || s.room
+                        .as_ref()
+                        .and_then(|room| room.game.as_ref())
+                        .is_some_and(|game| game.ply >= at_ply)
+            }),
+        )
+        .await
+        .expect("the game went on")
+        .unwrap();
+        assert!(!reached.finished(), "the game ended before ply {at_ply}");
+        server.kill_9();
+        server = JumpgateProcess::start_at(server.addr, &env).await;
+    }
+    let mut moves = 0;
+    for (who, bot) in ["host", "guest"].into_iter().zip(playing) {
+        let played = tokio::time::timeout(Duration::from_secs(120), bot)
+            .await
+            .unwrap_or_else(|_| panic!("the {who}'s game never ended"))
+            .unwrap();
+        moves += played.unwrap_or_else(|e| panic!("the {who}'s bot: {e}"));
+    }
+    let state = host.state();
+    assert!(state.reconnections >= 2, "{}", state.reconnections);
+    let room = state.room.unwrap();
+    // A drawn game of a one-game series is played again: then the last game
+    // holds only some of the moves.
+    if room.series.round == 1 {
+        let game = room.game.unwrap();
+        assert_eq!(game.moves.len(), moves, "every move played, once");
+    }
 }
