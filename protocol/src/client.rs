@@ -353,13 +353,24 @@ impl Client {
         token: Option<String>,
         client: &str,
     ) -> Result<Greeting, ClientError> {
+        self.greet_as(token, client, None).await
+    }
+
+    /// [`greet`](Self::greet), asking for the display name `name` for a guest (the
+    /// server normalises it; an account keeps its own).
+    pub async fn greet_as(
+        &mut self,
+        token: Option<String>,
+        client: &str,
+        name: Option<String>,
+    ) -> Result<Greeting, ClientError> {
         let seq = self.next_seq();
         self.send(&ClientMessage::Hello {
             seq,
             protocol: self.subprotocol.version.number(),
             token,
             client: client.to_owned(),
-            name: None,
+            name,
         })
         .await?;
         loop {

@@ -6,10 +6,10 @@
 //! encodings (a MessagePack message must say only what JSON can: see `PROTOCOL.md`, section 2),
 //! tells an unknown `type` apart from other garbage so the server can answer with the
 //! right [`ErrorCode`], and keeps the `seq` of a refused message whenever it can be read.
-//!
-//! Over 700 lines: the codec itself is under 500; the rest are its tests
-//! (what is accepted, defaulted, ignored and refused, in both encodings),
-//! kept beside the rules they pin.
+
+// Over 700 lines: the codec itself is under 500; the rest are its tests
+// (what is accepted, defaulted, ignored and refused, in both encodings),
+// kept beside the rules they pin.
 
 use std::fmt;
 

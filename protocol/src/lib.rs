@@ -66,7 +66,7 @@
 //! [`client::Client`], one plain WebSocket connection. The crate's README shows a whole
 //! client, and `protocol/examples/` holds runnable ones.
 //!
-//! The `schema` cargo feature adds [`schema`], the JSON Schemas of both message sets,
+//! The `schema` cargo feature adds the `schema` module, the JSON Schemas of both message sets,
 //! generated from these types; `protocol/schema/` holds them for other languages.
 
 // Every public item is documented, the wire types' fields included: their docs are

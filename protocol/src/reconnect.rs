@@ -9,9 +9,9 @@
 //! sends `hello` with the kept token and the next `seq`, enters the room again and
 //! re-sends the unanswered requests with their original `seq` and content. Its user learns of it from
 //! [`Event::Reconnected`] and otherwise carries on receiving messages as before.
-//!
-//! Over 700 lines: about 230 of them are unit tests; the client's reconnect
-//! state machine reads best in one place.
+
+// Over 700 lines: about 230 of them are unit tests; the client's reconnect
+// state machine reads best in one place.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -356,6 +356,19 @@ impl ReconnectingClient {
         client_name: &str,
         policy: ReconnectPolicy,
     ) -> Result<ReconnectingClient, ReconnectError> {
+        Self::connect_as(url, subprotocol, token, client_name, None, policy).await
+    }
+
+    /// [`connect`](Self::connect), asking in the first `hello` for the guest display
+    /// name `name` (later connections come back with the token, which keeps it).
+    pub async fn connect_as(
+        url: &str,
+        subprotocol: impl Into<Subprotocol>,
+        token: Option<String>,
+        client_name: &str,
+        name: Option<String>,
+        policy: ReconnectPolicy,
+    ) -> Result<ReconnectingClient, ReconnectError> {
         let subprotocol = subprotocol.into();
         let mut connection = Client::connect(url, subprotocol)
             .await
@@ -363,7 +376,7 @@ impl ReconnectingClient {
         let mut pacer = SendPacer::new(policy.messages_per_second);
         pacer.next_slot(Instant::now());
         let greeting = connection
-            .greet(token, client_name)
+            .greet_as(token, client_name, name)
             .await
             .map_err(ReconnectError::Connect)?;
         Ok(ReconnectingClient {

@@ -124,10 +124,16 @@ export class Connection {
         socket.close();
         reject(new StepTimeout(`opening ${url}`, timeoutMs));
       }, timeoutMs);
-      socket.onerror = () => {};
+      // What went wrong before the close, when the WebSocket says (the `ws`
+      // package and Node's own: "connect ECONNREFUSED …", "Unexpected server
+      // response: 404"), so that a refused port and a wrong path read apart.
+      let failure = "";
+      socket.onerror = (event: { message?: string; error?: { message?: string } }) => {
+        failure = event?.message ?? event?.error?.message ?? "";
+      };
       socket.onclose = (event: { code?: number; reason?: string }) => {
         clearTimeout(timer);
-        reject(new ConnectionClosed(event.code ?? 1006, event.reason ?? ""));
+        reject(new ConnectionClosed(event.code ?? 1006, event.reason || failure));
       };
       socket.onopen = () => {
         clearTimeout(timer);

@@ -124,3 +124,22 @@ for (const encoding of ["json", "msgpack"]) {
     });
   });
 }
+
+test("a refused port and a wrong path fail to connect with different messages", async () => {
+  const { freePort } = await import("./harness.mjs");
+  const port = await freePort();
+  const attempt = async (url) => {
+    try {
+      await Session.connect({ url, WebSocket: WebSocketClass });
+    } catch (err) {
+      assert.ok(err instanceof SessionEndedError, String(err));
+      return err.message;
+    }
+    assert.fail(`${url} connected`);
+  };
+  const refused = await attempt(`ws://127.0.0.1:${port}/ws`);
+  const notFound = await attempt(server.wsUrl.replace(/\/ws$/, "/nowhere"));
+  assert.notEqual(refused, notFound, `both said: ${refused}`);
+  assert.match(notFound, /404/, notFound);
+  assert.match(refused, /ECONNREFUSED|refused/i, refused);
+});

@@ -33,9 +33,9 @@
 //! a protocol 2 [`RoomSnapshot`] (a protocol 1 `state` is converted), kept current by
 //! applying `moved` and `changed` events on protocol 2, and asking `resync` when a
 //! version was missed.
-//!
-//! Over 700 lines: most of them are the handle's request methods, one short method
-//! per message, which read best side by side; the driver task is in its own module.
+
+// Over 700 lines: most of them are the handle's request methods, one short method
+// per message, which read best side by side; the driver task is in its own module.
 
 mod address;
 mod driver;
@@ -67,6 +67,9 @@ pub struct SessionOptions {
     pub token: Option<String>,
     /// The client's name and version, for the server's logs (`hello.client`).
     pub client_name: String,
+    /// A guest's display name, asked for in the first `hello` (`hello.name`; the server
+    /// normalises it, an account keeps its own); `None`: the token's, or a made-up one.
+    pub name: Option<String>,
     /// Reconnection back-off, give-up limits and the send rate.
     pub policy: ReconnectPolicy,
     /// How many [`SessionEvent`]s a slow [`Session::events`] reader may fall behind
@@ -80,6 +83,7 @@ impl Default for SessionOptions {
             subprotocol: Subprotocol::v2(Encoding::MsgPack),
             token: None,
             client_name: concat!("jumpgate-protocol/", env!("CARGO_PKG_VERSION")).to_owned(),
+            name: None,
             policy: ReconnectPolicy::default(),
             event_capacity: 1024,
         }
@@ -209,9 +213,10 @@ pub enum Reply {
 /// Why a request failed, or a session could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    /// The first connection could not be opened or greeted.
-    #[error("could not connect: {0}")]
-    Connect(#[source] ReconnectError),
+    /// The first connection could not be opened or greeted (said once: "could not
+    /// connect: the server refused the WebSocket upgrade with HTTP 404").
+    #[error(transparent)]
+    Connect(ReconnectError),
     /// The server refused the request with an `error` carrying its `seq` (after the
     /// session retried `storage_unavailable` and `room_unavailable` as long as its
     /// policy allows). Branch on `code`; `message` is for people.
@@ -378,7 +383,7 @@ enum Command {
 /// `seq`, on the next one, so their answer still arrives. An `error` without `seq`
 /// (`rate_limited`, which the session's pacing avoids) answers no request: it reaches
 /// [`events`](Self::events) readers only, and the request it dropped stays waiting;
-/// wrap a request in [`tokio::time::timeout`] where that matters.
+/// wrap a request in `tokio::time::timeout` where that matters.
 #[derive(Debug, Clone)]
 pub struct Session {
     commands: mpsc::Sender<Command>,
@@ -402,11 +407,12 @@ impl Session {
     ///
     /// The first connection is tried once; later ones follow the reconnect policy.
     pub async fn connect(url: &str, options: SessionOptions) -> Result<Session, SessionError> {
-        let client = ReconnectingClient::connect(
+        let client = ReconnectingClient::connect_as(
             url,
             options.subprotocol,
             options.token,
             &options.client_name,
+            options.name,
             options.policy,
         )
         .await

@@ -732,3 +732,22 @@ async fn bots_in_the_documented_idiom_play_through_restarts_with_no_refused_move
         assert_eq!(game.moves.len(), moves, "every move played, once");
     }
 }
+
+/// `SessionOptions::name` asks for a guest's display name in `hello`, as the
+/// TypeScript package's `name` option does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_asks_for_its_guest_name() {
+    let server = TestServer::start(|_| {}).await;
+    let session = Session::connect(
+        &server.ws_url(),
+        SessionOptions {
+            name: Some("Ada Lovelace".to_owned()),
+            ..options(Subprotocol::v2(Encoding::Json))
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(session.identity().name, "Ada Lovelace");
+    let plain = connect(&server.ws_url(), Subprotocol::v2(Encoding::Json)).await;
+    assert_ne!(plain.identity().name, "Ada Lovelace");
+}
