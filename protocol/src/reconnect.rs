@@ -254,6 +254,10 @@ pub struct Reconnection {
     /// section 14). They get no answer; the fresh `solo_state` that follows shows
     /// whether they took effect.
     pub not_resent: Vec<ClientMessage>,
+    /// When the room was lost ([`Reentry::Lost`]): the requests that were waiting for
+    /// an answer and acted in it (a move, a resignation, ...). They were not sent again
+    /// and get no answer: the room they were for is gone.
+    pub lost_with_room: Vec<ClientMessage>,
 }
 
 /// What [`ReconnectingClient::recv`] delivers.
@@ -726,6 +730,7 @@ impl ReconnectingClient {
         self.token = greeting.token;
 
         let mut early = Vec::new();
+        let mut lost_with_room = Vec::new();
         let reentry = match self.room.clone() {
             None => Reentry::NoRoom,
             Some(room) => {
@@ -743,6 +748,7 @@ impl ReconnectingClient {
                     }
                     Err(refusal) => {
                         self.room = None;
+                        lost_with_room = self.requests.drop_room_actions();
                         Reentry::Lost { room, refusal }
                     }
                 }
@@ -764,6 +770,7 @@ impl ReconnectingClient {
             attempts: outage.attempts,
             room: reentry,
             not_resent: outage.not_resent,
+            lost_with_room,
         }));
         for message in early {
             if let Some(message) = self.observe(message) {
@@ -782,6 +789,26 @@ impl ReconnectingClient {
         };
         route.map(|route| route.trim().to_ascii_uppercase())
     }
+}
+
+/// Whether `message` acts in the room the client is in (a move, a draw offer, a
+/// resignation, leaving it, ...), rather than entering one or asking the server.
+fn acts_in_room(message: &ClientMessage) -> bool {
+    matches!(
+        message,
+        ClientMessage::Leave { .. }
+            | ClientMessage::Move { .. }
+            | ClientMessage::OfferDraw { .. }
+            | ClientMessage::AcceptDraw { .. }
+            | ClientMessage::DeclineDraw { .. }
+            | ClientMessage::Resign { .. }
+            | ClientMessage::NextRound { .. }
+            | ClientMessage::Rematch { .. }
+            | ClientMessage::EndMatch { .. }
+            | ClientMessage::Resync { .. }
+            | ClientMessage::Undo { .. }
+            | ClientMessage::ClaimForfeit { .. }
+    )
 }
 
 /// An outage: the time from a lost connection to a working new one.
@@ -940,6 +967,16 @@ impl Requests {
         if let Some(request) = self.unanswered.get_mut(&seq) {
             request.retry_at = None;
         }
+    }
+
+    /// Forgets the requests that act in the room the client was in, and returns them:
+    /// that room is gone, and the server would only answer them `not_in_lobby`.
+    fn drop_room_actions(&mut self) -> Vec<ClientMessage> {
+        let (drop, keep) = std::mem::take(&mut self.unanswered)
+            .into_iter()
+            .partition(|(_, request)| acts_in_room(&request.message));
+        self.unanswered = keep;
+        drop.into_values().map(|request| request.message).collect()
     }
 
     /// Forgets the requests that must not be sent again, and returns them.

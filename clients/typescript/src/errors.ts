@@ -37,6 +37,24 @@ export class RequestNotResentError extends Error {
 }
 
 /**
+ * A request that acted in a room (a move, a resignation, ...) was unanswered
+ * when the connection dropped, and the server then refused to let the session
+ * back into that room (`refusal`, e.g. `unknown_lobby` from a server restarted
+ * without Redis): the room is gone, so the request was not sent again. The
+ * session is in no room now.
+ */
+export class RoomLostError extends Error {
+  override readonly name = "RoomLostError";
+  constructor(
+    readonly request: ClientMessage,
+    readonly room: string,
+    readonly refusal: JumpgateError,
+  ) {
+    super(`the room ${room} is gone (${refusal.code} on re-entering it); ${request.type} (seq ${request.seq}) was not sent again`);
+  }
+}
+
+/**
  * The session has stopped and will not reconnect: the server refused it
  * (a close with 1002, 1007 or 1009, `hello` refused, the wrong subprotocol),
  * reconnecting failed for longer than the policy allows, the server welcomed

@@ -17,7 +17,7 @@ export {
   type ProtocolVersion,
 } from "./codec.js";
 export { ConnectionClosed, SubprotocolError, type WebSocketConstructor, type WebSocketLike } from "./connection.js";
-export { JumpgateError, RequestNotResentError, SessionEndedError } from "./errors.js";
+export { JumpgateError, RequestNotResentError, RoomLostError, SessionEndedError } from "./errors.js";
 export {
   backoffDelay,
   CLOSE_ROOM_MOVED,

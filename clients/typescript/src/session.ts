@@ -14,7 +14,23 @@
 import { type Encoding, type ProtocolVersion } from "./codec.js";
 import { DecodeError } from "./codec.js";
 import { Connection, ConnectionClosed, StepTimeout, SubprotocolError, type WebSocketConstructor } from "./connection.js";
-import { JumpgateError, RequestNotResentError, SessionEndedError } from "./errors.js";
+import { JumpgateError, RequestNotResentError, RoomLostError, SessionEndedError } from "./errors.js";
+
+/** The requests that act in the room the session is in, rather than enter one or ask the server. */
+const ACTS_IN_ROOM: ReadonlySet<string> = new Set([
+  "leave",
+  "move",
+  "offer_draw",
+  "accept_draw",
+  "decline_draw",
+  "resign",
+  "next_round",
+  "rematch",
+  "end_match",
+  "resync",
+  "undo",
+  "claim_forfeit",
+]);
 import type {
   ClientCreateLobby,
   ClientLobbyInfo,
@@ -371,8 +387,17 @@ export class Session {
     const seq = this.#nextSeq();
     const message = { ...request, seq } as ClientMessage;
     const repeatable = !(this.#room?.kind === "solo" && (message.type === "move" || message.type === "undo"));
+    // Where the request was made, added to the stack of the error that
+    // refuses it (which is made later, inside the session).
+    const origin = new Error();
     return new Promise<Answer>((resolve, reject) => {
-      this.#pending.set(seq, { message, repeatable, refusals: 0, retryTimer: undefined, resolve, reject });
+      const refuse = (err: unknown): void => {
+        if (err instanceof Error && origin.stack !== undefined) {
+          err.stack = `${err.stack ?? String(err)}\n    --- the request was made:${origin.stack.slice(origin.stack.indexOf("\n"))}`;
+        }
+        reject(err);
+      };
+      this.#pending.set(seq, { message, repeatable, refusals: 0, retryTimer: undefined, resolve, reject: refuse });
       this.#enqueue(seq);
     });
   }
@@ -838,6 +863,14 @@ export class Session {
         this.#holder.clear();
         this.#emit("view", undefined);
         reentry = { kind: "lost", room, refusal };
+        // What acted in the lost room is not sent again: the server would only
+        // answer `not_in_lobby`.
+        for (const [seq, pending] of this.#pending) {
+          if (ACTS_IN_ROOM.has(pending.message.type)) {
+            this.#pending.delete(seq);
+            pending.reject(new RoomLostError(pending.message, routeOf(room), refusal));
+          }
+        }
       } else {
         reentry = { kind: "rejoined", room };
       }

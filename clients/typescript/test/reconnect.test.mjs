@@ -4,7 +4,7 @@
 // had no answer for, with its original seq; the server applies it once.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { decodeMessage, RequestNotResentError, Session } from "../dist/index.js";
+import { decodeMessage, RequestNotResentError, RoomLostError, Session } from "../dist/index.js";
 import { JumpgateServer, lobbyState, lossyWebSocket, nextEvent, RedisServer, roomV2, soloState, WebSocketClass } from "./harness.mjs";
 
 let redis;
@@ -279,4 +279,33 @@ test("two bots in the documented idiom play a whole game through two kills and r
   if (room.series.round === 1) assert.equal(room.game.moves.length, moves[0] + moves[1], "every move played, once");
   host.close();
   guest.close();
+});
+
+test("a move in flight when a server without Redis restarts fails as RoomLostError, with the caller in its stack", { timeout: LIMIT }, async () => {
+  const memory = await JumpgateServer.start();
+  try {
+    const connect = () => Session.connect({ url: memory.wsUrl, WebSocket: WebSocketClass, policy });
+    const host = await connect();
+    const guest = await connect();
+    const created = await host.createLobby();
+    await guest.joinLobby(created.state.code);
+    await host.waitForView(() => host.myTurn);
+    await memory.freeze();
+    const playing = host.play(host.view.state.game.legal[0]);
+    await memory.kill();
+    await memory.restart();
+    await assert.rejects(playing, (err) => {
+      assert.ok(err instanceof RoomLostError, String(err));
+      assert.equal(err.request.type, "move");
+      assert.equal(err.room, created.state.code);
+      assert.equal(err.refusal.code, "unknown_lobby");
+      assert.match(err.stack, /the request was made:[\s\S]*reconnect\.test\.mjs/, err.stack);
+      return true;
+    });
+    assert.equal(host.room, undefined, "in no room");
+    host.close();
+    guest.close();
+  } finally {
+    await memory.kill();
+  }
 });

@@ -113,6 +113,17 @@ impl Books {
                             .send(Err(SessionError::OutcomeUnknown { kind: waiting.kind }));
                     }
                 }
+                if let Reentry::Lost { room, refusal } = &reconnection.room {
+                    for request in &reconnection.lost_with_room {
+                        if let Some(waiting) = self.waiting.remove(&request.seq()) {
+                            let _ = waiting.answer.send(Err(SessionError::RoomLost {
+                                kind: waiting.kind,
+                                room: room.route().to_owned(),
+                                code: refusal.code,
+                            }));
+                        }
+                    }
+                }
                 let lost = match &reconnection.room {
                     Reentry::Lost { room, .. } => Some(room.clone()),
                     Reentry::NoRoom | Reentry::Rejoined(_) => None,

@@ -236,6 +236,20 @@ pub enum SessionError {
         /// The request's `type`, e.g. "move".
         kind: &'static str,
     },
+    /// The connection was replaced while the request was unanswered, and the server
+    /// then refused to let the session back into its room (`code`, e.g.
+    /// `unknown_lobby` from a server restarted without Redis, which lost its lobbies):
+    /// the request acted in that room (a move, a resignation, ...), so it was not sent
+    /// again. The session is in no room now ([`SessionState::room`] is `None`).
+    #[error("the room {room} is gone ({code} on re-entering it); {kind} was not sent again")]
+    RoomLost {
+        /// The request's `type`, e.g. "move".
+        kind: &'static str,
+        /// The room's code (or a solo game's id).
+        room: String,
+        /// How the server answered the attempt to re-enter the room.
+        code: ErrorCode,
+    },
     /// The server answered with a message of another kind than the request asks for
     /// (say, `ack` to `my_games`): a server that breaks the protocol.
     #[error("unexpected answer: {0}")]
@@ -406,6 +420,22 @@ impl Session {
     /// and starts the session's driver task on the current tokio runtime.
     ///
     /// The first connection is tried once; later ones follow the reconnect policy.
+    ///
+    /// ```no_run
+    /// # async fn example() -> Result<(), jumpgate_protocol::session::SessionError> {
+    /// use jumpgate_protocol::session::{Session, SessionOptions};
+    ///
+    /// let options = SessionOptions {
+    ///     // Keep the token of an earlier session to come back as the same player.
+    ///     token: std::env::var("JUMPGATE_TOKEN").ok(),
+    ///     name: Some("Ada".to_owned()),
+    ///     ..SessionOptions::default()
+    /// };
+    /// let session = Session::connect("ws://127.0.0.1:8080/ws", options).await?;
+    /// println!("playing as {} (token {})", session.identity().name, session.state().token);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn connect(url: &str, options: SessionOptions) -> Result<Session, SessionError> {
         let client = ReconnectingClient::connect_as(
             url,
@@ -489,6 +519,20 @@ impl Session {
 
     /// Waits until the state satisfies `pred` (checked at once, then after each
     /// change) and returns that state; fails if the session ends first.
+    ///
+    /// ```no_run
+    /// # async fn example(session: jumpgate_protocol::session::Session)
+    /// # -> Result<(), jumpgate_protocol::session::SessionError> {
+    /// use jumpgate_protocol::Phase;
+    ///
+    /// // Until a friend has taken the second seat and the first round runs.
+    /// let state = session
+    ///     .wait_for(|s| s.room.as_ref().is_some_and(|room| room.phase == Phase::Playing))
+    ///     .await?;
+    /// println!("we play {:?}", state.color());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn wait_for(
         &self,
         mut pred: impl FnMut(&SessionState) -> bool,

@@ -751,3 +751,43 @@ async fn a_session_asks_for_its_guest_name() {
     let plain = connect(&server.ws_url(), Subprotocol::v2(Encoding::Json)).await;
     assert_ne!(plain.identity().name, "Ada Lovelace");
 }
+
+/// A server without Redis killed (SIGKILL) with a move in flight and started again:
+/// its lobbies are gone, so the session cannot re-enter its room, and the move it was
+/// waiting on fails with `SessionError::RoomLost` (not sent again, so not refused
+/// `not_in_lobby`); the session is in no room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_in_flight_when_the_room_is_lost_fails_as_room_lost() {
+    let env = [("JUMPGATE_MOVE_CLOCK_MS", "120000".to_owned())];
+    let mut first = JumpgateProcess::start(&env).await;
+    let (host, guest, address) = seated(
+        &first.ws_url(),
+        Subprotocol::v2(Encoding::Json),
+        NewLobby::default(),
+    )
+    .await;
+    let sender = mover(&host, &guest).clone();
+    let path = sender.state().legal_paths().remove(0);
+    first.signal("STOP");
+    let sending = tokio::spawn({
+        let sender = sender.clone();
+        async move { sender.play(path).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!sending.is_finished(), "a frozen server answered");
+    first.kill_9();
+    let _second = JumpgateProcess::start_at(first.addr, &env).await;
+    let answer = tokio::time::timeout(OUTAGE_PATIENCE, sending)
+        .await
+        .expect("the move answered after the restart")
+        .unwrap();
+    match answer {
+        Err(SessionError::RoomLost { kind, room, code }) => {
+            assert_eq!(kind, "move");
+            assert_eq!(room, address.code);
+            assert_eq!(code, ErrorCode::UnknownLobby);
+        }
+        other => panic!("expected RoomLost, got {other:?}"),
+    }
+    assert!(sender.state().room.is_none(), "in no room");
+}
