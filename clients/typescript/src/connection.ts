@@ -130,6 +130,10 @@ export class Connection {
       let failure = "";
       socket.onerror = (event: { message?: string; error?: { message?: string } }) => {
         failure = event?.message ?? event?.error?.message ?? "";
+        // An HTTP answer instead of the upgrade: the URL names no WebSocket.
+        if (/Unexpected server response/i.test(failure)) {
+          failure += `: ${url} is not a Jumpgate WebSocket (its path is /ws)`;
+        }
       };
       socket.onclose = (event: { code?: number; reason?: string }) => {
         clearTimeout(timer);

@@ -140,6 +140,6 @@ test("a refused port and a wrong path fail to connect with different messages", 
   const refused = await attempt(`ws://127.0.0.1:${port}/ws`);
   const notFound = await attempt(server.wsUrl.replace(/\/ws$/, "/nowhere"));
   assert.notEqual(refused, notFound, `both said: ${refused}`);
-  assert.match(notFound, /404/, notFound);
+  assert.match(notFound, /404.*not a Jumpgate WebSocket \(its path is \/ws\)/, notFound);
   assert.match(refused, /ECONNREFUSED|refused/i, refused);
 });
