@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use jumpgate_harness::BotWorkerProcess;
 use jumpgate_protocol::BotLevel;
 use serde::Serialize;
 use tokio::sync::oneshot;
@@ -24,6 +23,7 @@ use crate::cluster::start_redis;
 use crate::driver::{self, Kind, MAX_RATE_PER_GAME, Pace, SoloCounters, SoloLoad};
 use crate::net;
 use crate::report::PhaseSummary;
+use crate::solo_wait::start_workers;
 
 /// The goal: human move latency with the bots at most this many times that without.
 pub const GOAL_RATIO: f64 = 1.2;
@@ -572,21 +572,14 @@ pub async fn bench_bots(args: &BotsArgs) -> Result<BotsReport, String> {
             eprintln!("jumpgate at {} (pid {})", child.ws_url(), child.pid());
             let mut workers = Vec::new();
             if let Some(r) = &redis {
-                for i in 0..args.workers {
-                    let cpus = (!args.worker_cpus.is_empty())
-                        .then(|| args.worker_cpus[i % args.worker_cpus.len()].clone());
-                    workers.push(
-                        BotWorkerProcess::start_with(
-                            &args.jumpgate,
-                            &format!("loadtest-worker-{i}"),
-                            &r.url(),
-                            args.worker_threads,
-                            &[],
-                            cpus.as_deref(),
-                        )
-                        .await?,
-                    );
-                }
+                workers = start_workers(
+                    &args.jumpgate,
+                    &r.url(),
+                    args.workers,
+                    args.worker_threads,
+                    &args.worker_cpus,
+                )
+                .await?;
                 if let Some(nice) = args.worker_nice {
                     for w in &workers {
                         renice(w.pid(), nice)?;

@@ -106,6 +106,33 @@ pub struct SoloWaitReport {
     pub rows: Vec<SoloWaitRow>,
 }
 
+/// Starts `count` `jumpgate bot-worker` processes of `threads` searches each on
+/// `redis_url`, worker i pinned to the i-th of `cpus` (cycled) when any are given.
+pub async fn start_workers(
+    jumpgate: &std::path::Path,
+    redis_url: &str,
+    count: usize,
+    threads: usize,
+    cpus: &[String],
+) -> Result<Vec<BotWorkerProcess>, String> {
+    let mut workers = Vec::new();
+    for i in 0..count {
+        let pin = (!cpus.is_empty()).then(|| cpus[i % cpus.len()].as_str());
+        workers.push(
+            BotWorkerProcess::start_with(
+                jumpgate,
+                &format!("loadtest-worker-{i}"),
+                redis_url,
+                threads,
+                &[],
+                pin,
+            )
+            .await?,
+        );
+    }
+    Ok(workers)
+}
+
 /// Runs every player count and prints the table.
 pub async fn solo_wait(args: &SoloWaitArgs) -> Result<SoloWaitReport, String> {
     if args.players.iter().any(|&n| !(1..=2000).contains(&n)) {
@@ -171,21 +198,14 @@ async fn one_count(
     .await?;
     let mut workers = Vec::new();
     if let Some(r) = &redis_server {
-        for i in 0..args.workers {
-            let cpus = (!args.worker_cpus.is_empty())
-                .then(|| args.worker_cpus[i % args.worker_cpus.len()].clone());
-            workers.push(
-                BotWorkerProcess::start_with(
-                    &args.jumpgate,
-                    &format!("loadtest-worker-{i}"),
-                    &r.url(),
-                    args.worker_threads,
-                    &[],
-                    cpus.as_deref(),
-                )
-                .await?,
-            );
-        }
+        workers = start_workers(
+            &args.jumpgate,
+            &r.url(),
+            args.workers,
+            args.worker_threads,
+            &args.worker_cpus,
+        )
+        .await?;
         // The instance admits games once it has read the workers' heartbeats
         // (every 2 s while no game waits).
         tokio::time::sleep(Duration::from_millis(2_500)).await;

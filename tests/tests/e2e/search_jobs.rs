@@ -46,6 +46,16 @@ async fn pending(redis: &RedisServer) -> u64 {
         .unwrap_or(0)
 }
 
+/// Waits (up to 5 s) until a searcher has taken a job: one is pending.
+async fn wait_until_taken(redis: &RedisServer) {
+    let mut tries = 0;
+    while pending(redis).await == 0 {
+        tries += 1;
+        assert!(tries < 100, "the worker never took the job");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The job names of the finished searches, in the order they finished.
 async fn finished_jobs(redis: &RedisServer) -> Vec<String> {
     let v = redis
@@ -142,12 +152,7 @@ async fn a_worker_killed_mid_search_is_replaced_and_the_game_gets_one_move() {
     let s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
     let asked_at = play(&mut p, &s).await;
     // The doomed worker has taken the job and searches it.
-    let mut tries = 0;
-    while pending(&redis).await == 0 {
-        tries += 1;
-        assert!(tries < 100, "the worker never took the job");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until_taken(&redis).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     doomed.kill_9();
     assert!(finished_jobs(&redis).await.is_empty(), "killed mid-search");
@@ -179,12 +184,7 @@ async fn a_frozen_worker_that_wakes_after_its_job_was_taken_over_changes_nothing
     let mut p = Player::connect_to(&instance, Encoding::Json, None).await;
     let s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
     let asked_at = play(&mut p, &s).await;
-    let mut tries = 0;
-    while pending(&redis).await == 0 {
-        tries += 1;
-        assert!(tries < 100, "the worker never took the job");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until_taken(&redis).await;
     frozen.signal("STOP");
     let _rescuer = worker("rescuer", &redis, 1).await;
     let s = my_turn(&mut p).await;
@@ -218,12 +218,7 @@ async fn a_worker_stopped_mid_search_hands_its_move_in_and_leaves_the_group() {
     let mut p = Player::connect_to(&instance, Encoding::Json, None).await;
     let s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
     let asked_at = play(&mut p, &s).await;
-    let mut tries = 0;
-    while pending(&redis).await == 0 {
-        tries += 1;
-        assert!(tries < 100, "the worker never took the job");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until_taken(&redis).await;
     leaving.signal("TERM");
     let s = my_turn(&mut p).await;
     assert_eq!(s.game.ply, asked_at + 1, "its move arrived");
@@ -289,12 +284,7 @@ async fn a_redis_stall_while_the_worker_hands_its_move_in_gives_one_move() {
     let mut p = Player::connect_to(&instance, Encoding::Json, None).await;
     let s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
     let asked_at = play(&mut p, &s).await;
-    let mut tries = 0;
-    while pending(&redis).await == 0 {
-        tries += 1;
-        assert!(tries < 100, "the worker never took the job");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until_taken(&redis).await;
     // The timed search ends 0.75-1.5 s after it began: inside the pause.
     tokio::time::sleep(Duration::from_millis(300)).await;
     redis.pause(2_000).await;
