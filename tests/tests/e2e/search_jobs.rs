@@ -36,6 +36,22 @@ async fn worker(name: &str, redis: &RedisServer, threads: usize) -> BotWorkerPro
     .await
 }
 
+/// Waits (up to 5 s) until the searcher `name` has written its heartbeat:
+/// a worker serves its metrics a moment before its first heartbeat lands.
+async fn wait_for_heartbeat(redis: &RedisServer, name: &str) {
+    let mut tries = 0;
+    while !redis
+        .values(&["ZRANGE", "jg:{search}:workers", "0", "-1"])
+        .await
+        .iter()
+        .any(|member| member.split('|').next() == Some(name))
+    {
+        tries += 1;
+        assert!(tries < 100, "the worker {name} never wrote its heartbeat");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Jobs handed to a searcher and not yet finished.
 async fn pending(redis: &RedisServer) -> u64 {
     redis
@@ -391,6 +407,7 @@ async fn a_game_that_moves_to_another_instance_while_its_job_is_out_gets_one_rep
     // A worker that dies at once leaves a heartbeat behind, so the
     // instance admits the game while no searcher actually runs.
     let mut gone = worker("gone", &redis, 1).await;
+    wait_for_heartbeat(&redis, "gone").await;
     gone.kill_9();
     let mut p = Player::connect_to(&a, Encoding::Json, None).await;
     let s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
