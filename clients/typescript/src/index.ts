@@ -18,6 +18,7 @@ export {
 } from "./codec.js";
 export { ConnectionClosed, SubprotocolError, type WebSocketConstructor, type WebSocketLike } from "./connection.js";
 export { JumpgateError, RequestNotResentError, RoomLostError, SessionEndedError } from "./errors.js";
+export { HttpError, HttpPages } from "./pages.js";
 export {
   backoffDelay,
   CLOSE_ROOM_MOVED,

@@ -15,6 +15,7 @@ import { type Encoding, type ProtocolVersion } from "./codec.js";
 import { DecodeError } from "./codec.js";
 import { Connection, ConnectionClosed, StepTimeout, SubprotocolError, type WebSocketConstructor } from "./connection.js";
 import { JumpgateError, RequestNotResentError, RoomLostError, SessionEndedError } from "./errors.js";
+import { HttpPages } from "./pages.js";
 
 /** The requests that act in the room the session is in, rather than enter one or ask the server. */
 const ACTS_IN_ROOM: ReadonlySet<string> = new Set([
@@ -306,6 +307,15 @@ export class Session {
   /** How many times the connection has been replaced. */
   get reconnections(): number {
     return this.#reconnections;
+  }
+
+  /**
+   * The server's lobby pages over HTTP (summary, finished games' PDN), at the
+   * address this session connects to: `ws://host:port/ws` reads them from
+   * `http://host:port`.
+   */
+  get pages(): HttpPages {
+    return new HttpPages(this.#url);
   }
 
   /** Whether a connection is up right now (not in an outage, not ended). */

@@ -3,7 +3,7 @@
 // sessions, refusals with their codes.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { JumpgateError, Session, SessionEndedError } from "../dist/index.js";
+import { HttpError, HttpPages, JumpgateError, Session, SessionEndedError } from "../dist/index.js";
 import { JumpgateServer, lobbyState, WebSocketClass, webSocketName } from "./harness.mjs";
 
 /** Each test normally takes well under a second; this only stops a hang. */
@@ -142,4 +142,53 @@ test("a refused port and a wrong path fail to connect with different messages", 
   assert.notEqual(refused, notFound, `both said: ${refused}`);
   assert.match(notFound, /404.*not a Jumpgate WebSocket \(its path is \/ws\)/, notFound);
   assert.match(refused, /ECONNREFUSED|refused/i, refused);
+});
+
+test("session.pages reads an invite-only lobby's summary and finished games, with its invite only", { timeout: LIMIT }, async () => {
+  const host = await connect("json", { name: "Ada" });
+  const guest = await connect("msgpack", { name: "Grace" });
+  const created = await host.createLobby({ rule_set: "american", invite_only: true });
+  const { code, invite_link: link } = created.state;
+  const invite = new URL(link).searchParams.get("invite");
+  assert.ok(invite, `an invite-only lobby's link has its invite: ${link}`);
+  await guest.joinLobby(code, invite);
+  const pages = guest.pages;
+  assert.equal(pages.base, server.wsUrl.replace(/^ws:/, "http:").replace(/\/ws$/, ""));
+  assert.equal(await pages.finishedGamesPdn(code, invite), "", "no game has ended yet");
+
+  await host.resign();
+  await guest.waitForView(() => guest.finished, LIMIT);
+  const summary = await pages.lobbySummary(code, invite);
+  assert.equal(summary.code, code);
+  assert.equal(summary.invite_only, true);
+  assert.equal(summary.phase, "finished");
+  const pdn = await pages.finishedGamesPdn(code, invite);
+  assert.equal(pdn.match(/\[Result "/g)?.length, 1, pdn);
+
+  // Without its invite an invite-only lobby answers as a code without a lobby does.
+  for (const [missingCode, missingInvite] of [[code, undefined], ["ZZZZZZZZ", undefined]]) {
+    await assert.rejects(pages.lobbySummary(missingCode, missingInvite), (err) => {
+      assert.ok(err instanceof HttpError, String(err));
+      assert.equal(err.status, 404, err.message);
+      assert.equal(err.code, "unknown_lobby", err.message);
+      return true;
+    });
+  }
+  host.close();
+  guest.close();
+});
+
+test("HttpPages turns a WebSocket URL into the pages' address, and says when nothing answers", async () => {
+  assert.equal(new HttpPages("ws://example.test:8080/ws").base, "http://example.test:8080");
+  assert.equal(new HttpPages("wss://example.test/play/ws/").base, "https://example.test/play");
+  assert.equal(new HttpPages("http://127.0.0.1:9000").base, "http://127.0.0.1:9000");
+  assert.throws(() => new HttpPages("ftp://example.test/"), HttpError);
+  assert.throws(() => new HttpPages("not a url"), HttpError);
+  const { freePort } = await import("./harness.mjs");
+  const nobody = new HttpPages(`ws://127.0.0.1:${await freePort()}/ws`);
+  await assert.rejects(nobody.lobbySummary("K7QP2DXM"), (err) => {
+    assert.ok(err instanceof HttpError && err.status === undefined, String(err));
+    assert.match(err.message, /no answer from .*ECONNREFUSED|refused/i, err.message);
+    return true;
+  });
 });

@@ -39,12 +39,14 @@
 
 mod address;
 mod driver;
+mod pages;
 
 use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 pub use address::{LobbyAddress, NotALobbyAddress};
+pub use pages::{HttpError, HttpPages};
 
 use crate::codec::{Encoding, Subprotocol};
 use crate::error_code::ErrorCode;
@@ -404,6 +406,8 @@ pub struct Session {
     state: watch::Receiver<SessionState>,
     events: broadcast::Sender<SessionEvent>,
     reconnections: broadcast::Sender<Reconnection>,
+    /// The URL it connected to, for [`Session::pages`].
+    url: String,
 }
 
 impl std::fmt::Debug for Command {
@@ -468,7 +472,22 @@ impl Session {
             state,
             events,
             reconnections,
+            url: url.to_owned(),
         })
+    }
+
+    /// The server's HTTP pages for lobbies (a summary, the finished games' PDN), on
+    /// the host and port this session connected to.
+    ///
+    /// ```no_run
+    /// # use jumpgate_protocol::session::{LobbyAddress, Session};
+    /// # async fn example(session: Session, lobby: LobbyAddress) -> Result<(), Box<dyn std::error::Error>> {
+    /// let pdn = session.pages()?.finished_games_pdn(&lobby).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn pages(&self) -> Result<HttpPages, HttpError> {
+        HttpPages::new(&self.url)
     }
 
     /// Who the server knows this session as.

@@ -17,7 +17,7 @@ use jumpgate_protocol::client::Client;
 use jumpgate_protocol::codec::{Encoding, ProtocolVersion, Subprotocol};
 use jumpgate_protocol::reconnect::Reentry;
 use jumpgate_protocol::session::{
-    LobbyAddress, NewLobby, NewSoloGame, Reply, Session, SessionError, SessionEvent,
+    HttpError, LobbyAddress, NewLobby, NewSoloGame, Reply, Session, SessionError, SessionEvent,
     SessionOptions, SessionState,
 };
 use jumpgate_protocol::v2::RoomSnapshot;
@@ -540,6 +540,45 @@ async fn the_readme_session_example_plays_a_series_to_its_end_and_exits() {
     assert!(stdout.contains("series over"), "{stdout}");
 }
 
+/// CLIENTS.md's Rust snippets and the README's pages snippet (`examples/doc_snippets.rs`,
+/// kept equal to them by the protocol crate's tests), run as a process against a real
+/// server: it joins, plays a move when its turn comes, reads the lobby's pages, and
+/// comes back with its token as the same player.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_docs_snippets_run_against_a_server() {
+    let binaries = tokio::task::spawn_blocking(|| build_examples(&["doc_snippets"]))
+        .await
+        .unwrap();
+    let server = TestServer::start(|_| {}).await;
+    let url = server.ws_url();
+    let host = connect(&url, Subprotocol::v2(Encoding::MsgPack)).await;
+    let room = soon(host.create_lobby(NewLobby::default())).await.unwrap();
+    let running = spawn_example(&binaries[0], &[&url, &room.code]);
+    let host_plays = tokio::spawn({
+        let host = host.clone();
+        async move {
+            while let Ok(state) = host.wait_for(|s| s.my_turn()).await {
+                host.play(state.legal_paths()[0].clone()).await.unwrap();
+            }
+        }
+    });
+    let output = tokio::time::timeout(PATIENCE, running.wait_with_output())
+        .await
+        .expect("the snippets ran to their end")
+        .unwrap();
+    host_plays.abort();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "doc_snippets failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("played; the game is at ply"), "{stdout}");
+    assert!(stdout.contains("Playing"), "the summary's phase: {stdout}");
+    assert!(stdout.contains("back as g_"), "{stdout}");
+    host.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_random_bot_and_spectator_examples_finish_a_game() {
     let binaries = tokio::task::spawn_blocking(|| build_examples(&["random_bot", "spectator"]))
@@ -790,4 +829,58 @@ async fn a_move_in_flight_when_the_room_is_lost_fails_as_room_lost() {
         other => panic!("expected RoomLost, got {other:?}"),
     }
     assert!(sender.state().room.is_none(), "in no room");
+}
+
+/// `Session::pages` reads a lobby's HTTP pages: the summary and the finished games'
+/// PDN of an invite-only lobby with its invite, the `404` `unknown_lobby` without it
+/// (the same as for a code without a lobby).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lobby_pages_give_the_summary_and_the_finished_games() {
+    let server = TestServer::start(|_| {}).await;
+    let lobby = NewLobby {
+        invite_only: true,
+        ..NewLobby::default()
+    };
+    let (host, guest, address) =
+        seated(&server.ws_url(), Subprotocol::v2(Encoding::MsgPack), lobby).await;
+    assert!(
+        address.invite.is_some(),
+        "an invite-only lobby's link has its invite"
+    );
+    let pages = guest.pages().unwrap();
+    let before = soon(pages.finished_games_pdn(&address)).await.unwrap();
+    assert_eq!(before, "", "no game has ended yet");
+    let first = mover(&host, &guest);
+    let path = first.state().legal_paths().remove(0);
+    soon(first.play(path.clone())).await.unwrap();
+    soon(host.resign()).await.unwrap();
+    soon(guest.wait_for(|s| s.finished())).await.unwrap();
+
+    let summary = soon(pages.lobby_summary(&address)).await.unwrap();
+    assert_eq!(summary.code, address.code);
+    assert!(summary.invite_only);
+    assert_eq!(summary.phase, Phase::Finished);
+    let pdn = soon(pages.finished_games_pdn(&address)).await.unwrap();
+    assert_eq!(pdn.matches("[Result \"").count(), 1, "one game: {pdn}");
+    // PDN writes American squares by number (`1. 12-16`), whatever the session sent.
+    let moves = pdn
+        .lines()
+        .find(|l| l.starts_with("1. "))
+        .expect("a move text");
+    let first_move = moves.split(' ').nth(1).unwrap();
+    assert!(
+        first_move.split('-').all(|sq| sq.parse::<u8>().is_ok()) && first_move.contains('-'),
+        "the move played ({path:?}) as square numbers: {pdn}"
+    );
+
+    let without_invite = LobbyAddress::code(&address.code);
+    for missing in [without_invite, LobbyAddress::code("ZZZZZZZZ")] {
+        match soon(pages.lobby_summary(&missing)).await {
+            Err(e) => {
+                assert_eq!(e.code(), Some("unknown_lobby"), "{e}");
+                assert!(matches!(e, HttpError::Status { status: 404, .. }), "{e}");
+            }
+            Ok(summary) => panic!("{missing} was shown: {summary:?}"),
+        }
+    }
 }
