@@ -34,6 +34,14 @@ pub const CLOSE_NO_STATUS: u16 = 1005;
 /// What can go wrong talking to a server.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// The URL is not a WebSocket URL (`ws://` or `wss://`): an `http://` address, say,
+    /// or a lobby's invite link, which [`LobbyAddress`](crate::session::LobbyAddress)
+    /// reads instead.
+    #[error(
+        "{0} is not a WebSocket URL: give the server's ws:// address, such as \
+         ws://127.0.0.1:8080/ws (an invite link, http://…/r/CODE, names a lobby to join)"
+    )]
+    NotWebSocketUrl(String),
     /// The server answered the upgrade request with an HTTP error instead of a WebSocket.
     #[error("the server refused the WebSocket upgrade with HTTP {status}")]
     Refused {
@@ -208,6 +216,12 @@ impl Client {
         stream: Option<TcpStream>,
     ) -> Result<Client, ClientError> {
         let expected = subprotocol.name();
+        let scheme = url
+            .split_once("://")
+            .map(|(scheme, _)| scheme.to_ascii_lowercase());
+        if !matches!(scheme.as_deref(), Some("ws" | "wss")) {
+            return Err(ClientError::NotWebSocketUrl(url.to_owned()));
+        }
         let mut request = url.into_client_request()?;
         request
             .headers_mut()
@@ -460,6 +474,24 @@ mod tests {
     use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 
     use super::*;
+
+    #[tokio::test]
+    async fn only_a_websocket_url_is_connected_to() {
+        for url in [
+            "http://127.0.0.1:8080/r/K7QP2DXM",
+            "https://example.test/ws",
+            "127.0.0.1:8080",
+        ] {
+            match Client::connect(url, Subprotocol::v2(Encoding::Json)).await {
+                Err(ClientError::NotWebSocketUrl(given)) => {
+                    assert_eq!(given, url);
+                    let said = ClientError::NotWebSocketUrl(given).to_string();
+                    assert!(said.contains("ws://127.0.0.1:8080/ws"), "{said}");
+                }
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn frame_sizes_follow_rfc_6455() {

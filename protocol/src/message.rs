@@ -46,7 +46,8 @@ pub enum ClientMessage {
         #[serde(default)]
         /// The rules every game is played by; absent: `american`.
         rule_set: RuleSet,
-        /// 1, 3, 5 or 7.
+        /// 1, 3, 5 or 7: the rounds of the series (absent: 1). A series that keeps
+        /// drawing ends after twice as many (`series.max_rounds`).
         #[serde(default = "default_series_length")]
         series_length: u8,
         #[serde(default)]

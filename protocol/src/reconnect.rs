@@ -869,9 +869,10 @@ fn is_transient(err: &ClientError) -> bool {
         // A load balancer with no instance ready answers 502 or 503; a 400 means the
         // server speaks none of our subprotocols.
         ClientError::Refused { status } => *status >= 500 || *status == 408 || *status == 429,
-        ClientError::Subprotocol { .. } | ClientError::HelloRefused(_) | ClientError::Decode(_) => {
-            false
-        }
+        ClientError::Subprotocol { .. }
+        | ClientError::HelloRefused(_)
+        | ClientError::Decode(_)
+        | ClientError::NotWebSocketUrl(_) => false,
     }
 }
 

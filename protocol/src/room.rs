@@ -150,7 +150,8 @@ wire_names!(Phase {
 pub struct SeriesView {
     /// The current round, counting from 1.
     pub round: u32,
-    /// The most rounds this series can last: twice its length.
+    /// The most rounds this series can last: twice its length (drawn rounds are
+    /// replayed, up to this many); for series scored by points, its length.
     pub max_rounds: u32,
     /// By seat: rounds won.
     pub wins: Vec<u32>,

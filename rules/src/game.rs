@@ -109,6 +109,24 @@ pub enum PlayError {
     IllegalMove,
 }
 
+/// How a refusal names squares: as the move was given.
+#[derive(Clone, Copy)]
+enum Named {
+    /// In the rule set's notation (`11-15` in American, `c3-d4` in Russian).
+    InNotation,
+    /// By board name (`c3`), as a path is given.
+    OnTheBoard,
+}
+
+impl Named {
+    fn square(self, rule_set: RuleSet, sq: Square) -> String {
+        match self {
+            Named::InNotation => notation::square_name(rule_set, sq),
+            Named::OnTheBoard => notation::board_name(rule_set, sq),
+        }
+    }
+}
+
 /// A game from a start position, with everything the draw rules need.
 #[derive(Clone, Debug)]
 pub struct Game {
@@ -226,16 +244,18 @@ impl Game {
             return Err(PlayError::GameOver);
         }
         let parsed = notation::parse_move_text(self.rule_set, text)?;
+        let named = Named::InNotation;
         let m = if parsed.squares.len() == 2 {
-            self.find_by_ends(parsed.squares[0], parsed.squares[1], text)?
+            self.find_by_ends(parsed.squares[0], parsed.squares[1], named)?
         } else {
-            self.find_by_path(&parsed.squares)?
+            self.find_by_path(&parsed.squares, named)?
         };
         self.apply(m);
         Ok(m)
     }
 
-    /// Plays a move given by its path (origin and every landing square).
+    /// Plays a move given by its path (origin and every landing square). A refusal
+    /// names squares by their board names (`c3`), as a path gives them.
     pub fn play_path(&mut self, path: &[Square]) -> Result<Move, PlayError> {
         if self.outcome.is_some() {
             return Err(PlayError::GameOver);
@@ -243,10 +263,11 @@ impl Game {
         if path.len() < 2 {
             return Err(MoveTextError::TooShort.into());
         }
+        let named = Named::OnTheBoard;
         let m = if path.len() == 2 {
-            self.find_by_ends(path[0], path[1], "")?
+            self.find_by_ends(path[0], path[1], named)?
         } else {
-            self.find_by_path(path)?
+            self.find_by_path(path, named)?
         };
         self.apply(m);
         Ok(m)
@@ -258,12 +279,12 @@ impl Game {
         if self.outcome.is_some() {
             return Err(PlayError::GameOver);
         }
-        let found = self.find_by_path(m.path())?;
+        let found = self.find_by_path(m.path(), Named::InNotation)?;
         self.apply(found);
         Ok(())
     }
 
-    fn find_by_ends(&self, from: Square, to: Square, text: &str) -> Result<Move, PlayError> {
+    fn find_by_ends(&self, from: Square, to: Square, named: Named) -> Result<Move, PlayError> {
         let matches: Vec<&Move> = self
             .legal
             .iter()
@@ -271,12 +292,16 @@ impl Game {
             .collect();
         match matches.as_slice() {
             [one] => Ok(**one),
-            [] => Err(self.diagnose(&[from, to])),
-            _ => Err(PlayError::Ambiguous(text.to_owned())),
+            [] => Err(self.diagnose(&[from, to], named)),
+            _ => Err(PlayError::Ambiguous(format!(
+                "{}-{}",
+                named.square(self.rule_set, from),
+                named.square(self.rule_set, to)
+            ))),
         }
     }
 
-    fn find_by_path(&self, path: &[Square]) -> Result<Move, PlayError> {
+    fn find_by_path(&self, path: &[Square], named: Named) -> Result<Move, PlayError> {
         // Any complete path is accepted; it plays as its result's move.
         let mut all = Vec::new();
         with_rules!(self.rule_set, R => legal_moves::<R>(&self.position, &mut all));
@@ -287,15 +312,15 @@ impl Game {
                 .iter()
                 .find(|l| l.result_key() == m.result_key())
                 .expect("every legal path has a representative")),
-            None => Err(self.diagnose(path)),
+            None => Err(self.diagnose(path, named)),
         }
     }
 
     /// Explains why `path` is not a legal move here.
-    fn diagnose(&self, path: &[Square]) -> PlayError {
+    fn diagnose(&self, path: &[Square], named: Named) -> PlayError {
         let rs = self.rule_set;
         let from = path[0];
-        let name = notation::square_name(rs, from);
+        let name = named.square(rs, from);
         match self.position.piece_at(from) {
             None => return PlayError::EmptySquare(name),
             Some((color, _)) if color != self.turn() => return PlayError::NotYourPiece(name),

@@ -44,6 +44,7 @@ import type {
   ServerMessage,
   ServerMyGames,
   ServerWelcome,
+  SoloState,
 } from "./generated/messages.js";
 import {
   backoffDelay,
@@ -221,6 +222,13 @@ export class Session {
     const WebSocketClass = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
     if (WebSocketClass === undefined) {
       throw new SessionEndedError("no WebSocket: this platform has none; pass one (say, the ws package's) as options.WebSocket");
+    }
+    if (!/^wss?:\/\//i.test(options.url)) {
+      // Browsers and the ws package would take http:// as ws://; an invite
+      // link or a page's address passed here is a mistake worth saying.
+      throw new SessionEndedError(
+        `${options.url} is not a WebSocket URL: give the server's ws:// address, such as ws://127.0.0.1:8080/ws (an invite link, http://…/r/CODE, names a lobby to join)`,
+      );
     }
     const policy = { ...DEFAULT_POLICY, ...options.policy };
     const encoding = options.encoding ?? "json";
@@ -522,16 +530,32 @@ export class Session {
     return this.request({ type: "ping" });
   }
 
-  startSolo(options: Omit<ClientStartSolo, "type" | "seq"> = {}): Promise<ServerAck> {
-    return this.request({ type: "start_solo", ...options });
+  /**
+   * Starts a solo game (against the computer by default, or on one device
+   * with `mode: "same_device"`) and resolves with its first view, as soon as
+   * the session has the new game's `solo_state`.
+   */
+  async startSolo(options: Omit<ClientStartSolo, "type" | "seq"> = {}): Promise<RoomView> {
+    const now = this.view;
+    const before = now?.kind === "solo" ? `${now.state.id}/${now.state.version}` : undefined;
+    await this.request({ type: "start_solo", ...options });
+    return this.#soloView((solo) => `${solo.id}/${solo.version}` !== before);
   }
 
   undo(): Promise<ServerAck> {
     return this.request({ type: "undo" });
   }
 
-  resumeSolo(): Promise<ServerAck> {
-    return this.request({ type: "resume_solo" });
+  /** Comes back to this identity's unfinished solo game and resolves with its view. */
+  async resumeSolo(): Promise<RoomView> {
+    await this.request({ type: "resume_solo" });
+    return this.#soloView(() => true);
+  }
+
+  /** The solo game's view, once the session has one that `accept`s. */
+  async #soloView(accept: (solo: SoloState) => boolean): Promise<RoomView> {
+    const view = await this.waitForView((view) => view?.kind === "solo" && accept(view.state));
+    return view as RoomView;
   }
 
   lobbyInfo(code: string, invite?: string): Promise<ServerLobbyInfo> {

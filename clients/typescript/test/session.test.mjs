@@ -192,3 +192,28 @@ test("HttpPages turns a WebSocket URL into the pages' address, and says when not
     return true;
   });
 });
+
+test("startSolo and resumeSolo resolve with the solo game's view, as Rust's start_solo returns its state", { timeout: LIMIT }, async () => {
+  const session = await connect("json");
+  const first = await session.startSolo({ mode: "same_device" });
+  assert.equal(first.kind, "solo");
+  assert.equal(first.state.game.ply, 0);
+  assert.equal(session.myTurn, true, "on one device every turn is yours");
+  await session.play(first.state.game.legal_moves[0].path);
+  const second = await session.startSolo({ mode: "same_device" });
+  assert.notEqual(second.state.id, first.state.id, "a new game, not the first one's next state");
+  assert.equal(second.state.game.ply, 0);
+  const resumed = await session.resumeSolo();
+  assert.equal(resumed.state.id, second.state.id);
+  session.close();
+});
+
+test("an http:// address or an invite link is refused as not a WebSocket URL, before any connection", async () => {
+  for (const url of ["http://127.0.0.1:8080/r/K7QP2DXM", "https://example.test/ws"]) {
+    await assert.rejects(Session.connect({ url, WebSocket: WebSocketClass }), (err) => {
+      assert.ok(err instanceof SessionEndedError, String(err));
+      assert.match(err.message, /is not a WebSocket URL: .*ws:\/\/127\.0\.0\.1:8080\/ws/, err.message);
+      return true;
+    });
+  }
+});

@@ -303,7 +303,10 @@ pub enum SessionEvent {
 pub struct NewLobby {
     /// The rules every game is played by.
     pub rule_set: RuleSet,
-    /// 1, 3, 5 or 7 ([`SERIES_LENGTHS`](crate::SERIES_LENGTHS)); 0 means 1.
+    /// The rounds a series is played over: 1, 3, 5 or 7
+    /// ([`SERIES_LENGTHS`](crate::SERIES_LENGTHS)); 0 means 1. A drawn round is not
+    /// counted against it, so a series that keeps drawing may last up to twice as many
+    /// rounds (the room's `series.max_rounds`) before it ends as it stands.
     pub series_length: u8,
     /// Whether joining and watching need the invite.
     pub invite_only: bool,

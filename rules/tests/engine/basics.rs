@@ -214,6 +214,32 @@ fn illegal_moves_say_why_and_change_nothing() {
     ));
     assert!(matches!(game.play_text("11-99"), Err(PlayError::Text(_))));
     assert_eq!(*game.position(), before);
+    // A refusal names squares as the move gave them: numbers in notation, board
+    // names in a path.
+    let by_board = |text: &str| {
+        let path: Vec<Square> = text
+            .split('-')
+            .map(|name| jumpgate_rules::notation::parse_board_name(RuleSet::American, name))
+            .collect::<Option<_>>()
+            .unwrap();
+        path
+    };
+    let text = game.play_text("14-18").unwrap_err().to_string();
+    let empty = jumpgate_rules::notation::board_name(
+        RuleSet::American,
+        jumpgate_rules::notation::parse_square(RuleSet::American, "14").unwrap(),
+    );
+    let target = jumpgate_rules::notation::board_name(
+        RuleSet::American,
+        jumpgate_rules::notation::parse_square(RuleSet::American, "18").unwrap(),
+    );
+    let path = game
+        .play_path(&by_board(&format!("{empty}-{target}")))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(text, "there is no piece on 14");
+    assert_eq!(path, format!("there is no piece on {empty}"));
+    assert_eq!(*game.position(), before);
     game.play_text("11-15").unwrap();
     game.play_text("24-19").unwrap();
     // 15x24 is now mandatory.

@@ -236,7 +236,8 @@ export interface ClientCreateLobby {
    */
   seq: number;
   /**
-   * 1, 3, 5 or 7.
+   * 1, 3, 5 or 7: the rounds of the series (absent: 1). A series that keeps
+   * drawing ends after twice as many (`series.max_rounds`).
    */
   series_length?: number;
   /**
@@ -949,7 +950,8 @@ export interface SeriesView {
    */
   draws: number;
   /**
-   * The most rounds this series can last: twice its length.
+   * The most rounds this series can last: twice its length (drawn rounds are
+   * replayed, up to this many); for series scored by points, its length.
    */
   max_rounds: number;
   /**
