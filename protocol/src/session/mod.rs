@@ -213,7 +213,11 @@ pub enum Reply {
 }
 
 /// Why a request failed, or a session could not start.
-#[derive(Debug, thiserror::Error)]
+///
+/// Its `Debug` form is its message, as for `Display`: a `main` that returns
+/// `Result<(), Box<dyn Error>>` and fails with it prints a sentence ("could not connect:
+/// …"), not nested variants. Match on the variants to tell the cases apart.
+#[derive(thiserror::Error)]
 pub enum SessionError {
     /// The first connection could not be opened or greeted (said once: "could not
     /// connect: the server refused the WebSocket upgrade with HTTP 404").
@@ -260,6 +264,12 @@ pub enum SessionError {
     /// the reason says which.
     #[error("the session has ended: {0}")]
     Ended(String),
+}
+
+impl std::fmt::Debug for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 impl SessionError {

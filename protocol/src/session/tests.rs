@@ -76,3 +76,19 @@ fn seat_colour_and_turn_follow_the_room() {
         "no turn between rounds"
     );
 }
+
+/// A failed `connect` reads as a sentence in its `Debug` form too (what `main`
+/// prints when it returns the error), not as nested variants.
+#[tokio::test]
+async fn a_session_error_debugs_as_its_message() {
+    let err = Session::connect(
+        "http://127.0.0.1:8080/r/K7QP2DXM",
+        SessionOptions::default(),
+    )
+    .await
+    .expect_err("an http:// URL is refused");
+    let debug = format!("{err:?}");
+    assert_eq!(debug, err.to_string());
+    assert!(!debug.contains("Connect("), "{debug}");
+    assert!(debug.contains("is not a WebSocket URL"), "{debug}");
+}
