@@ -479,6 +479,22 @@ fn spawn_example(binary: &PathBuf, args: &[&str]) -> tokio::process::Child {
         .unwrap()
 }
 
+/// What the example `name` printed, once it has exited by itself (within
+/// [`PATIENCE`]) with success.
+async fn example_stdout(name: &str, child: tokio::process::Child) -> String {
+    let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("{name} did not exit"))
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{name} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
 /// The host plays pseudo-random moves until the series is over (within
 /// [`OUTAGE_PATIENCE`]), and returns the finished room.
 async fn host_plays_until_finished(host: &Session) -> RoomSnapshot {
@@ -527,16 +543,7 @@ async fn the_readme_session_example_plays_a_series_to_its_end_and_exits() {
     let playing = spawn_example(&binaries[0], &[&url, &link]);
     let finished = host_plays_until_finished(&host).await;
     assert!(!finished.game.as_ref().unwrap().moves.is_empty());
-    let output = tokio::time::timeout(PATIENCE, playing.wait_with_output())
-        .await
-        .expect("the README's session exits once the series is over")
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "first_session failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = example_stdout("first_session", playing).await;
     assert!(stdout.contains("series over"), "{stdout}");
 }
 
@@ -562,17 +569,8 @@ async fn the_client_docs_snippets_run_against_a_server() {
             }
         }
     });
-    let output = tokio::time::timeout(PATIENCE, running.wait_with_output())
-        .await
-        .expect("the snippets ran to their end")
-        .unwrap();
+    let stdout = example_stdout("doc_snippets", running).await;
     host_plays.abort();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "doc_snippets failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
     assert!(stdout.contains("played; the game is at ply"), "{stdout}");
     assert!(stdout.contains("Playing"), "the summary's phase: {stdout}");
     assert!(stdout.contains("back as g_"), "{stdout}");
@@ -604,16 +602,7 @@ async fn the_random_bot_and_spectator_examples_finish_a_game() {
     assert!(!moves.is_empty());
 
     for (name, child) in [("random_bot", playing), ("spectator", watching)] {
-        let output = tokio::time::timeout(PATIENCE, child.wait_with_output())
-            .await
-            .unwrap_or_else(|_| panic!("{name} did not exit"))
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "{name} failed: {stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let stdout = example_stdout(name, child).await;
         assert!(stdout.contains("series over"), "{name}: {stdout}");
         if name == "spectator" {
             // A drawn game of a one-game series is replayed, so the spectator may
