@@ -324,6 +324,106 @@ async fn a_redis_stall_while_the_worker_hands_its_move_in_gives_one_move() {
     assert!(finished_jobs(&redis).await.len() <= 1);
 }
 
+/// Redis stalls (`CLIENT PAUSE`, longer than every process's command
+/// timeout) at moments spread over a move against the computer: while the
+/// move is stored, while the instance queues its search (`XADD`), while
+/// the worker takes the job, searches it, writes its answer, announces
+/// and acknowledges it. Whatever a stall cut, each stored human move gets
+/// exactly one computer reply, at the ply after it; no job is announced
+/// twice, and none is left pending or queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_stalls_anywhere_in_a_computer_move_give_one_reply_per_move() {
+    let redis = RedisServer::start().await;
+    // Default ownership lease (it outlasts a pause); short command timeouts.
+    let mut env = instance_env(&redis, 300);
+    env.retain(|(k, _)| *k != "JUMPGATE_HEARTBEAT_TTL_MS");
+    env.push(("JUMPGATE_REDIS_TIMEOUT_MS", "300".to_owned()));
+    let instance = JumpgateProcess::start(&env).await;
+    let _worker = BotWorkerProcess::start(
+        "stalled",
+        &redis.url(),
+        1,
+        &[
+            ("JUMPGATE_SEARCH_RECLAIM_MS", RECLAIM_MS.to_owned()),
+            ("JUMPGATE_REDIS_TIMEOUT_MS", "300".to_owned()),
+        ],
+    )
+    .await;
+    let mut p = Player::connect_to(&instance, Encoding::Json, None).await;
+    let mut s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
+    let mut replies = 0;
+    // Milliseconds from sending the move to the stall: from inside the
+    // move's own write to the end of the (300 ms) search and after.
+    for delay in [0, 1, 2, 4, 7, 12, 20, 35, 60, 120, 250, 330, 400, 600] {
+        if s.game.result.is_some() {
+            break;
+        }
+        let before = s.game.ply;
+        let text = s.game.legal_moves[0].notation.clone();
+        let seq = p
+            .send(|seq| ClientMessage::Move {
+                seq,
+                notation: Some(text),
+                path: None,
+            })
+            .await;
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        redis.pause(1_000).await;
+        match p.answer(seq).await {
+            Ok(()) | Err(ErrorCode::StorageUnavailable) => {}
+            Err(code) => panic!("move at delay {delay} ms refused: {code:?}"),
+        }
+        // Past the stall, ask where the game stands: a refused move may
+        // have been stored or not (never guessed), but never half.
+        tokio::time::sleep(Duration::from_millis(1_100)).await;
+        s = current(&mut p).await;
+        if s.game.ply == before {
+            assert!(
+                !s.thinking,
+                "delay {delay} ms: no move stored, yet the computer thinks"
+            );
+            continue;
+        }
+        if s.thinking {
+            assert_eq!(s.game.ply, before + 1, "delay {delay} ms: one human move");
+            s = my_turn(&mut p).await;
+        }
+        if s.game.result.is_none() {
+            assert_eq!(
+                s.game.ply,
+                before + 2,
+                "delay {delay} ms: one computer reply"
+            );
+            replies += 1;
+        }
+    }
+    assert!(replies >= 8, "only {replies} rounds got through");
+    let mut tries = 0;
+    while pending(&redis).await != 0 {
+        tries += 1;
+        assert!(tries < 200, "a job was never finished");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Nothing late arrives: a second answer to any of those jobs.
+    tokio::time::sleep(Duration::from_millis(2_000)).await;
+    let now = current(&mut p).await;
+    assert_eq!((now.game.ply, now.version), (s.game.ply, s.version));
+    let jobs = finished_jobs(&redis).await;
+    let mut unique = jobs.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), jobs.len(), "a job announced twice: {jobs:?}");
+    // A reply whose announcement a stall cut is read from its answer key.
+    let answers = redis.values(&["KEYS", "jg:{search}:result:*"]).await;
+    assert!(
+        answers.len() >= replies,
+        "{} answers for {replies} replies",
+        answers.len()
+    );
+    let queued = redis.values(&["XLEN", "jg:{search}:jobs"]).await;
+    assert_eq!(queued, ["0"], "jobs left in the stream");
+}
+
 /// With no searcher anywhere (`--bot-threads 0` and no worker), a game
 /// against the computer is refused with the retryable `computer_busy`;
 /// once a worker runs, it starts and gets its replies.
