@@ -202,6 +202,10 @@ impl Lobby {
                 self.series.points[dark_seat] += dark;
                 self.series.points[1 - dark_seat] += light;
             }
+            // The running game is won off the board, as on time: it counts
+            // as a round won, so the score a page shows agrees with the
+            // game's result.
+            self.series.wins[1 - seat] += 1;
             round.result = Some(GameResult {
                 winner: Some(loser.opposite()),
                 reason: game_reason,

@@ -445,6 +445,43 @@ fn a_declined_draw_is_shown_to_the_offerer_until_they_move_or_offer_again() {
     assert_eq!(declined(&lobby), None, "a new offer clears it");
 }
 
+#[test]
+fn a_game_conceded_mid_play_counts_as_a_round_won_and_a_break_adds_none() {
+    let now = Instant::now();
+    let all = |_: &str| true;
+    let seated = || {
+        let mut lobby = free_lobby();
+        lobby
+            .enter(&guest("g_host", "Host"), None, false, &all, now)
+            .unwrap();
+        lobby
+            .enter(&guest("g_friend", "Friend"), None, false, &all, now)
+            .unwrap();
+        lobby
+    };
+    // The friend resigns the running game: the host wins it and the series.
+    let mut lobby = seated();
+    lobby.act("g_friend", 1, Action::Resign, now).unwrap();
+    let result = lobby.round.as_ref().unwrap().result.unwrap();
+    assert_eq!(result.reason, GameEnd::Resigned);
+    assert_eq!(result.winner, Some(Color::Dark), "the host opened round 1");
+    assert_eq!(lobby.series.wins, [1, 0], "the conceded game is a win");
+    assert_eq!(lobby.series.result.unwrap().reason, SeriesEnd::Resigned);
+    // Leaving mid-game does the same for the one who stays.
+    let mut lobby = seated();
+    lobby.leave("g_host");
+    assert_eq!(lobby.series.wins, [0, 1]);
+    // Resigning in a break adds nothing: the last game keeps its result.
+    let mut lobby = seated();
+    let late = now + Duration::from_secs(11);
+    lobby.on_clock(late);
+    assert_eq!(lobby.phase, Phase::Break);
+    assert_eq!(lobby.series.wins, [0, 1], "the host lost on time");
+    lobby.act("g_friend", 1, Action::Resign, late).unwrap();
+    assert_eq!(lobby.series.wins, [0, 1]);
+    assert_eq!(lobby.series.result.unwrap().winner, Some(0));
+}
+
 mod properties {
     //! Random command sequences over two players, a third person and a
     //! guest, with the clock moving and the stakes taken or not, checked
