@@ -312,3 +312,16 @@ async fn web_client_follows_its_lobby_to_another_instance_in_chromium() {
         "a screenshot of the game after the move was saved"
     );
 }
+
+/// Issue 35's dark theme: axe-core in dark mode (chosen by the system and by
+/// the page) on the home, lobby, game (a move list with its current move),
+/// solo and leaderboard screens.
+#[tokio::test(flavor = "multi_thread")]
+async fn web_client_board_and_dark_theme_in_chromium() {
+    let artifacts = workspace_root().join("target/browser-artifacts/layout");
+    run_scenario("layout.mjs", &artifacts).await;
+    assert!(
+        artifacts.join("phone-game.png").exists(),
+        "a screenshot of the phone's game screen was saved"
+    );
+}
