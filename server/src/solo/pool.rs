@@ -14,8 +14,8 @@
 //!   computer when a search asked for now would wait past `--max-search-wait-secs`.
 //! - **Ranked play is load-independent.** A ranked game's Executive searches
 //!   [`bots::RANKED_EXECUTIVE_NODES`] nodes whatever the load; a practice
-//!   Executive shortens its time budget when searches queue (see
-//!   [`SearchQueue::practice_budget`]).
+//!   Executive shortens its time budget when searches queue, and by the
+//!   time it already waited (see [`practice_share`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -105,6 +105,26 @@ struct Queued {
     id: u64,
     job: SearchJob,
     reply: oneshot::Sender<Option<String>>,
+    asked: Instant,
+}
+
+/// A practice search's time budget when it starts, `waited` after it was
+/// asked for while `waiting` others wait for `threads` searchers: `budget`
+/// shared out, `budget × threads / (threads + waiting)`, and no more than
+/// what is left of `budget` since it was asked for, so a player waits
+/// about `budget` for a practice move whatever the queue; never below
+/// [`PRACTICE_FLOOR`]. Ranked searches never use it.
+pub fn practice_share(
+    budget: Duration,
+    threads: usize,
+    waiting: usize,
+    waited: Duration,
+) -> Duration {
+    let threads = threads.max(1);
+    let shared = budget.mul_f64(threads as f64 / (threads + waiting) as f64);
+    shared
+        .min(budget.saturating_sub(waited))
+        .max(PRACTICE_FLOOR)
 }
 
 /// The level's place in per-level arrays (`Level::ALL` order).
@@ -169,15 +189,6 @@ impl SearchQueue {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The Executive's time budget for a practice search asked for while
-    /// `waiting` searches wait: the full `--executive-ms` while none do,
-    /// then shared out, `executive_ms × threads / (threads + waiting)`,
-    /// never below [`PRACTICE_FLOOR`]. Ranked searches ignore it.
-    pub fn practice_budget(&self, waiting: usize) -> Duration {
-        let share = self.threads as f64 / (self.threads + waiting) as f64;
-        self.executive_budget.mul_f64(share).max(PRACTICE_FLOOR)
-    }
-
     /// Whether a new game against the computer may start: `Err` with the
     /// expected wait when a search asked for now would wait longer than
     /// the bound before it starts (its own search time is not counted, so
@@ -202,7 +213,12 @@ impl SearchQueue {
             let mut state = self.lock();
             let id = state.next_id;
             state.next_id += 1;
-            state.waiting.push_back(Queued { id, job, reply });
+            state.waiting.push_back(Queued {
+                id,
+                job,
+                reply,
+                asked: Instant::now(),
+            });
             id
         };
         self.start_free();
@@ -273,9 +289,9 @@ impl SearchQueue {
             };
             let (queued, waiting) = next;
             let queue = self.clone();
-            let config = self.config(&queued.job, waiting);
+            let config = self.config(&queued.job, waiting, queued.asked.elapsed());
             tokio::spawn(async move {
-                let Queued { id, job, reply } = queued;
+                let Queued { id, job, reply, .. } = queued;
                 let level = job.level;
                 let started = Instant::now();
                 let chosen =
@@ -298,13 +314,18 @@ impl SearchQueue {
 
     /// The search's configuration: ranked on the fixed node budget, a
     /// practice Executive on its share of the time budget.
-    fn config(&self, job: &SearchJob, waiting: usize) -> BotConfig {
+    fn config(&self, job: &SearchJob, waiting: usize, waited: Duration) -> BotConfig {
         if job.ranked && job.level == Level::Executive {
             return BotConfig::ranked_executive().with_seed(job.seed);
         }
         BotConfig::new(job.level)
             .with_seed(job.seed)
-            .with_time_budget(self.practice_budget(waiting))
+            .with_time_budget(practice_share(
+                self.executive_budget,
+                self.threads,
+                waiting,
+                waited,
+            ))
     }
 
     fn finished(&self, id: u64, level: Level, took: Duration) {
@@ -437,10 +458,18 @@ mod tests {
     }
 
     #[test]
-    fn a_practice_budget_shrinks_with_the_queue_but_not_below_the_floor() {
-        let queue = SearchQueue::new(2, Duration::from_millis(1000), Duration::from_secs(10));
-        assert_eq!(queue.practice_budget(0), Duration::from_millis(1000));
-        assert_eq!(queue.practice_budget(2), Duration::from_millis(500));
-        assert_eq!(queue.practice_budget(100), PRACTICE_FLOOR);
+    fn a_practice_budget_shrinks_with_the_queue_and_the_wait_but_not_below_the_floor() {
+        let second = Duration::from_millis(1000);
+        let share = |threads, waiting, waited_ms| {
+            practice_share(second, threads, waiting, Duration::from_millis(waited_ms))
+        };
+        assert_eq!(share(2, 0, 0), second);
+        assert_eq!(share(2, 2, 0), Duration::from_millis(500));
+        assert_eq!(share(2, 100, 0), PRACTICE_FLOOR);
+        // A search that waited 700 ms of its second gets what is left.
+        assert_eq!(share(2, 0, 700), Duration::from_millis(300));
+        assert_eq!(share(2, 2, 300), Duration::from_millis(500));
+        assert_eq!(share(2, 0, 5_000), PRACTICE_FLOOR);
+        assert_eq!(share(0, 0, 0), second, "no searcher counted: one");
     }
 }

@@ -29,7 +29,7 @@ use std::time::Duration;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
 
 use super::jobs::{RESULT_TTL_SECS, RESULTS_KEPT, WireJob, encode_answer};
-use super::pool::PRACTICE_FLOOR;
+use super::pool::practice_share;
 use crate::bots;
 use crate::store::keys::{
     SEARCH_GROUP, SEARCH_JOBS, SEARCH_RESULTS, SEARCH_WORKERS, search_result_key,
@@ -328,7 +328,7 @@ async fn work(conn: &mut RedisConn, entry: StreamId) {
     };
     let mut job = job;
     if !job.ranked {
-        job.budget_ms = shared_budget_ms(conn, job.budget_ms).await;
+        job.budget_ms = shared_budget_ms(conn, job.budget_ms, &entry.id).await;
     }
     let level = job.level;
     let started = std::time::Instant::now();
@@ -390,20 +390,22 @@ async fn work(conn: &mut RedisConn, entry: StreamId) {
 }
 
 /// A practice search's budget at the moment it starts, as the local queue
-/// shares it: `budget × threads / (threads + waiting)`, never below the
-/// practice floor, where `waiting` counts the jobs not yet handed to a
-/// searcher and `threads` the searcher threads alive. The full budget when
-/// Redis cannot say.
-async fn shared_budget_ms(conn: &mut RedisConn, budget_ms: u64) -> u64 {
-    let counts: redis::RedisResult<(usize, redis::streams::StreamPendingReply)> = redis::pipe()
-        .cmd("XLEN")
-        .arg(SEARCH_JOBS)
-        .cmd("XPENDING")
-        .arg(SEARCH_JOBS)
-        .arg(SEARCH_GROUP)
-        .query_async(conn)
-        .await;
-    let Ok((queued, pending)) = counts else {
+/// works it out ([`practice_share`]): `waiting` is the jobs not yet handed
+/// to a searcher, `threads` the searcher threads alive, and the time it
+/// waited runs from the job's entry (its id is Redis's clock when it was
+/// added) to Redis's clock now. The full budget when Redis cannot say.
+async fn shared_budget_ms(conn: &mut RedisConn, budget_ms: u64, entry: &str) -> u64 {
+    let counts: redis::RedisResult<(usize, redis::streams::StreamPendingReply, (u64, u64))> =
+        redis::pipe()
+            .cmd("XLEN")
+            .arg(SEARCH_JOBS)
+            .cmd("XPENDING")
+            .arg(SEARCH_JOBS)
+            .arg(SEARCH_GROUP)
+            .cmd("TIME")
+            .query_async(conn)
+            .await;
+    let Ok((queued, pending, (secs, micros))) = counts else {
         return budget_ms;
     };
     let Ok(threads) = super::jobs::live_threads(conn).await else {
@@ -412,10 +414,14 @@ async fn shared_budget_ms(conn: &mut RedisConn, budget_ms: u64) -> u64 {
     // Finished jobs are deleted: what is in the stream and not pending
     // waits for a searcher.
     let waiting = queued.saturating_sub(pending.count());
-    let threads = threads.max(1);
-    let floor = PRACTICE_FLOOR.as_millis() as u64;
-    let shared = budget_ms as f64 * threads as f64 / (threads + waiting) as f64;
-    (shared as u64).max(floor)
+    let now_ms = secs * 1000 + micros / 1000;
+    let added_ms = entry
+        .split('-')
+        .next()
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .unwrap_or(now_ms);
+    let waited = Duration::from_millis(now_ms.saturating_sub(added_ms));
+    practice_share(Duration::from_millis(budget_ms), threads, waiting, waited).as_millis() as u64
 }
 
 /// `jumpgate bot-worker`: runs a searcher, and serves its metrics on
