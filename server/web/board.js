@@ -7,6 +7,12 @@
 // thruster boosts and wormhole exits among the targets. A piece can be
 // moved by two clicks, by keyboard, or dragged: while dragged it follows
 // the pointer, drawn over the page, and nothing else on the page moves.
+// A finger would hide the piece it drags, so a touch drag draws the piece
+// a square above the fingertip and marks the square under it, where the
+// piece lands (as lichess does); a mouse drag keeps the piece under the
+// pointer. The arrow keys move between playing squares only. The view has
+// its own polite live region: it says what a selection allows and, once the
+// board shows it, the move just made.
 
 import { sideName, whiteMovesFirst } from './protocol.js';
 
@@ -67,7 +73,14 @@ export class BoardView {
     this.element.setAttribute('aria-label', 'Board');
     this.cells = new Map(); // square name -> button
     this.cursor = { row: 7, col: 0 };
+    // The column that up and down keep to, zigzagging beside it on the
+    // diagonal board; set by left, right and by pointing at a square.
+    this.column = 0;
     this.ruleSet = null;
+    this.spoken = { selection: '', pending: null };
+    this.live = document.createElement('p');
+    this.live.className = 'sr-only board-announce';
+    this.live.setAttribute('aria-live', 'polite');
     this.flipped = false;
     container.append(this.element);
 
@@ -93,7 +106,7 @@ export class BoardView {
   build(ruleSet, flipped) {
     this.ruleSet = ruleSet;
     this.flipped = flipped;
-    this.element.replaceChildren();
+    this.element.replaceChildren(this.live);
     this.cells.clear();
     this.element.classList.toggle('flipped', flipped);
     // The first mover's pieces are drawn white where tradition has White first.
@@ -127,7 +140,14 @@ export class BoardView {
       const file = parseSquare(this.squareAt(7, i));
       this.element.append(coordinate('file', FILES[file.f], i, isPlayable(ruleSet, file.f, file.r)));
     }
+    this.cursor = { row: 7, col: 0 };
+    this.column = 0;
     this.moveCursor(0, 0, false);
+  }
+
+  playableAt(row, col) {
+    const { f, r } = parseSquare(this.squareAt(row, col));
+    return isPlayable(this.ruleSet, f, r);
   }
 
   /**
@@ -197,22 +217,93 @@ export class BoardView {
       if (number !== null) parts.push(`square ${number}`);
       cell.setAttribute('aria-label', [...parts, ...flags].join(', '));
     }
+    this.speak(marks);
   }
 
+  /**
+   * Moves the keyboard cursor one step to a playing square: left and right
+   * to the next one along the row, up and down to the one in the next row
+   * nearest the column kept (towards the board's middle on a tie). At an
+   * edge it stays; from a square not played on (reached by pointing) the
+   * first step lands on a playing square.
+   */
   moveCursor(dRow, dCol, focus = true) {
-    const row = Math.min(7, Math.max(0, this.cursor.row + dRow));
-    const col = Math.min(7, Math.max(0, this.cursor.col + dCol));
-    this.setCursor(this.squareAt(row, col), focus);
+    let { row, col } = this.cursor;
+    if (dCol !== 0) {
+      for (let c = col + dCol; c >= 0 && c < 8; c += dCol) {
+        if (this.playableAt(row, c)) {
+          col = c;
+          break;
+        }
+      }
+      this.column = col;
+    } else {
+      const next = Math.min(7, Math.max(0, row + dRow));
+      if (next !== row || !this.playableAt(row, col)) {
+        const cols = [0, 1, 2, 3, 4, 5, 6, 7].filter((c) => this.playableAt(next, c));
+        const cost = (c) => Math.abs(c - this.column) * 16 + Math.abs(c - 3.5);
+        col = cols.reduce((best, c) => (cost(c) < cost(best) ? c : best));
+        row = next;
+      }
+    }
+    this.setCursor(this.squareAt(row, col), focus, false);
   }
 
-  setCursor(square, focus = true) {
+  setCursor(square, focus = true, keepColumn = false) {
     const cell = this.cells.get(square);
     if (!cell) return;
     for (const other of this.cells.values()) other.tabIndex = -1;
     cell.tabIndex = 0;
     const { f, r } = parseSquare(square);
     this.cursor = this.place(f, r);
+    if (!keepColumn) this.column = this.cursor.col;
     if (focus) cell.focus();
+  }
+
+  /** Passes a square pointed at or chosen by key on to game.js. */
+  activate(square) {
+    this.activated = square;
+    this.handlers.onActivate(square);
+  }
+
+  /**
+   * Tells screen readers what changed: a new selection and where it may
+   * go, a selection let go, and a move of this page's once the board
+   * shows it played (what the other side plays, game.js announces).
+   */
+  speak(marks) {
+    const [selected] = marks.selected;
+    const path = [...marks.path];
+    const targets = [...marks.targets].sort();
+    const key = selected ? [selected, ...path, '>', ...targets].join(' ') : '';
+    const previous = this.spoken.selection;
+    this.spoken.selection = key;
+    let words = '';
+    if (key && key !== previous) {
+      if (path.length > 0 && targets.length === 0) {
+        // A whole path chosen: the move is on its way, said when the board shows it.
+        this.spoken.pending = { from: selected, to: path.at(-1) };
+      } else {
+        const count = `${targets.length} ${targets.length === 1 ? 'move' : 'moves'}`;
+        const at = path.length > 0 ? `${selected} to ${path.join(' to ')}, ` : `${selected} selected, `;
+        words = targets.length > 0 ? `${at}${count}: ${targets.join(', ')}` : `${at}no moves`;
+        this.spoken.pending = null;
+      }
+    } else if (!key && previous && !this.spoken.pending) {
+      const [origin, onward = ''] = previous.split(' >');
+      const from = origin.split(' ')[0];
+      if (this.activated && onward.split(' ').includes(this.activated)) {
+        this.spoken.pending = { from, to: this.activated };
+      } else {
+        words = `${from} let go`;
+      }
+    }
+    const pending = this.spoken.pending;
+    if (pending && marks.lastMove.has(pending.from) && marks.lastMove.has(pending.to)) {
+      words = `moved ${pending.from} to ${pending.to}`;
+      this.spoken.pending = null;
+    }
+    if (words) this.live.textContent = words;
   }
 
   onKey(event) {
@@ -223,7 +314,7 @@ export class BoardView {
       this.moveCursor(...steps[event.key]);
     } else if (event.key === 'Enter' || event.key === ' ') {
       event.preventDefault();
-      this.handlers.onActivate(this.squareAt(this.cursor.row, this.cursor.col));
+      this.activate(this.squareAt(this.cursor.row, this.cursor.col));
     } else if (event.key === 'Escape') {
       event.preventDefault();
       this.handlers.onClear();
@@ -248,7 +339,8 @@ export class BoardView {
     // Pressing the selected piece again may start a drag: it is let go
     // only if released where it was pressed without moving.
     this.pressedSelected = cell.classList.contains('selected');
-    if (!this.pressedSelected) this.handlers.onActivate(square);
+    this.touch = event.pointerType === 'touch';
+    if (!this.pressedSelected) this.activate(square);
     try {
       this.element.setPointerCapture(event.pointerId);
     } catch {
@@ -274,14 +366,18 @@ export class BoardView {
       cell.classList.add('lifted');
     }
     const size = this.ghost.getBoundingClientRect();
-    this.ghost.style.transform = `translate(${event.clientX - size.width / 2}px, ${event.clientY - size.height / 2}px)`;
+    // Lifted a square above the fingertip for touch, under the pointer for a mouse.
+    const lift = this.touch ? this.cells.get(this.pressed).getBoundingClientRect().height : 0;
+    this.ghost.style.transform = `translate(${event.clientX - size.width / 2}px, ${event.clientY - lift - size.height / 2}px)`;
+    const over = this.cellFromPoint(event);
+    for (const cell of this.cells.values()) cell.classList.toggle('drag-over', cell === over);
   }
 
   endDrag() {
     const dragged = Boolean(this.ghost);
     this.ghost?.remove();
     this.ghost = null;
-    for (const cell of this.cells.values()) cell.classList.remove('lifted');
+    for (const cell of this.cells.values()) cell.classList.remove('lifted', 'drag-over');
     this.pressed = null;
     return dragged;
   }
@@ -296,10 +392,10 @@ export class BoardView {
     if (to !== from) {
       // A drag: released over another square, which counts as a second click.
       this.setCursor(to, false);
-      this.handlers.onActivate(to);
+      this.activate(to);
     } else if (pressedSelected && !dragged) {
       // A plain click on the selected piece lets it go.
-      this.handlers.onActivate(from);
+      this.activate(from);
     }
   }
 }

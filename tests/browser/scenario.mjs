@@ -125,14 +125,17 @@ async function cursorTo(page, target) {
     const r = Number(sq.slice(1)) - 1;
     return flipped ? { row: r, col: 7 - f } : { row: 7 - r, col: f };
   };
-  const current = await page.evaluate(() => document.activeElement?.dataset?.square);
-  check(current, 'the keyboard focus is on a board square');
-  const from = place(current);
   const to = place(target);
-  const vertical = to.row > from.row ? 'ArrowDown' : 'ArrowUp';
-  const horizontal = to.col > from.col ? 'ArrowRight' : 'ArrowLeft';
-  for (let i = 0; i < Math.abs(to.row - from.row); i += 1) await page.keyboard.press(vertical);
-  for (let i = 0; i < Math.abs(to.col - from.col); i += 1) await page.keyboard.press(horizontal);
+  // The arrows step between playing squares: rows first, then along the row.
+  for (let i = 0; i < 30; i += 1) {
+    const current = await page.evaluate(() => document.activeElement?.dataset?.square);
+    check(current, 'the keyboard focus is on a board square');
+    if (current === target) return;
+    const from = place(current);
+    let key = to.col > from.col ? 'ArrowRight' : 'ArrowLeft';
+    if (to.row !== from.row) key = to.row > from.row ? 'ArrowDown' : 'ArrowUp';
+    await page.keyboard.press(key);
+  }
   const now = await page.evaluate(() => document.activeElement?.dataset?.square);
   check(now === target, `the cursor reached ${target} (at ${now})`);
 }

@@ -313,9 +313,11 @@ async fn web_client_follows_its_lobby_to_another_instance_in_chromium() {
     );
 }
 
-/// Issue 35's dark theme: axe-core in dark mode (chosen by the system and by
-/// the page) on the home, lobby, game (a move list with its current move),
-/// solo and leaderboard screens.
+/// Issue 35's board and theme checks: axe-core in dark mode (chosen by the
+/// system and by the page) on the home, lobby, game, solo and leaderboard
+/// screens; the arrow keys on playing squares only and the board's live
+/// region; coordinates and square numbers apart; a touch drag on a phone
+/// drawing the piece above the fingertip.
 #[tokio::test(flavor = "multi_thread")]
 async fn web_client_board_and_dark_theme_in_chromium() {
     let artifacts = workspace_root().join("target/browser-artifacts/layout");
