@@ -161,6 +161,9 @@ pub struct Round {
     /// or by moving), until that side moves or offers again.
     pub draw_declined: Option<Color>,
     pub notations: Vec<String>,
+    /// The same moves as the rules engine stores them, so that the
+    /// position after any ply can be replayed (`/r/{CODE}/positions`).
+    pub stored: Vec<String>,
     pub last_move: Option<MoveInfo>,
     pub result: Option<GameResult>,
 }
@@ -705,6 +708,7 @@ impl Lobby {
         self.active_at = now;
         self.last_move_at = Some(now);
         round.notations.push(m.notation.clone());
+        round.stored.push(m.stored.clone());
         round.moved(color);
         round.deadline = now + window;
         self.pending_moves.push(StoredMove {
@@ -817,6 +821,7 @@ impl Lobby {
             draw_offer: None,
             draw_declined: None,
             notations: Vec::new(),
+            stored: Vec::new(),
             last_move: None,
             result: None,
         });

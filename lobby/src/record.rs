@@ -210,6 +210,9 @@ impl Lobby {
                     draw_offer: r.draw_offer,
                     draw_declined: r.draw_declined,
                     notations: r.notations,
+                    // Every logged move, those after the record too: the
+                    // game has replayed them all.
+                    stored: paths.iter().map(|p| (*p).to_owned()).collect(),
                     last_move: played.pop(),
                     result: r.result,
                 })

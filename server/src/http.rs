@@ -1,6 +1,7 @@
 //! The HTTP front: the WebSocket endpoint (with subprotocol negotiation),
 //! lobby summaries behind invite links (the web client's page for
-//! browsers), finished games as PDN, health.
+//! browsers), finished games as PDN, the running game position by position,
+//! health.
 
 use std::sync::Arc;
 
@@ -29,6 +30,7 @@ pub fn router(state: Arc<App>) -> Router {
         .route("/ws", get(upgrade))
         .route("/r/{code}", get(lobby_summary))
         .route("/r/{code}/games.pdn", get(lobby_games))
+        .route("/r/{code}/positions", get(lobby_positions))
         .route("/api/leaderboards/{rule_set}", get(leaderboard))
         .route("/api/my-games", get(my_games))
         // The operator API is not here: it has a listener of its own
@@ -370,6 +372,27 @@ async fn lobby_games(
             games.join("\n"),
         )
             .into_response(),
+        Err(response) => response,
+    }
+}
+
+/// The current game's position after every ply, replayed by the rules
+/// engine, behind the same invite rule as the summary: a page that came in
+/// mid-game shows the moves played before it arrived.
+async fn lobby_positions(
+    State(state): State<Arc<App>>,
+    Path(code): Path<String>,
+    Query(params): Query<Vec<(String, String)>>,
+) -> Response {
+    let invite = invite_param(&params);
+    match ask_room(
+        &state,
+        &code,
+        |room| async move { room.positions(invite).await },
+    )
+    .await
+    {
+        Ok(positions) => ([(header::CACHE_CONTROL, "no-store")], Json(positions)).into_response(),
         Err(response) => response,
     }
 }

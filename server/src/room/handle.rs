@@ -120,6 +120,16 @@ impl RoomHandle {
         self.ask(|reply| RoomCommand::Games { invite, reply }).await
     }
 
+    /// The current game's position after every ply; `None` as for
+    /// [`summary`](Self::summary).
+    pub async fn positions(
+        &self,
+        invite: Option<String>,
+    ) -> Result<Option<super::view::GamePositions>, RoomStopped> {
+        self.ask(|reply| RoomCommand::Positions { invite, reply })
+            .await
+    }
+
     /// Gives the room up to the instance `to` (or, shutting down, to
     /// whoever takes it); whether it did.
     pub async fn hand_over(&self, to: Option<String>) -> Result<bool, RoomStopped> {

@@ -82,6 +82,11 @@ enum RoomCommand {
         invite: Option<String>,
         reply: oneshot::Sender<Option<Vec<String>>>,
     },
+    /// The current game's position after every ply; `None` as for `Summary`.
+    Positions {
+        invite: Option<String>,
+        reply: oneshot::Sender<Option<view::GamePositions>>,
+    },
     /// Give the room up for another instance: store everything, release
     /// ownership, tell the members to reconnect, stop. Replies whether it
     /// did (not while the store cannot confirm what the room holds).
@@ -704,6 +709,13 @@ impl Room {
                     .await
                     .unwrap_or_default();
                 let _ = reply.send(Some(games));
+            }
+            RoomCommand::Positions { invite, reply } => {
+                let positions = self
+                    .lobby
+                    .admits(None, invite.as_deref())
+                    .then(|| self.positions());
+                let _ = reply.send(positions);
             }
         }
     }

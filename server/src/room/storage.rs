@@ -412,6 +412,13 @@ impl Room {
                 };
                 let _ = reply.send(games);
             }
+            RoomCommand::Positions { invite, reply } => {
+                let positions = self
+                    .lobby
+                    .admits(None, invite.as_deref())
+                    .then(|| self.positions());
+                let _ = reply.send(positions);
+            }
             RoomCommand::HandOver { reply, .. } => {
                 let _ = reply.send(true);
             }

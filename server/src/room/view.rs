@@ -191,3 +191,104 @@ impl Room {
         }
     }
 }
+
+/// The running (or last) game's position after every ply, for
+/// `GET /r/{CODE}/positions`: what a page that came in mid-game needs to
+/// show the moves before it arrived, replayed here by the rules engine so
+/// that no client has to know the rules.
+#[derive(Debug, serde::Serialize)]
+pub struct GamePositions {
+    pub code: String,
+    /// The series round the game belongs to.
+    pub round: u32,
+    pub dark_seat: u8,
+    /// The game's moves in the rule set's notation, as `state` lists them.
+    pub moves: Vec<String>,
+    /// One entry per ply from 0 (the start) to the last move played.
+    pub positions: Vec<PositionView>,
+}
+
+/// The board after one ply.
+#[derive(Debug, serde::Serialize)]
+pub struct PositionView {
+    pub ply: u32,
+    pub pieces: Vec<wire::PieceView>,
+    /// The move that led here (none at ply 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_move: Option<wire::MoveView>,
+    /// Space Mode: wormholes and thruster boosts left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub space: Option<wire::SpaceView>,
+    /// Orbit: the points each side would score were the game to end here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub points: Option<wire::Points>,
+}
+
+fn position_view(
+    game: &crate::rules::VariantGame,
+    last_move: Option<wire::MoveView>,
+) -> PositionView {
+    let pieces = game
+        .pieces()
+        .into_iter()
+        .map(|p| wire::PieceView {
+            square: p.square,
+            color: wire_view::color(p.color),
+            king: p.king,
+        })
+        .collect();
+    let space = match (game.wormholes(), game.boosts_left()) {
+        (Some(wormholes), Some([dark, light])) => Some(wire::SpaceView {
+            wormholes,
+            boosts: wire::Boosts { dark, light },
+        }),
+        _ => None,
+    };
+    PositionView {
+        ply: game.ply(),
+        pieces,
+        last_move,
+        space,
+        points: game.points().map(wire_view::points),
+    }
+}
+
+impl Room {
+    /// Replays the round's stored moves from its start. Before the first
+    /// round the lists are empty; a stored move that does not replay
+    /// (never expected) ends them early.
+    pub(super) fn positions(&self) -> GamePositions {
+        let lobby = &self.lobby;
+        let mut view = GamePositions {
+            code: lobby.code.to_string(),
+            round: lobby.series.round,
+            dark_seat: 0,
+            moves: Vec::new(),
+            positions: Vec::new(),
+        };
+        let Some(round) = lobby.round.as_ref() else {
+            return view;
+        };
+        view.dark_seat = round.dark_seat as u8;
+        view.moves = round.notations.clone();
+        let mut game = crate::rules::VariantGame::with_draw_rules(
+            lobby.options.rule_set,
+            round.game.seed(),
+            round.game.draw_rules(),
+        );
+        view.positions.push(position_view(&game, None));
+        for stored in &round.stored {
+            match game.play_stored(stored) {
+                Ok(played) => view.positions.push(position_view(
+                    &game,
+                    Some(wire_view::into_move_view(played)),
+                )),
+                Err(error) => {
+                    tracing::error!(room = %lobby.code, %error, "a stored move does not replay");
+                    break;
+                }
+            }
+        }
+        view
+    }
+}

@@ -662,3 +662,103 @@ fn serde_json_value(message: &ClientMessage, seq: u32) -> serde_json::Value {
     v["seq"] = seq.into();
     v
 }
+
+/// `GET /r/{CODE}/positions`: the running game replayed by the server, one
+/// position per ply, so a page that came in mid-game can show the moves
+/// before it arrived. The last position is the board `state` shows (in
+/// Space Mode too, whose wormholes come from the game's seed), and an
+/// invite-only lobby answers only with its invite, as its summary does.
+#[tokio::test]
+async fn the_running_games_positions_are_served_per_ply_behind_the_invite() {
+    let server = TestServer::start(|_| {}).await;
+    for (rule_set, invite_only) in [(RuleSet::American, true), (RuleSet::Space, false)] {
+        let mut host = Player::connect(&server, Encoding::Json).await;
+        let seq = host
+            .send(|seq| ClientMessage::CreateLobby {
+                seq,
+                rule_set,
+                series_length: 3,
+                invite_only,
+                stake: None,
+                pace: None,
+                draw_rules: None,
+            })
+            .await;
+        host.expect_ack(seq).await;
+        let created = host.state_until(|_| true).await;
+        let (code, invite) = (created.code.clone(), created.invite.clone());
+        let mut guest = Player::connect(&server, Encoding::Json).await;
+        let (c, i) = (code.clone(), invite.clone());
+        guest
+            .request(|seq| ClientMessage::JoinLobby {
+                seq,
+                code: c,
+                invite: i,
+            })
+            .await
+            .unwrap();
+        host.phase(Phase::Playing).await;
+        // Before a move: the start alone.
+        let query = invite
+            .as_ref()
+            .map_or(String::new(), |i| format!("?invite={i}"));
+        let path = format!("/r/{code}/positions{query}");
+        let (status, body) = get_body(&server, &path, "*/*").await;
+        assert_eq!(status, 200, "{body}");
+        let start: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(start["positions"].as_array().unwrap().len(), 1, "{body}");
+        for ply in 1..=3 {
+            let mover = if host.my_turn() {
+                &mut host
+            } else {
+                &mut guest
+            };
+            mover.play_first_legal().await;
+            for p in [&mut host, &mut guest] {
+                p.state_until(|s| s.game.as_ref().is_some_and(|g| g.ply == ply))
+                    .await;
+            }
+        }
+        let game = host.state.clone().unwrap().game.unwrap();
+        let (status, body) = get_body(&server, &path, "*/*").await;
+        assert_eq!(status, 200, "{body}");
+        let view: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(view["code"], code.as_str());
+        assert_eq!(view["round"], 1);
+        assert_eq!(view["moves"], serde_json::json!(game.moves));
+        let positions = view["positions"].as_array().unwrap();
+        assert_eq!(positions.len(), 4, "plies 0 to 3: {body}");
+        for (ply, position) in positions.iter().enumerate() {
+            assert_eq!(position["ply"], ply);
+            if ply == 0 {
+                assert!(position.get("last_move").is_none(), "{position}");
+            } else {
+                assert_eq!(
+                    position["last_move"]["notation"],
+                    game.moves[ply - 1].as_str()
+                );
+            }
+        }
+        assert_eq!(positions[0]["pieces"].as_array().unwrap().len(), 24);
+        let last = &positions[3];
+        assert_eq!(last["pieces"], serde_json::to_value(&game.pieces).unwrap());
+        assert_eq!(
+            last["last_move"],
+            serde_json::to_value(game.last_move.as_ref().unwrap()).unwrap()
+        );
+        if rule_set == RuleSet::Space {
+            assert_eq!(last["space"], serde_json::to_value(&game.space).unwrap());
+        }
+        // Without its invite an invite-only lobby is not there.
+        if let Some(invite) = &invite {
+            let not_found = get_body(&server, "/r/ZZZZZZZZ/positions", "*/*").await;
+            assert_eq!(not_found.0, 404);
+            for path in [
+                format!("/r/{code}/positions"),
+                format!("/r/{code}/positions?invite={}", wrong_invite(invite)),
+            ] {
+                assert_eq!(get_body(&server, &path, "*/*").await, not_found, "{path}");
+            }
+        }
+    }
+}
