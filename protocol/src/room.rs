@@ -115,6 +115,10 @@ pub struct HeadToHead {
     pub draws: u32,
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -283,6 +287,11 @@ pub struct LobbySummary {
     /// when the creator left); absent if the host holds no seat.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_name: Option<String>,
+    /// Whether the host holds a seat but has no connection in the lobby
+    /// (their page is closed or offline), so that a series there waits for
+    /// them to come back; absent: `false`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub host_away: bool,
     /// Display names by seat; `null` (`None`) for an empty seat.
     pub players: Vec<Option<String>>,
     /// Connections watching.

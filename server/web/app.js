@@ -1,8 +1,16 @@
 // app.js — starts the client: one connection, the screens (home with "My
 // games", the preview of a lobby before joining it, lobby, solo game,
-// leaderboards), the tab's title, and the page's address (`/` for the home
-// screen and the solo and leaderboard views, `/r/{CODE}` for a lobby and its
-// preview, with `?invite=` for invite-only lobbies).
+// leaderboards, and "this game is gone" for a lobby the server lost), the
+// tab's title, and the page's address (`/` for the home screen and the
+// leaderboard view, `/?solo={ID}` for a solo game, so that a reload resumes
+// it, `/r/{CODE}` for a lobby and its preview, with `?invite=` for
+// invite-only lobbies).
+//
+// It also keeps the page honest while the connection is down: the board is
+// covered by a "reconnecting" banner and takes no moves (they are refused,
+// not queued: a move made blind could land in a position that has changed),
+// its clocks stand still and the players' presence shows as unknown, since
+// the page cannot know them.
 
 import { Connection, isAccountToken } from './connection.js';
 import { describeError } from './errors.js';
@@ -18,6 +26,33 @@ const WATCHING_KEY = 'jumpgate.watching'; // per tab: the code this tab watches
 const SOUND_KEY = 'jumpgate.sound'; // 'off' when muted
 const THEME_KEY = 'jumpgate.theme'; // 'dark' or 'light' when chosen over the system's
 const LAST_LOBBY_KEY = 'jumpgate.last-lobby'; // { code, invite } of the lobby this device last sat in
+const GONE_KEY = 'jumpgate.gone'; // per tab: codes of lobbies this tab was in that the server lost
+
+/** A lobby code: 8 characters of the code alphabet, no 0, 1, I or O (PROTOCOL.md §11). */
+const CODE_PATTERN = /^[2-9A-HJ-NP-Z]{8}$/;
+
+/**
+ * Whether a (normalised) code can name a lobby at all. One that cannot is
+ * answered here, without asking the server, in words of its own.
+ */
+function wellFormed(code) {
+  return CODE_PATTERN.test(code);
+}
+
+/** Codes of lobbies this tab was in and the server no longer has (newest last). */
+function goneCodes() {
+  try {
+    const list = JSON.parse(sessionStorage.getItem(GONE_KEY));
+    return Array.isArray(list) ? list : [];
+  } catch {
+    return [];
+  }
+}
+
+function rememberGone(code) {
+  const list = goneCodes().filter((c) => c !== code).concat(code).slice(-10);
+  sessionStorage.setItem(GONE_KEY, JSON.stringify(list));
+}
 
 /**
  * Sign-in from the hosting site: `?token=JWT` (or `#token=JWT`) in the
@@ -150,7 +185,11 @@ const game = new GameScreen({
   },
 });
 const invitePanel = new InvitePanel(() => notify('Invite link copied.', 'info'));
-const lobby = new LobbyScreen({ create, join: (code, invite) => openLobby(code, invite), watch });
+const lobby = new LobbyScreen({
+  create,
+  join: (code, invite) => (refuseMalformed(code) ? null : openLobby(code, invite)),
+  watch: (code, invite) => (refuseMalformed(code) ? null : watch(code, invite)),
+});
 const preview = new LobbyPreview({ join, watch, cancel: () => goHome() });
 const myGames = new MyGames({
   request: (message) => connection.request(message),
@@ -177,6 +216,7 @@ soloPanel.showRecord(deviceRecord.text());
 
 function showHome(prefill = '') {
   if ($('home').hidden) freshScreen();
+  hideGone();
   game.hide();
   solo.hide();
   leaderboards.hide();
@@ -191,6 +231,7 @@ function showHome(prefill = '') {
 /** What a lobby is, before taking its seat: Join or Watch. */
 function showPreview(summary, invite) {
   if ($('preview').hidden) freshScreen();
+  hideGone();
   lobby.hide();
   game.hide();
   solo.hide();
@@ -201,6 +242,7 @@ function showPreview(summary, invite) {
 
 function showRoom() {
   if ($('room').hidden) freshScreen();
+  hideGone();
   lobby.hide();
   solo.hide();
   leaderboards.hide();
@@ -210,11 +252,114 @@ function showRoom() {
 
 function showSolo() {
   if ($('solo').hidden) freshScreen();
+  hideGone();
   lobby.hide();
   game.hide();
   leaderboards.hide();
   preview.hide();
   solo.show();
+}
+
+// ---------------------------------------------------------------------------
+// A lobby the server no longer has: after a restart of a server that keeps
+// nothing (`--memory`), the page's re-entry is refused with `unknown_lobby`.
+
+/** A code that cannot be a lobby's is answered at once, and never sent. */
+function refuseMalformed(code) {
+  if (wellFormed(code)) return false;
+  notify(describeError('malformed_code'));
+  return true;
+}
+
+/**
+ * The words for a refused join, watch or `lobby_info` of `code`: a lobby
+ * this device was in is "gone"; any other unknown code gets the server's
+ * one sentence for "no such lobby, or not without its invite".
+ */
+function lobbyRefusal(error, code) {
+  const known = goneCodes().includes(code) || lastLobby()?.code === code
+    || myGames.games.some((g) => g.kind === 'lobby' && g.code === code);
+  if (error.code === 'unknown_lobby' && known) {
+    if (lastLobby()?.code === code) localStorage.removeItem(LAST_LOBBY_KEY);
+    return describeError('lobby_gone');
+  }
+  return describeError(error.code, error.message);
+}
+
+function hideGone() {
+  $('gone').hidden = true;
+}
+
+/**
+ * Says plainly that the lobby this page was in is gone, and offers a new
+ * lobby with the same rules or the home page. `state` is the lobby's last
+ * state this page showed (null if none).
+ */
+function showGone(code, state, role) {
+  freshScreen();
+  game.hide();
+  solo.hide();
+  lobby.hide();
+  preview.hide();
+  leaderboards.hide();
+  // A series in play is never closed for being idle (PROTOCOL.md §11): only
+  // a restart that kept nothing loses it. A lobby between series may also
+  // have been closed while nobody was connected to it.
+  const playing = state && ['playing', 'break'].includes(state.phase);
+  const what = role === 'spectator' ? 'the game you were watching' : playing ? 'your game' : 'the lobby';
+  const why = playing || !state ? 'it was restarted without keeping its games'
+    : 'it was restarted without keeping its games, or closed the lobby while nobody was connected to it';
+  $('gone-text').textContent = `The connection dropped, and when it came back the server no longer had lobby ${code}: `
+    + `${why}, so ${what} cannot go on. No result was recorded`
+    + `${role === 'spectator' ? '' : ', and nobody is waiting for you there'}.`;
+  $('gone-new').hidden = !state || role === 'spectator';
+  $('gone-new').dataset.options = state ? JSON.stringify({
+    ruleSet: state.rule_set,
+    seriesLength: state.series_length,
+    inviteOnly: Boolean(state.invite_only),
+    stake: state.stake ?? 0,
+    pace: state.pace ?? 'live',
+    drawRules: state.draw_rules ?? 'standard',
+  }) : '';
+  $('gone').hidden = false;
+  setTitle(`Jumpgate — lobby ${code} is gone`);
+  $('gone-title').focus();
+}
+
+connection.addEventListener('room-gone', ({ detail: { code, role } }) => {
+  const state = game.state?.code === code ? game.state : null;
+  rememberGone(code);
+  if (lastLobby()?.code === code) localStorage.removeItem(LAST_LOBBY_KEY);
+  sessionStorage.removeItem(WATCHING_KEY);
+  showGone(code, state, role);
+});
+
+$('gone-new').addEventListener('click', async () => {
+  const options = JSON.parse($('gone-new').dataset.options || 'null');
+  if (!options) {
+    goHome();
+    return;
+  }
+  $('gone-new').disabled = true;
+  try {
+    await create(options);
+  } finally {
+    $('gone-new').disabled = false;
+  }
+});
+$('gone-home').addEventListener('click', () => goHome());
+
+// ---------------------------------------------------------------------------
+// The connection is down: a banner over the board, no moves, clocks stopped
+// on this page, presence unknown, until the page is back in its room.
+
+function showConnection(status) {
+  const down = status !== 'online' && Boolean(connection.room);
+  $('offline-overlay').hidden = !down;
+  $('offline-title').textContent = status === 'outdated'
+    ? 'This page is out of date for the server: reload it.'
+    : 'Connection lost — reconnecting…';
+  game.setOffline(down);
 }
 
 /**
@@ -258,6 +403,7 @@ function showLeaderboards() {
     return;
   }
   if (connection.solo) leaveSolo(false);
+  hideGone();
   lobby.hide();
   game.hide();
   solo.hide();
@@ -294,10 +440,24 @@ async function resumeSolo(quiet = true) {
   }
 }
 
+/** On loading `/?solo=ID`: back to that game, or a word on why not. */
+async function resumeAddressedSolo() {
+  try {
+    await connection.request(msg.resumeSolo());
+  } catch (error) {
+    if (solo.visible || connection.room) return;
+    history.replaceState(null, '', '/');
+    notify(error.code === 'no_game_in_progress'
+      ? 'That game is no longer on the server (it finished, or was left too long); start another below.'
+      : describeError(error.code, error.message), 'info');
+  }
+}
+
 /** Leaves the solo view: the game is detached (a ranked one can be resumed). */
 function leaveSolo(goHome = true) {
   const wasShowing = connection.solo;
   connection.enterSolo(null);
+  if (location.pathname === '/' && location.search) history.replaceState(null, '', '/');
   // Detach; a game the server has already closed needs nothing more.
   if (wasShowing) connection.request(msg.leave()).catch(() => {});
   if (goHome) showHome();
@@ -356,7 +516,7 @@ async function openLobby(code, invite, fresh = false) {
       return;
     }
     showHome(code);
-    notify(describeError(error.code, error.message));
+    notify(lobbyRefusal(error, code));
     return;
   }
   if (connection.room) return; // another screen took over meanwhile
@@ -405,7 +565,7 @@ async function join(code, invite) {
       return;
     }
     showHome(code);
-    notify(describeError(error.code, error.message));
+    notify(lobbyRefusal(error, code));
   }
 }
 
@@ -419,7 +579,7 @@ async function watch(code, invite) {
   } catch (error) {
     connection.forgetRoom();
     showHome(code);
-    notify(describeError(error.code, error.message));
+    notify(lobbyRefusal(error, code));
   }
 }
 
@@ -432,6 +592,7 @@ connection.addEventListener('status', ({ detail }) => {
   const words = { connecting: 'Connecting…', online: 'Online', offline: 'Offline — reconnecting…', outdated: 'Please reload the page' };
   status.textContent = words[detail] ?? detail;
   status.classList.toggle('offline', detail !== 'online');
+  showConnection(detail);
 });
 
 let resumeAsked = false;
@@ -448,19 +609,24 @@ connection.addEventListener('welcome', ({ detail }) => {
   // Once per page load: a signed-in player's unfinished solo game (a ranked
   // one survives a refresh) comes back. No game is not worth a word.
   myGames.refresh();
-  if (!resumeAsked && signedIn && location.pathname === '/' && !connection.room && !connection.hint) {
+  // A page whose address names a solo game (`/?solo=ID`, a reload) comes
+  // back to it whoever plays it.
+  const addressed = location.pathname === '/' && new URLSearchParams(location.search).has('solo');
+  if (!resumeAsked && (signedIn || addressed) && location.pathname === '/' && !connection.room && !connection.hint) {
     resumeAsked = true;
-    resumeSolo(true);
+    if (addressed) resumeAddressedSolo();
+    else resumeSolo(true);
   }
 });
 
 connection.addEventListener('solo-state', ({ detail: state }) => {
   if (connection.room) return; // a lobby has the page now
   connection.enterSolo(state.id, state.version);
-  if (!solo.visible) {
-    if (location.pathname !== '/') history.pushState(null, '', '/');
-    showSolo();
-  }
+  // The address names the game, so that a reload comes back to it.
+  const path = `/?solo=${encodeURIComponent(state.id)}`;
+  if (!solo.visible && location.pathname !== '/') history.pushState(null, '', path);
+  else if (location.pathname + location.search !== path) history.replaceState(null, '', path);
+  if (!solo.visible) showSolo();
   setTitle(state.mode === 'computer' ? 'Jumpgate — you against the computer' : 'Jumpgate — two players, one screen');
   solo.update(state);
 });
@@ -516,8 +682,27 @@ connection.addEventListener('state', ({ detail: state }) => {
   myGames.opened(state.code);
   showRoom();
   game.update(state, identity);
+  showWaitHint(state, seated);
   invitePanel.render(state, seated);
 });
+
+/**
+ * Both seats taken, the other player away, no series yet: how long the wait
+ * can be, from what the server does (PROTOCOL.md §11): the seat is kept and
+ * no clock starts against anyone who is away, so nothing is lost by waiting;
+ * a lobby with nobody connected closes after the server's idle time (30
+ * minutes unless configured otherwise).
+ */
+function showWaitHint(state, seated) {
+  const away = state.players.find((p) => p && !p.connected);
+  const waiting = seated && state.phase === 'waiting' && state.players.every(Boolean) && away && !isCorrespondence(state);
+  $('wait-hint').hidden = !waiting;
+  if (!waiting) return;
+  $('wait-hint').textContent = `How long? As long as ${away.name} takes: their seat is kept, and no clock runs and nobody forfeits `
+    + 'while they are away. The game starts the moment they open this lobby again, so keep this page open. '
+    + 'You can leave at no cost (no series has started). If nobody is left in the lobby, the server closes it '
+    + 'after a while (30 minutes unless it is set up otherwise).';
+}
 
 connection.addEventListener('left', () => {
   localStorage.removeItem(LAST_LOBBY_KEY);
@@ -581,6 +766,12 @@ function route() {
   }
   const code = normaliseCode(decodeURIComponent(match[1]));
   const invite = new URLSearchParams(location.search).get('invite');
+  if (!wellFormed(code)) {
+    history.replaceState(null, '', '/');
+    showHome(code);
+    notify(describeError('malformed_code'));
+    return;
+  }
   connection.hint = code;
   if (sessionStorage.getItem(WATCHING_KEY) === code) watch(code, invite);
   else openLobby(code, invite, true);

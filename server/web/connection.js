@@ -87,6 +87,8 @@ export function roomState(room) {
  * Events (all `CustomEvent`s): `status` (detail: 'connecting' | 'online' |
  * 'offline' | 'outdated'), `welcome` (identity), `state` (room state),
  * `left` (code), `notice` (an error that answers no request of ours),
+ * `room-gone` ({ code, role }: re-entering the room after a reconnection
+ * was refused with `unknown_lobby`, so the server no longer has it),
  * `shutdown`, `account-rejected` (the kept account token was refused with
  * `invalid_token`; the page carries on as a new guest), `solo-state` (the
  * state of this page's solo game), `solo-lost` (the solo game could not be
@@ -510,8 +512,12 @@ export class Connection extends EventTarget {
         await this.send(message, true);
       } catch (error) {
         if (!this.keepRoomAfter(error)) {
-          this.emit('notice', { code: error.code, message: error.message });
+          // Forgotten first: whoever hears of it sees a page in no room.
           this.forgetRoom();
+          // The server does not know the room any more (it was restarted
+          // without keeping it): that is news of its own, not an error.
+          if (error.code === 'unknown_lobby') this.emit('room-gone', { code, role });
+          else this.emit('notice', { code: error.code, message: error.message });
         }
       }
     } else if (this.solo) {

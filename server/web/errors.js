@@ -11,7 +11,10 @@ const MESSAGES = {
   already_greeted: 'Already connected.',
   invalid_token: 'Your guest identity expired; you are now a new guest.',
   invalid_options: 'Those lobby options are not allowed: choose a series of 1, 3, 5 or 7 rounds, and a stake of 0 (free) or 10 to 1,000 Bold Points.',
-  unknown_lobby: 'No lobby has that code. It may have closed, or be invite-only — check the code, or open the full invite link.',
+  // Deliberately the same words for a code nobody uses and an invite-only
+  // lobby asked for without its invite: the server does not tell them apart
+  // (§11), and neither may the page.
+  unknown_lobby: 'No lobby has that code, or it needs its invite link. Check the code, or open the full link you were sent.',
   lobby_full: 'This lobby already has two players.',
   // No longer sent: an invite-only lobby without its invite answers unknown_lobby.
   invite_required: 'This lobby is invite-only: open the full invite link you were sent.',
@@ -35,6 +38,11 @@ const MESSAGES = {
   internal_error: 'Something went wrong on the server. Try again.',
   // Not a server code: connection.js gives it to a request whose connection
   // dropped before any answer, when the request is not safe to send again.
+  // Not server codes either: app.js's words for a code that cannot be one
+  // (never sent), and for a lobby this device was in that the server no
+  // longer has.
+  malformed_code: 'Lobby codes are 8 characters: letters and the digits 2 to 9 (no 0, 1, I or O). Check the code you were given.',
+  lobby_gone: 'That lobby is gone: the server no longer has it (it was restarted without keeping its games, or the lobby closed).',
   connection_lost: 'The connection dropped before the server answered. The board shows what went through; try again if needed.',
 };
 

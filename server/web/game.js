@@ -336,7 +336,15 @@ export class GameScreen {
   }
 
   get interactive() {
-    return this.isMyTurn() && !this.sending && this.viewPly === null;
+    return this.isMyTurn() && !this.sending && this.viewPly === null && !this.offline;
+  }
+
+  /** app.js: while the connection is down, no moves, the clock stands still here and presence is unknown. */
+  setOffline(offline) {
+    if (Boolean(this.offline) === offline) return;
+    if (offline) this.frozenAt = performance.now();
+    this.offline = offline;
+    this.render();
   }
 
   seatOf(color) {
@@ -585,9 +593,9 @@ export class GameScreen {
     if (player) {
       // Who is here: a seat's player is connected while a page of theirs is in the room.
       const presence = document.createElement('span');
-      presence.className = `presence ${player.connected ? 'online' : 'away'}`;
-      presence.textContent = player.connected ? 'here' : 'away';
-      presence.title = player.connected ? 'Connected' : 'Not connected: their page is closed or offline';
+      presence.className = `presence ${this.offline ? 'unknown' : player.connected ? 'online' : 'away'}`;
+      presence.textContent = this.offline ? 'unknown' : player.connected ? 'here' : 'away';
+      presence.title = this.offline ? 'Not known while this page reconnects' : player.connected ? 'Connected' : 'Not connected: their page is closed or offline';
       element.append(presence);
     }
     const toMove = s.phase === 'playing' && s.game && !s.game.result && s.game.turn === color;
@@ -595,14 +603,15 @@ export class GameScreen {
     if (s.game && s.phase === 'playing' && !isCorrespondence(s)) {
       // Both clocks always show: the side to move counts down, the other waits at a full move.
       const clock = document.createElement('span');
-      clock.className = `clock${toMove ? ' running' : ''}`;
-      clock.textContent = seconds(toMove ? s.game.remaining_ms : this.moveClockMs);
+      clock.className = `clock${toMove ? (this.offline ? ' paused' : ' running') : ''}`;
+      clock.textContent = seconds(toMove ? s.game.remaining_ms - (this.offline ? Math.max(0, this.frozenAt - this.receivedAt) : 0) : this.moveClockMs);
+      if (toMove && this.offline) clock.title = 'Stopped on this page while it reconnects; the server’s clock keeps running';
       clock.setAttribute('aria-label', toMove ? 'time left for this move' : 'time for each move');
       element.append(clock);
     }
     const rank = player?.record ? `, ${player.record.rank}, win streak ${player.record.streak}` : '';
     const more = extras.map((e) => `, ${e.words}`).join('');
-    const here = player ? (player.connected ? ', connected' : ', not connected') : '';
+    const here = player ? (this.offline ? ', presence unknown' : player.connected ? ', connected' : ', not connected') : '';
     element.setAttribute('aria-label', `${side}: ${player ? player.name : 'empty seat'}${seat === this.seat ? ' (you)' : ''}${here}${rank}${more}${toMove ? ', to move' : ''}`);
   }
 

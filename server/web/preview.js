@@ -1,6 +1,7 @@
 // preview.js — the screen shown before taking a seat by code or invite link:
-// what the lobby is (`lobby_info`: rule set, pace, series, stake, host),
-// with Join and Watch, so whoever opens a link sees what they accept.
+// what the lobby is (`lobby_info`: rule set, pace, series, stake, host, and
+// whether the host is away), with Join and Watch, so whoever opens a link
+// sees what they accept, and whether they would have to wait.
 
 import { formatWhen } from './pace.js';
 import { paceLabel, ruleSetLabel } from './protocol.js';
@@ -61,7 +62,7 @@ export class LobbyPreview {
       ['Pace', paceText(lobby)],
       ['Series', seriesText(lobby)],
       ['Stake', lobby.stake > 0 ? `${lobby.stake.toLocaleString('en')} Bold Points each` : 'None (a free game)'],
-      ['Host', lobby.host_name ?? 'nobody yet'],
+      ['Host', lobby.host_name ? `${lobby.host_name}${lobby.host_away ? ' — away: not connected right now' : ''}` : 'nobody yet'],
     ];
     if (lobby.invite_only) rows.push(['Access', 'Invite-only']);
     if (lobby.spectators > 0) rows.push(['Watching', String(lobby.spectators)]);
@@ -76,12 +77,19 @@ export class LobbyPreview {
       list.append(dt, dd);
     }
     const free = lobby.players.some((p) => p === null);
+    const away = Boolean(lobby.host_away && lobby.host_name);
     $('preview-join').hidden = !free;
     $('preview-note').textContent = free
       ? (lobby.pace === 'correspondence'
         ? `Joining starts the series at once; ${host ?? 'the host'} moves first. No clock runs out on you: each side has days to move.`
-        : 'Joining takes the free seat; the game starts, 45 seconds a move, when both players are here.')
+        : away
+          ? `${lobby.host_name} is away just now (their page is closed or offline). You can still take the seat: `
+            + 'the game starts, 45 seconds a move, the moment they come back, and no clock runs until then.'
+          : 'Joining takes the free seat; the game starts, 45 seconds a move, when both players are here.')
       : 'Both seats are taken: you can watch.';
+    $('preview-title').textContent = host
+      ? `${host} invites you to play${away && free && lobby.pace !== 'correspondence' ? ' (away just now)' : ''}`
+      : `Lobby ${lobby.code}`;
     (free ? $('preview-join') : $('preview-watch')).focus();
   }
 

@@ -97,6 +97,8 @@ impl Room {
                 .seat_of(&lobby.host)
                 .and_then(|s| lobby.seats[s].as_ref())
                 .map(|s| s.name.clone()),
+            host_away: lobby.seat_of(&lobby.host).is_some()
+                && !self.members.iter().any(|m| m.identity.id == lobby.host),
             players: lobby
                 .seats
                 .iter()

@@ -313,6 +313,97 @@ async fn web_client_follows_its_lobby_to_another_instance_in_chromium() {
     );
 }
 
+/// Issue 35: the web client tells the truth when the server goes away. Three
+/// `jumpgate serve` processes, one per store: memory (a restart loses the
+/// lobby, and the page must say so), Redis and the embedded data directory
+/// (a restart or a crash keeps it, and the page must play on in place).
+///
+/// The script drives them through its stdout and stdin: it prints
+/// `do ACTION STORE` (ACTION `kill` for SIGKILL, `start` to start it again
+/// on its address and store, `restart` for SIGTERM and a start; STORE
+/// `memory`, `redis` or `disk`) and waits for `done ACTION STORE`.
+#[tokio::test(flavor = "multi_thread")]
+async fn web_client_tells_the_truth_when_the_server_goes_away_in_chromium() {
+    let artifacts = workspace_root().join("target/browser-artifacts/truth");
+    let redis = RedisServer::start().await;
+    let disk = jumpgate_e2e::DataDir::new();
+    let envs: Vec<(&str, Vec<(&str, String)>)> = vec![
+        ("memory", vec![]),
+        ("redis", vec![("JUMPGATE_REDIS_URL", redis.url())]),
+        ("disk", disk.env()),
+    ];
+    let mut servers = Vec::new();
+    for (_, env) in &envs {
+        servers.push(Some(JumpgateProcess::start(env).await));
+    }
+    let addrs: Vec<_> = servers.iter().flatten().map(|s| s.addr).collect();
+    let base = |i: usize| format!("http://{}", addrs[i]);
+
+    let mut child = node("truth.mjs", &base(0), &artifacts)
+        .env("REDIS_BASE", base(1))
+        .env("DISK_BASE", base(2))
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not start node ({e}); run .ci/test"));
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let stderr = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text).await;
+        text
+    });
+
+    let mut transcript = String::new();
+    let status = tokio::time::timeout(SCENARIO_LIMIT, async {
+        while let Some(line) = lines.next_line().await.expect("node's output is text") {
+            println!("{line}");
+            transcript.push_str(&line);
+            transcript.push('\n');
+            let Some(order) = line.strip_prefix("do ") else {
+                continue;
+            };
+            let (action, store) = order.split_once(' ').expect("do ACTION STORE");
+            let index = envs
+                .iter()
+                .position(|(name, _)| *name == store)
+                .unwrap_or_else(|| panic!("no store named {store}"));
+            if matches!(action, "kill" | "restart") {
+                let mut server = servers[index].take().expect("the server is running");
+                if action == "kill" {
+                    server.kill_9();
+                } else {
+                    server.terminate();
+                }
+            }
+            if matches!(action, "start" | "restart") {
+                assert!(servers[index].is_none(), "{store} is already running");
+                servers[index] =
+                    Some(JumpgateProcess::start_at(addrs[index], &envs[index].1).await);
+            }
+            stdin
+                .write_all(format!("done {order}\n").as_bytes())
+                .await
+                .expect("the script reads its stdin");
+        }
+        child.wait().await.expect("node ran")
+    })
+    .await
+    .expect("the browser scenario did not finish in time");
+    let stderr = stderr.await.unwrap_or_default();
+    eprintln!("{stderr}");
+    assert!(
+        status.success(),
+        "browser scenario truth.mjs failed ({status}); screenshots in {}\n{transcript}\n{stderr}",
+        artifacts.display()
+    );
+    assert!(
+        artifacts.join("restart-gone.png").exists()
+            && artifacts.join("offline-overlay.png").exists(),
+        "screenshots of the lost game and of the offline overlay were saved"
+    );
+}
+
 /// Issue 35's board and theme checks: axe-core in dark mode (chosen by the
 /// system and by the page) on the home, lobby, game, solo and leaderboard
 /// screens; the arrow keys on playing squares only and the board's live

@@ -1105,6 +1105,12 @@ export interface LobbySummary {
    */
   expires_at?: number | null;
   /**
+   * Whether the host holds a seat but has no connection in the lobby
+   * (their page is closed or offline), so that a series there waits for
+   * them to come back; absent: `false`.
+   */
+  host_away?: boolean;
+  /**
    * The host's display name (the host created the lobby, or took it over
    * when the creator left); absent if the host holds no seat.
    */
