@@ -369,8 +369,10 @@ export class BoardView {
     // Lifted a square above the fingertip for touch, under the pointer for a mouse.
     const lift = this.touch ? this.cells.get(this.pressed).getBoundingClientRect().height : 0;
     this.ghost.style.transform = `translate(${event.clientX - size.width / 2}px, ${event.clientY - lift - size.height / 2}px)`;
-    const over = this.cellFromPoint(event);
-    for (const cell of this.cells.values()) cell.classList.toggle('drag-over', cell === over);
+    if (this.touch) {
+      const over = this.cellFromPoint(event);
+      for (const cell of this.cells.values()) cell.classList.toggle('drag-over', cell === over);
+    }
   }
 
   endDrag() {

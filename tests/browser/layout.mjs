@@ -227,6 +227,7 @@ try {
   await host.mouse.move(mid.x, mid.y, { steps: 4 });
   const held = await host.locator('.piece.ghost').boundingBox();
   check(held && Math.abs(held.y + held.height / 2 - mid.y) < 2, 'the piece is centred on the mouse pointer');
+  check(await host.locator('.square.drag-over').count() === 0, 'no square is marked under a mouse pointer');
   await host.mouse.move(b.x + b.width / 2, b.y + b.height / 2, { steps: 2 });
   await host.mouse.up();
   await waitPiece(guest, 'f6', 'dark');
