@@ -349,6 +349,9 @@ try {
   await solo.reload();
   const socketUrl = (await reconnected).url();
   check(/\/ws\?room=S[2-9A-HJ-NP-Z]{8}$/.test(socketUrl), `the socket names the solo game: ${socketUrl}`);
+  // And comes back to it, its address naming it (issue 35 item 5); then home.
+  await solo.locator('#solo').waitFor();
+  await solo.click('#solo-home');
   await solo.locator('#home').waitFor();
 
   step('solo: a same-device game, one move, Light resigns; the device record counts it');
