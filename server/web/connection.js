@@ -4,7 +4,10 @@
 // reconnecting with back-off and re-joining the room (PROTOCOL.md §3, §4, §10,
 // §21), at once when the room has moved to another server instance (close
 // 4001) and again after a back-off while it is between instances
-// (`room_unavailable`).
+// (`room_unavailable`). In a room, a socket that has been silent for a while
+// is asked a question (`lobby_info`); one that does not answer in time counts
+// as dropped, so that a server that froze or a network that went away
+// without closing the socket shows as offline rather than as a quiet game.
 //
 // The room applier is the @jumpgate/client package's (clients/typescript),
 // bundled as jumpgate-client.js. This file keeps its own connection rather
@@ -13,7 +16,7 @@
 // changes identity (name, account, sign-out) in place.
 
 import { V2RoomView, gapSince, legalMoves } from './jumpgate-client.js';
-import { SUBPROTOCOLS, hello, joinLobby, protocolOf, resumeSolo, resync, watch } from './protocol.js';
+import { SUBPROTOCOLS, hello, joinLobby, lobbyInfo, protocolOf, resumeSolo, resync, watch } from './protocol.js';
 
 const TOKEN_KEY = 'jumpgate.token';
 const NAME_KEY = 'jumpgate.name';
@@ -23,6 +26,10 @@ const MAX_SEQ = 0xffff_ff00;
 
 /** The close code for "the room moved to another server instance": come back at once. */
 const CLOSE_ROOM_MOVED = 4001;
+/** Silence from the server, in a room, after which it is asked whether it is still there. */
+const QUIET_MS = 8_000;
+/** How long that question may go unanswered before the socket counts as dropped. */
+const PROBE_MS = 4_000;
 /** Reconnections after `room_unavailable` before the refusal stands (about 25 s of waits). */
 const MAX_ROOM_RETRIES = 6;
 
@@ -128,6 +135,48 @@ export class Connection extends EventTarget {
     this.lastSolo = storage.getItem(SOLO_KEY);
     this.soloVersion = 0;
     this.reconnectTimer = undefined;
+    /** When the current socket last brought a message (performance.now()). */
+    this.lastHeard = 0;
+    /** The liveness question out on the current socket: { seq, at }, or null. */
+    this.probe = null;
+    /** The `seq`s of liveness questions whose answers are not this page's business. */
+    this.probeSeqs = new Set();
+    setInterval(() => this.checkAlive(), 1000);
+  }
+
+  /**
+   * In a room, asks a silent server a question, and treats a socket whose
+   * answer does not come in time as dropped (the page shows "reconnecting"
+   * and opens a new one).
+   */
+  checkAlive() {
+    const socket = this.socket;
+    if (!this.ready || !socket || !this.room) {
+      this.probe = null;
+      return;
+    }
+    const now = performance.now();
+    if (this.probe) {
+      if (this.lastHeard >= this.probe.at) this.probe = null;
+      else if (now - this.probe.at > PROBE_MS) this.dropSilent(socket);
+      return;
+    }
+    if (now - this.lastHeard > QUIET_MS) {
+      this.probe = { seq: this.nextSeq(), at: now };
+      this.probeSeqs.add(this.probe.seq);
+      this.sendRaw({ ...lobbyInfo(this.room.code, this.room.invite), seq: this.probe.seq });
+    }
+  }
+
+  /** Gives up on a socket that stopped answering, as if it had closed. */
+  dropSilent(socket) {
+    this.probe = null;
+    this.socket = null;
+    this.ready = false;
+    this.dropUnrepeatable('The connection stopped answering before the server answered.');
+    socket.close(1000);
+    this.emit('status', 'offline');
+    if (!this.stopped) this.scheduleReconnect();
   }
 
   get token() {
@@ -199,6 +248,9 @@ export class Connection extends EventTarget {
 
   open() {
     this.ready = false;
+    this.probe = null;
+    this.probeSeqs.clear();
+    this.lastHeard = performance.now();
     this.emit('status', 'connecting');
     let socket;
     try {
@@ -220,6 +272,7 @@ export class Connection extends EventTarget {
     });
     socket.addEventListener('message', (event) => {
       if (this.socket !== socket) return; // a socket we have replaced
+      this.lastHeard = performance.now();
       if (typeof event.data !== 'string') return;
       let message;
       try {
@@ -454,6 +507,7 @@ export class Connection extends EventTarget {
         break;
       case 'lobby_info':
       case 'my_games': {
+        if (this.probeSeqs.delete(message.seq)) break;
         // The answer to a question: it resolves the request as an `ack` would.
         const entry = this.pending.get(message.seq);
         if (entry && entry.message.type === message.type) {
@@ -473,6 +527,8 @@ export class Connection extends EventTarget {
   }
 
   handleError(message) {
+    // The answer to a liveness question: hearing it was the point.
+    if (this.probeSeqs.delete(message.seq)) return;
     const entry = message.seq === undefined ? undefined : this.pending.get(message.seq);
     if (entry) {
       // Kept unanswered, it goes again on the connection that replaces this one.

@@ -320,8 +320,9 @@ async fn web_client_follows_its_lobby_to_another_instance_in_chromium() {
 ///
 /// The script drives them through its stdout and stdin: it prints
 /// `do ACTION STORE` (ACTION `kill` for SIGKILL, `start` to start it again
-/// on its address and store, `restart` for SIGTERM and a start; STORE
-/// `memory`, `redis` or `disk`) and waits for `done ACTION STORE`.
+/// on its address and store, `restart` for SIGTERM and a start, `freeze`
+/// and `thaw` for SIGSTOP and SIGCONT; STORE `memory`, `redis` or `disk`)
+/// and waits for `done ACTION STORE`.
 #[tokio::test(flavor = "multi_thread")]
 async fn web_client_tells_the_truth_when_the_server_goes_away_in_chromium() {
     let artifacts = workspace_root().join("target/browser-artifacts/truth");
@@ -368,6 +369,10 @@ async fn web_client_tells_the_truth_when_the_server_goes_away_in_chromium() {
                 .iter()
                 .position(|(name, _)| *name == store)
                 .unwrap_or_else(|| panic!("no store named {store}"));
+            if matches!(action, "freeze" | "thaw") {
+                let server = servers[index].as_ref().expect("the server is running");
+                server.signal(if action == "freeze" { "STOP" } else { "CONT" });
+            }
             if matches!(action, "kill" | "restart") {
                 let mut server = servers[index].take().expect("the server is running");
                 if action == "kill" {
