@@ -3,7 +3,9 @@
 
 import { correspondenceHelp, rulesHelp } from './help.js';
 import { qrSvg } from './qr.js';
-import { BOT_LEVELS, PACES, RULE_SETS, SERIES_LENGTHS, STAKE_MAX, STAKE_MIN, ruleSetLabel } from './protocol.js';
+import {
+  BOT_LEVELS, PACES, RULE_SETS, SERIES_LENGTHS, STAKE_MAX, STAKE_MIN, ruleSetLabel, seriesHint, seriesLabel,
+} from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -34,6 +36,7 @@ export class LobbyScreen {
     rulesHelp($('create-help'), ruleSet.value);
     ruleSet.addEventListener('change', () => rulesHelp($('create-help'), ruleSet.value));
     const lengths = $('series-lengths');
+    const words = [];
     for (const n of SERIES_LENGTHS) {
       const label = document.createElement('label');
       const input = document.createElement('input');
@@ -41,9 +44,25 @@ export class LobbyScreen {
       input.name = 'series_length';
       input.value = String(n);
       input.checked = n === 1;
-      label.append(input, n === 1 ? ' One game' : ` Best of ${n}`);
+      const text = document.createElement('span');
+      words.push([n, text]);
+      label.append(input, ' ', text);
       lengths.append(label);
     }
+    // Short labels that fit a phone; what the chosen one means, under them.
+    const hint = document.createElement('p');
+    hint.id = 'series-hint';
+    hint.className = 'hint series-hint';
+    hint.setAttribute('aria-live', 'polite');
+    lengths.after(hint);
+    const describe = () => {
+      for (const [n, text] of words) text.textContent = seriesLabel(n, ruleSet.value);
+      const chosen = Number(document.querySelector('input[name=series_length]:checked')?.value ?? 1);
+      hint.textContent = seriesHint(chosen, ruleSet.value);
+    };
+    describe();
+    ruleSet.addEventListener('change', describe);
+    lengths.addEventListener('change', describe);
     // Live or correspondence: offered to everybody, guests too.
     const paces = $('paces');
     for (const { value, label: text } of PACES) {

@@ -4,7 +4,8 @@
 // of the board's shape. Moves are picked by origin and destination, since a
 // path passes through squares that are not stops; two moves that share both
 // are offered as a choice by their long notation. Like board.js, the view
-// only draws and reports; game.js decides what a click means.
+// only draws and reports; game.js decides what a click means. It also
+// puts an orbit game's points into words (orbitPointsNote).
 
 const SVG = 'http://www.w3.org/2000/svg';
 const BOX = 1000;
@@ -49,6 +50,44 @@ export function orbitMarks(game, origin, active) {
   marks.targets = new Set(candidates.map((m) => m.path[m.path.length - 1]));
   marks.captures = new Set(candidates.flatMap((m) => m.captures));
   return marks;
+}
+
+/** Pieces of `color` on the inner ring (B1–B12, as the rules help names it). */
+function innerCount(pieces, color) {
+  return pieces.filter((p) => p.color === color && /^B\d+$/.test(p.square)).length;
+}
+
+/**
+ * What an orbit game's points mean, in words, for the panel beside the
+ * board: the server sends each side's points as the board stands (the
+ * game is scored so when it ends), and this says where each number comes
+ * from and what would change it. `names` gives each colour's name as the
+ * page says it ("You", "Bob", "Dark"); `first` is the colour to name first
+ * (the reader's own). The inner-ring counts are read off the pieces; the
+ * points themselves are always the server's.
+ */
+export function orbitPointsNote(game, names, first = 'dark') {
+  const points = game?.result?.points ?? game?.points;
+  if (!points) return '';
+  const final = Boolean(game.result?.points);
+  const has = (name) => (name === 'You' ? 'you have' : `${name} has`);
+  const why = (color) => {
+    const other = color === 'dark' ? 'light' : 'dark';
+    const weak = innerCount(game.pieces ?? [], other) <= 3 ? 2 : 0;
+    const row = points[color] - weak;
+    const parts = [];
+    if (row === 3) parts.push('all in a row on the inner ring');
+    else if (row === 1) parts.push('all but one in a row on the inner ring');
+    else if (row !== 0) return `${names[color]} ${points[color]}`;
+    if (weak) parts.push(`${has(names[other])} 3 or fewer pieces on the inner ring (B1–B12)`);
+    return `${names[color]} ${points[color]}${parts.length > 0 ? ` — ${parts.join(', and ')}` : ''}`;
+  };
+  const second = first === 'dark' ? 'light' : 'dark';
+  const head = final ? 'Points this game' : 'Points if the game ended now';
+  const change = final ? ''
+    : ' With 4 or more pieces on the inner ring a side takes the other’s 2 away; all of a side’s pieces in a row there '
+      + 'score 3 (all but one, 1). The game is scored as the board stands when it ends: more points wins.';
+  return `${head}: ${why(first)}; ${why(second)}.${change}`;
 }
 
 export class OrbitView {

@@ -29,6 +29,26 @@ export const RULE_SETS = [
 
 export const SERIES_LENGTHS = [1, 3, 5, 7];
 
+/**
+ * A series length in a few words, short enough for a phone's line: "One
+ * game", "Best of 3", or on the orbit board "3 games on points".
+ * (PROTOCOL.md §11: a drawn single game is played once more.)
+ */
+export function seriesLabel(length, ruleSet) {
+  if (ruleSet === 'orbit') return length === 1 ? 'One game on points' : `${length} games on points`;
+  return length === 1 ? 'One game' : `Best of ${length}`;
+}
+
+/** What a series length means, for the create form's hint. */
+export function seriesHint(length, ruleSet) {
+  if (ruleSet === 'orbit') {
+    return length === 1 ? 'One game; the side with more points wins.'
+      : `${length} games; the most points in total wins.`;
+  }
+  if (length === 1) return 'One game. A draw is played again, once; a second draw draws the match.';
+  return `First to ${Math.floor(length / 2) + 1} wins. Draws do not count, up to ${2 * length} games.`;
+}
+
 export function ruleSetLabel(value) {
   return RULE_SETS.find((r) => r.value === value)?.label ?? `${value} (not supported by this page)`;
 }

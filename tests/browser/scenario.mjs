@@ -268,8 +268,8 @@ try {
   step('rematch swaps the seats');
   const guestSeatBefore = await guest.getAttribute('#seat-bottom', 'data-seat');
   await host.click('#rematch');
-  await guest.locator('#rematch', { hasText: 'Accept rematch' }).waitFor();
-  await guest.click('#rematch');
+  await guest.locator('#rematch-offer-text', { hasText: 'wants a rematch' }).waitFor();
+  await guest.click('#accept-rematch');
   await waitStatus(guest, /^Your turn/);
   const guestSeatAfter = await guest.getAttribute('#seat-bottom', 'data-seat');
   check(guestSeatBefore === '1' && guestSeatAfter === '0', `seats swapped (${guestSeatBefore} -> ${guestSeatAfter})`);

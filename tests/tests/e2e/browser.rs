@@ -423,3 +423,20 @@ async fn web_client_board_and_dark_theme_in_chromium() {
         "a screenshot of the phone's game screen was saved"
     );
 }
+
+/// Issue 35's game-screen items: the seat bars' wins after a resignation,
+/// the phone's seat bars (name, "you", score) in American, Space Mode and
+/// orbit lobbies, the rematch line with Accept and Decline, the orbit
+/// points explained, a spectator arriving mid-game looking at move 1 (from
+/// `/r/{CODE}/positions`), the series named before resigning, a
+/// same-device game's earlier positions and its device record below the
+/// move list, and a series choice that fits a phone.
+#[tokio::test(flavor = "multi_thread")]
+async fn web_client_game_screen_in_chromium() {
+    let artifacts = workspace_root().join("target/browser-artifacts/game-ux");
+    run_scenario("game-ux.mjs", &artifacts).await;
+    assert!(
+        artifacts.join("seats-phone.png").exists() && artifacts.join("rematch-phone.png").exists(),
+        "screenshots of the phone's seat bars and of the rematch line were saved"
+    );
+}
