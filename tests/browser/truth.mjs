@@ -32,7 +32,7 @@
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { DESKTOP, PHONE, check, clickPath, launch, newPage, square, step, waitPiece, waitStatus, waitText } from './lib.mjs';
+import { DESKTOP, PHONE, check, checkAxe, clickPath, launch, newPage, square, step, waitPiece, waitStatus, waitText } from './lib.mjs';
 
 const [memoryBase, artifacts] = process.argv.slice(2);
 const redisBase = process.env.REDIS_BASE;
@@ -195,6 +195,9 @@ try {
     await waitText(page, 'connection-status', /^Online$/);
   }
   await screenshot(lost.guest, 'restart-gone.png', 'screenshot-restart.png');
+  await checkAxe(lost.guest, 'the gone screen (light)');
+  await lost.guest.click('#theme-toggle');
+  await checkAxe(lost.guest, 'the gone screen (dark)');
 
   step('a lobby this page was in, asked for again, is "gone" (item 15)');
   await lost.guest.reload();
@@ -261,6 +264,10 @@ try {
   check(await down.locator('.square[data-square="c3"] .piece.dark').count() === 1, 'the piece did not move');
   check(await down.locator('#offline-overlay').isVisible(), 'the banner is still up, saying no moves');
   await screenshot(down, 'offline-overlay.png', 'screenshot-offline.png', '#room .board-column');
+  await checkAxe(down, 'the reconnecting banner (light)');
+  await down.click('#theme-toggle', { force: true });
+  await checkAxe(down, 'the reconnecting banner (dark)');
+  await down.click('#theme-toggle', { force: true });
   await sleep(Math.max(0, 5_000 - (Date.now() - killedAt)));
   await server('start', 'disk');
 
