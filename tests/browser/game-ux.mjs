@@ -13,13 +13,14 @@
 // view, in American, Space Mode and orbit lobbies; the orbit points are
 // explained; the series choice and the room's line fit the phone. A
 // same-device game's moves can be picked to see earlier positions, and the
-// device record sits below the move list.
+// device record sits below the move list. axe-core scans the rematch line,
+// the orbit lobby and the same-device game on the phone.
 // Exits non-zero, with a message, on the first thing that goes wrong.
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  DESKTOP, PHONE, check, clickPath, launch, newPage, square, step, waitEmpty, waitPiece, waitStatus, waitText,
+  DESKTOP, PHONE, check, checkAxe, clickPath, launch, newPage, square, step, waitEmpty, waitPiece, waitStatus, waitText,
 } from './lib.mjs';
 
 const [base, artifacts] = process.argv.slice(2);
@@ -178,6 +179,7 @@ try {
   check(await guest.locator('#rematch').isHidden(), 'the line\'s Accept stands in for the Rematch button');
   check(await host.locator('#rematch-offer').isHidden(), 'the caller sees no line of their own');
   await guest.screenshot({ path: join(artifacts, 'rematch-phone.png') });
+  await checkAxe(guest, 'the rematch line (phone)');
   await guest.click('#decline-rematch');
   await waitText(guest, 'rematch-offer-text', /Ann is not told/);
   check(await guest.locator('#accept-rematch').isHidden(), 'declined: no Accept any more');
@@ -209,6 +211,7 @@ try {
   await checkSeat(guest, 'seat-top', false, 'orbit at 390 px');
   check(/series points/.test(await guest.textContent('#seat-bottom .score')), 'the score is in series points');
   await guest.screenshot({ path: join(artifacts, 'orbit-phone.png') });
+  await checkAxe(guest, 'an orbit lobby with its points explained (phone)');
   await guest.click('#leave');
   await host.click('#leave');
 
@@ -251,6 +254,7 @@ try {
   await waitPiece(solo, 'a3', 'dark');
   check(await solo.locator('#solo-viewing').isHidden(), 'back to the live board');
   await solo.screenshot({ path: join(artifacts, 'solo-moves-phone.png') });
+  await checkAxe(solo, 'a same-device game with its move list (phone)');
   check(await square(solo, 'h4', '#solo').locator('.piece.light').count() === 1, 'the live board has the last move');
 } catch (error) {
   failures.push(error.stack ?? String(error));
