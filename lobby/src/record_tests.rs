@@ -160,6 +160,11 @@ proptest! {
             };
             prop_assert_eq!(rebuilt.to_record(wall), lobby.to_record(wall));
             prop_assert_eq!(rebuilt.moves_since_record, lobby.moves_since_record);
+            // The round's moves as stored, which `/r/{CODE}/positions` replays.
+            prop_assert_eq!(
+                rebuilt.round.as_ref().map(|r| &r.stored),
+                lobby.round.as_ref().map(|r| &r.stored)
+            );
             // "My games" reads the record and the last move only.
             let glanced = glance(&stored.record, stored.log.last()).unwrap();
             let current = glance(&lobby.to_record(wall), None).unwrap();
