@@ -207,6 +207,7 @@ try {
   check(/^Points if the game ended now: You 2 — Ann has 3 or fewer pieces on the inner ring/.test(note), `the 2 points are explained: ${note}`);
   check(/With 4 or more pieces on the inner ring a side takes the other’s 2 away/.test(note), `what would change them: ${note}`);
   check(/Series: You 0–0 Ann on points, adding up each game's points/.test(note), `the series score is explained: ${note}`);
+  check(/points as the board stands/.test(await guest.textContent('#room-help')), 'the rules help says what the seats\' points are');
   await checkSeat(guest, 'seat-bottom', true, 'orbit at 390 px');
   await checkSeat(guest, 'seat-top', false, 'orbit at 390 px');
   check(/series points/.test(await guest.textContent('#seat-bottom .score')), 'the score is in series points');
