@@ -28,6 +28,7 @@
 //! The processes they start (Redis, Redis Cluster, HAProxy, servers) come from the
 //! shared harness crate, `jumpgate-harness`.
 
+pub mod allocs;
 pub mod bench;
 pub mod bench_cluster;
 pub mod bots;

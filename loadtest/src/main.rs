@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use jumpgate_loadtest::{
-    bench, bench_cluster, bots, data_file, dormant, echo, edge, failover, leaderboard, net,
+    allocs, bench, bench_cluster, bots, data_file, dormant, echo, edge, failover, leaderboard, net,
     ownership_cost, solo_wait, svg,
 };
 use serde::Serialize;
@@ -63,6 +63,9 @@ enum Command {
     /// lobbies in play, then kill it and time a restart: the embedded store's file
     /// size and restart time.
     DataFile(Box<data_file::DataFileArgs>),
+    /// Start a Jumpgate built with `--features count-allocations` and count the
+    /// heap allocations and bytes one more move costs, in each protocol.
+    Allocs(Box<allocs::AllocsArgs>),
     /// Run the echo baseline: every data frame is sent back as is.
     EchoServer {
         /// Loopback address to listen on.
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => run_bench(&args),
         Command::BenchBots(args) => run_bench_bots(&args),
         Command::SoloWait(args) => run_solo_wait(&args),
+        Command::Allocs(args) => run_allocs(&args),
         Command::EchoServer { listen } => run_echo(listen),
         Command::BenchCluster(args) => run_bench_cluster(&args),
         Command::Failover(args) => runtime().and_then(|rt| {
@@ -202,6 +206,12 @@ fn run_bench(args: &bench::BenchArgs) -> Result<(), String> {
         eprintln!("wrote {}", path.display());
     }
     Ok(())
+}
+
+fn run_allocs(args: &allocs::AllocsArgs) -> Result<(), String> {
+    let report = runtime()?.block_on(allocs::allocs(args))?;
+    println!("{}", report.table());
+    write_json(&report, &args.out_json)
 }
 
 fn run_solo_wait(args: &solo_wait::SoloWaitArgs) -> Result<(), String> {

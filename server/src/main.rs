@@ -11,8 +11,18 @@ use clap::{Parser, Subcommand};
 
 /// Every message builds and drops a state's many small strings and vectors;
 /// mimalloc serves them faster than glibc's allocator (see loadtest/README.md).
+#[cfg(not(feature = "count-allocations"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Built to count allocations (`--features count-allocations`, for
+/// `jumpgate-loadtest allocs`): the system allocator, counted, so
+/// `/metrics` can say how many allocations the process has made. The
+/// count is the code's, whichever allocator serves it; never a release
+/// build's allocator.
+#[cfg(feature = "count-allocations")]
+#[global_allocator]
+static ALLOCATOR: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -471,8 +471,29 @@ impl Metrics {
         if encoder.encode(&self.registry.gather(), &mut buf).is_err() {
             return String::new();
         }
+        #[cfg(feature = "count-allocations")]
+        buf.extend_from_slice(allocation_counts().as_bytes());
         String::from_utf8(buf).unwrap_or_default()
     }
+}
+
+/// A build that counts its allocations (`--features count-allocations`)
+/// also shows how many it has made and of how many bytes, since it began.
+#[cfg(feature = "count-allocations")]
+fn allocation_counts() -> String {
+    let stats = stats_alloc::INSTRUMENTED_SYSTEM.stats();
+    format!(
+        "# HELP jumpgate_allocations_total Heap allocations made by the process (a build with count-allocations only)\n\
+         # TYPE jumpgate_allocations_total counter\n\
+         jumpgate_allocations_total {}\n\
+         # HELP jumpgate_reallocations_total Heap reallocations made by the process (a build with count-allocations only)\n\
+         # TYPE jumpgate_reallocations_total counter\n\
+         jumpgate_reallocations_total {}\n\
+         # HELP jumpgate_allocated_bytes_total Bytes allocated by the process (a build with count-allocations only)\n\
+         # TYPE jumpgate_allocated_bytes_total counter\n\
+         jumpgate_allocated_bytes_total {}\n",
+        stats.allocations, stats.reallocations, stats.bytes_allocated
+    )
 }
 
 /// The process's metrics.
