@@ -4,14 +4,15 @@
 // sees what they accept, and whether they would have to wait.
 
 import { formatWhen } from './pace.js';
-import { paceLabel, ruleSetLabel } from './protocol.js';
+import { paceLabel, ruleSetLabel, seriesHint, seriesLabel } from './protocol.js';
 
 const $ = (id) => document.getElementById(id);
 
-/** "Best of 3", "One game", "3 games, scored by points" (orbit). */
+/** The series as the create form names and explains it: "Best of 3 — First to 2 wins…". */
 function seriesText(lobby) {
-  if (lobby.rule_set === 'orbit') return lobby.series_length === 1 ? 'One game' : `${lobby.series_length} games, scored by points`;
-  return lobby.series_length === 1 ? 'One game (up to 2 if drawn)' : `Best of ${lobby.series_length}`;
+  const label = seriesLabel(lobby.series_length, lobby.rule_set);
+  const hint = seriesHint(lobby.series_length, lobby.rule_set);
+  return hint.startsWith(label) ? hint : `${label} — ${hint}`;
 }
 
 function paceText(lobby) {
