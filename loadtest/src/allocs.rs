@@ -10,10 +10,10 @@
 //! cancels out. Allocations are counted, not timed, so the figure hardly depends
 //! on a quiet machine.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use jumpgate_harness::JumpgateProcess;
 use jumpgate_protocol::{ProtocolVersion, RuleSet};
 use serde::Serialize;
 
@@ -38,6 +38,10 @@ pub struct AllocsArgs {
     /// The `redis-server` binary, with `--redis`.
     #[arg(long, default_value = "redis-server")]
     pub redis_server: PathBuf,
+    /// Drive a running server at this loopback address instead of starting one
+    /// (a server run under a heap profiler, say); it must count allocations too.
+    #[arg(long)]
+    pub server: Option<std::net::SocketAddr>,
     /// Games played at once, as fast as answers come.
     #[arg(long, default_value_t = 20)]
     pub games: usize,
@@ -88,8 +92,8 @@ impl AllocsReport {
 }
 
 /// The counters the server shows: allocations plus reallocations, and bytes.
-async fn counted(server: &JumpgateProcess) -> Result<(u64, u64), String> {
-    let page = match net::http_get(server.addr, "/metrics").await {
+async fn counted(server: SocketAddr) -> Result<(u64, u64), String> {
+    let page = match net::http_get(server, "/metrics").await {
         Some(answer) if answer.status == 200 => answer.body,
         _ => return Err("/metrics did not answer".into()),
     };
@@ -115,18 +119,30 @@ async fn counted(server: &JumpgateProcess) -> Result<(u64, u64), String> {
 }
 
 pub async fn allocs(args: &AllocsArgs) -> Result<AllocsReport, String> {
-    let redis = if args.redis {
-        Some(start_redis(&args.redis_server, false, None).await?)
-    } else {
-        None
+    let mut redis = None;
+    let mut started = None;
+    let addr = match args.server {
+        Some(addr) => {
+            net::require_loopback_addr(addr)?;
+            addr
+        }
+        None => {
+            let mut extra = Vec::new();
+            if args.redis {
+                let r = start_redis(&args.redis_server, false, None).await?;
+                extra.extend(["--redis-url".to_owned(), r.url()]);
+                redis = Some(r);
+            } else {
+                extra.push("--memory".to_owned());
+            }
+            let server = start_jumpgate("jumpgate", &args.jumpgate, None, &extra).await?;
+            let addr = server.addr;
+            started = Some(server);
+            addr
+        }
     };
-    let mut extra = Vec::new();
-    match &redis {
-        Some(r) => extra.extend(["--redis-url".to_owned(), r.url()]),
-        None => extra.push("--memory".to_owned()),
-    }
-    let server = start_jumpgate("jumpgate", &args.jumpgate, None, &extra).await?;
-    counted(&server).await?;
+    let url = format!("ws://{addr}/ws");
+    counted(addr).await?;
     let rule_set = RuleSet::American;
     let mut costs = Vec::new();
     for protocol in [ProtocolVersion::V1, ProtocolVersion::V2] {
@@ -136,11 +152,11 @@ pub async fn allocs(args: &AllocsArgs) -> Result<AllocsReport, String> {
         for (i, seconds) in [args.seconds, args.seconds * 3.0].into_iter().enumerate() {
             let label = format!("allocs v{} {seconds} s", protocol.number());
             eprintln!("phase: {label}: {} games, closed loop", args.games);
-            let before = counted(&server).await?;
+            let before = counted(addr).await?;
             let stats = driver::run_phase(
                 &label,
                 Kind::Jumpgate,
-                &server.ws_url(),
+                &url,
                 Games {
                     count: args.games,
                     rule_set,
@@ -152,7 +168,7 @@ pub async fn allocs(args: &AllocsArgs) -> Result<AllocsReport, String> {
             .await?;
             // The phase's last frames and closing connections are counted too.
             tokio::time::sleep(Duration::from_millis(500)).await;
-            let after = counted(&server).await?;
+            let after = counted(addr).await?;
             moves[i] = stats.ops;
             allocations[i] = after.0 - before.0;
             bytes[i] = after.1 - before.1;
@@ -166,7 +182,7 @@ pub async fn allocs(args: &AllocsArgs) -> Result<AllocsReport, String> {
             bytes_per_move: bytes[1].saturating_sub(bytes[0]) as f64 / more_moves,
         });
     }
-    drop(server);
+    drop(started);
     drop(redis);
     Ok(AllocsReport {
         store: if args.redis { "on Redis" } else { "in memory" },
