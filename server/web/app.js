@@ -6,11 +6,13 @@
 // it, `/r/{CODE}` for a lobby and its preview, with `?invite=` for
 // invite-only lobbies).
 //
-// It also keeps the page honest while the connection is down: the board is
-// covered by a "reconnecting" banner and takes no moves (they are refused,
-// not queued: a move made blind could land in a position that has changed),
-// its clocks stand still and the players' presence shows as unknown, since
-// the page cannot know them.
+// It also keeps the page honest while the connection is down: the board (a
+// lobby's or a solo game's) is covered by a "reconnecting" banner and takes
+// no moves, and the buttons of game actions are disabled (they are refused,
+// not queued: one made blind could land in a position that has changed);
+// Leave only takes the page home, keeping the seat, since the server cannot
+// be told. A lobby's clocks stand still on the page and the players'
+// presence shows as unknown, since the page cannot know them.
 
 import { Connection, isAccountToken } from './connection.js';
 import { describeError } from './errors.js';
@@ -148,12 +150,15 @@ $('theme-toggle').addEventListener('click', () => {
 });
 applyTheme();
 
-/** Sends a request; on refusal tells the person why and resolves to null. */
+/**
+ * Sends a request; on refusal tells the person why and resolves to null.
+ * An action of a lobby found gone is not worth a word: the gone screen says it.
+ */
 async function send(message) {
   try {
     return await connection.request(message);
   } catch (error) {
-    notify(describeError(error.code, error.message));
+    if (error.code !== 'room_gone') notify(describeError(error.code, error.message));
     return null;
   }
 }
@@ -307,11 +312,18 @@ function showGone(code, state, role) {
   // have been closed while nobody was connected to it.
   const playing = state && ['playing', 'break'].includes(state.phase);
   const what = role === 'spectator' ? 'the game you were watching' : playing ? 'your game' : 'the lobby';
-  const why = playing || !state ? 'it was restarted without keeping its games'
+  // A correspondence lobby is never closed for being idle, but it ends when
+  // nobody has moved by its `expires_at` (PROTOCOL.md §12, "Expiry").
+  const expired = isCorrespondence(state) && state.expires_at > 0 && Date.now() + game.serverOffset >= state.expires_at;
+  const why = playing || !state || isCorrespondence(state) ? 'it was restarted without keeping its games'
     : 'it was restarted without keeping its games, or closed the lobby while nobody was connected to it';
-  $('gone-text').textContent = `The connection dropped, and when it came back the server no longer had lobby ${code}: `
-    + `${why}, so ${what} cannot go on. No result was recorded`
-    + `${role === 'spectator' ? '' : ', and nobody is waiting for you there'}.`;
+  $('gone-text').textContent = expired
+    ? `Lobby ${code} has expired: nobody moved before its expiry time, so it ended with no winner. `
+      + (playing ? `The game in play was not scored${(state.stake ?? 0) > 0 ? ', the stakes were refunded in full,' : ''} and nothing` : 'Nothing')
+      + ' counts in the records.'
+    : `The connection dropped, and when it came back the server no longer had lobby ${code}: `
+      + `${why}, so ${what} cannot go on. No result was recorded`
+      + `${role === 'spectator' ? '' : ', and nobody is waiting for you there'}.`;
   $('gone-new').hidden = !state || role === 'spectator';
   $('gone-new').dataset.options = state ? JSON.stringify({
     ruleSet: state.rule_set,
@@ -354,12 +366,35 @@ $('gone-home').addEventListener('click', () => goHome());
 // on this page, presence unknown, until the page is back in its room.
 
 function showConnection(status) {
-  const down = status !== 'online' && Boolean(connection.room);
-  $('offline-overlay').hidden = !down;
-  $('offline-title').textContent = status === 'outdated'
-    ? 'This page is out of date for the server: reload it.'
-    : 'Connection lost — reconnecting…';
-  game.setOffline(down);
+  const down = status !== 'online';
+  const inRoom = down && Boolean(connection.room);
+  const inSolo = down && !connection.room && Boolean(connection.solo);
+  const title = status === 'outdated' ? 'This page is out of date for the server: reload it.' : 'Connection lost — reconnecting…';
+  $('offline-overlay').hidden = !inRoom;
+  $('offline-title').textContent = title;
+  $('offline-detail').textContent = offlineDetail(game.state, game.seat >= 0);
+  $('solo-offline-overlay').hidden = !inSolo;
+  $('solo-offline-title').textContent = title;
+  game.setOffline(inRoom);
+  solo.setOffline(inSolo);
+}
+
+/**
+ * The banner's second line, by what the room shows: only a live game in
+ * play has a clock, which stands still on the page alone.
+ */
+function offlineDetail(state, seated) {
+  const who = seated ? 'whether your opponent is here' : 'whether the players are here';
+  if (state?.phase === 'playing' && state.game && !state.game.result) {
+    if (isCorrespondence(state)) {
+      return `No moves until the connection is back. The claim time and the lobby's expiry keep counting on the server, and ${who} is not known.`;
+    }
+    return `No moves until the connection is back. The clocks stand still on this page only: the server’s clock keeps running, and ${who} is not known.`;
+  }
+  if (state?.phase === 'break') {
+    return `No action reaches the server until the connection is back. The next round starts there as usual, and ${who} is not known.`;
+  }
+  return `No action reaches the server until the connection is back, and ${who} is not known.`;
 }
 
 /**
@@ -583,7 +618,19 @@ async function watch(code, invite) {
   }
 }
 
+/**
+ * Leaves the lobby. Offline the server cannot be told, so Leave only takes
+ * the page home and says so: the seat is kept (the home page leads back to
+ * a live game still being played).
+ */
 async function leave() {
+  if (connection.room && !connection.ready) {
+    const code = connection.room.code;
+    homeKeepingSeat();
+    notify(`You are offline, so the server could not be told you left: your seat in lobby ${code} is kept. `
+      + 'Open the lobby again to leave it once the connection is back.', 'info');
+    return;
+  }
   await send(msg.leave());
 }
 
@@ -727,6 +774,11 @@ window.addEventListener('popstate', () => {
     return;
   }
   if (location.pathname !== '/' || !connection.room) return;
+  if (!connection.ready) {
+    // Offline: home on this page only (nothing forfeits; the server was not told).
+    leave();
+    return;
+  }
   if (isCorrespondence(game.state) && game.seat >= 0) {
     // Back from a correspondence game keeps the seat: it is played over days.
     connection.forgetRoom();

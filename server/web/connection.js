@@ -16,7 +16,7 @@
 // changes identity (name, account, sign-out) in place.
 
 import { V2RoomView, gapSince, legalMoves } from './jumpgate-client.js';
-import { SUBPROTOCOLS, hello, joinLobby, lobbyInfo, protocolOf, resumeSolo, resync, watch } from './protocol.js';
+import { SUBPROTOCOLS, hello, joinLobby, lobbyInfo, ping, protocolOf, resumeSolo, resync, watch } from './protocol.js';
 
 const TOKEN_KEY = 'jumpgate.token';
 const NAME_KEY = 'jumpgate.name';
@@ -40,6 +40,12 @@ const LOBBY_ACTIONS = new Set([
   'move', 'offer_draw', 'accept_draw', 'decline_draw', 'resign', 'next_round', 'rematch', 'end_match', 'leave',
   'claim_forfeit',
 ]);
+/**
+ * Actions refused, not sent later, while a page in a room or a solo game is
+ * not connected: one made blind could meet a position or a phase that has
+ * changed by the time it arrives. (app.js lets Leave go home on the page.)
+ */
+const HELD_OFFLINE = new Set([...LOBBY_ACTIONS, 'undo']);
 /** Questions that change nothing, so may always be asked again; each is answered by a message of its own type. */
 const QUESTIONS = new Set(['lobby_info', 'my_games']);
 
@@ -95,7 +101,8 @@ export function roomState(room) {
  * 'offline' | 'outdated'), `welcome` (identity), `state` (room state),
  * `left` (code), `notice` (an error that answers no request of ours),
  * `room-gone` ({ code, role }: re-entering the room after a reconnection
- * was refused with `unknown_lobby`, so the server no longer has it),
+ * was refused with `unknown_lobby`, so the server no longer has it; its
+ * unanswered actions are rejected with `room_gone` rather than sent),
  * `shutdown`, `account-rejected` (the kept account token was refused with
  * `invalid_token`; the page carries on as a new guest), `solo-state` (the
  * state of this page's solo game), `solo-lost` (the solo game could not be
@@ -145,13 +152,13 @@ export class Connection extends EventTarget {
   }
 
   /**
-   * In a room, asks a silent server a question, and treats a socket whose
-   * answer does not come in time as dropped (the page shows "reconnecting"
-   * and opens a new one).
+   * In a room or a solo game, asks a silent server a question (`lobby_info`,
+   * or `ping` in a solo game), and treats a socket whose answer does not
+   * come in time as dropped (the page shows "reconnecting" and opens a new one).
    */
   checkAlive() {
     const socket = this.socket;
-    if (!this.ready || !socket || !this.room) {
+    if (!this.ready || !socket || !(this.room || this.solo)) {
       this.probe = null;
       return;
     }
@@ -164,7 +171,8 @@ export class Connection extends EventTarget {
     if (now - this.lastHeard > QUIET_MS) {
       this.probe = { seq: this.nextSeq(), at: now };
       this.probeSeqs.add(this.probe.seq);
-      this.sendRaw({ ...lobbyInfo(this.room.code, this.room.invite), seq: this.probe.seq });
+      const question = this.room ? lobbyInfo(this.room.code, this.room.invite) : ping();
+      this.sendRaw({ ...question, seq: this.probe.seq });
     }
   }
 
@@ -388,8 +396,16 @@ export class Connection extends EventTarget {
     await new Promise((resolve) => this.waiters.push(resolve));
   }
 
-  /** Sends a message; resolves on its `ack`, rejects with a RequestError. */
+  /**
+   * Sends a message; resolves on its `ack`, rejects with a RequestError.
+   * A request waits for the connection, except a game action while the page
+   * is in a room or a solo game and not connected: that is refused at once
+   * (`offline`), never sent later.
+   */
   async request(message) {
+    if (!this.ready && (this.room || this.solo) && HELD_OFFLINE.has(message.type)) {
+      throw new RequestError('offline', 'not connected: the action was not sent');
+    }
     await this.whenReady();
     return this.send(message);
   }
@@ -474,6 +490,7 @@ export class Connection extends EventTarget {
         this.afterWelcome();
         break;
       case 'ack': {
+        if (this.probeSeqs.delete(message.seq)) break; // a solo game's liveness `ping`
         const entry = this.pending.get(message.seq);
         if (entry) {
           this.pending.delete(message.seq);
@@ -570,6 +587,9 @@ export class Connection extends EventTarget {
         if (!this.keepRoomAfter(error)) {
           // Forgotten first: whoever hears of it sees a page in no room.
           this.forgetRoom();
+          // Its unanswered actions end here, quietly: sent now they would
+          // only be refused `not_in_lobby`, a notice over the page's news.
+          this.dropRoomActions();
           // The server does not know the room any more (it was restarted
           // without keeping it): that is news of its own, not an error.
           if (error.code === 'unknown_lobby') this.emit('room-gone', { code, role });
@@ -589,12 +609,22 @@ export class Connection extends EventTarget {
       }
     }
     if (this.socket !== socket) return; // gone meanwhile: the next connection carries on
-    for (const entry of unanswered) this.sendRaw(entry.message);
+    const still = new Set(this.pending.values());
+    for (const entry of unanswered) if (still.has(entry)) this.sendRaw(entry.message);
     this.ready = true;
     this.emit('status', 'online');
     const waiters = this.waiters;
     this.waiters = [];
     for (const wake of waiters) wake();
+  }
+
+  /** The room is lost: its unanswered actions are rejected with `room_gone`, which app.js does not show. */
+  dropRoomActions() {
+    for (const [seq, entry] of this.pending) {
+      if (entry.reentry || !LOBBY_ACTIONS.has(entry.message.type)) continue;
+      this.pending.delete(seq);
+      entry.reject(new RequestError('room_gone', 'the room is gone'));
+    }
   }
 
   /**

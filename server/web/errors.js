@@ -44,6 +44,12 @@ const MESSAGES = {
   malformed_code: 'Lobby codes are 8 characters: letters and the digits 2 to 9 (no 0, 1, I or O). Check the code you were given.',
   lobby_gone: 'That lobby is gone: the server no longer has it (it was restarted without keeping its games, or the lobby closed).',
   connection_lost: 'The connection dropped before the server answered. The board shows what went through; try again if needed.',
+  // connection.js's own too: a game action asked for while the page is not
+  // connected is refused, not sent later; and the actions still unanswered
+  // when the room turned out to be gone end with `room_gone` (never shown:
+  // the page says the game is gone).
+  offline: 'Not connected to the server just now, so that was not sent. Try again once the page is back online.',
+  room_gone: 'That lobby is gone, so nothing more can be done in it.',
 };
 
 /** Every code this client knows, for tests and completeness checks. */

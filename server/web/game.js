@@ -35,6 +35,9 @@ const SERIES_END = {
   expired: 'the lobby expired with no move',
 };
 
+/** The buttons of lobby actions, disabled while the page is offline (connection.js refuses those actions too). */
+const HELD_OFFLINE = ['offer-draw', 'accept-draw', 'decline-draw', 'resign', 'next-round', 'rematch', 'accept-rematch', 'end-match', 'claim-win'];
+
 export class GameScreen {
   /**
    * @param {{ send(message): Promise, leave(): Promise, home(): void, notify(text, kind?): void }} actions
@@ -78,7 +81,8 @@ export class GameScreen {
     $('leave').addEventListener('click', () => {
       const s = this.state;
       // Leaving mid-series concedes it (PROTOCOL.md §11): ask first, as Resign does.
-      if (s && this.seat >= 0 && ['playing', 'break'].includes(s.phase)
+      // Offline, Leave only goes home on this page (app.js): the seat stays.
+      if (s && !this.offline && this.seat >= 0 && ['playing', 'break'].includes(s.phase)
           && !window.confirm('Leave this lobby? Leaving now forfeits the whole series to your opponent.')) return;
       this.actions.leave();
     });
@@ -189,11 +193,21 @@ export class GameScreen {
     return this.isMyTurn() && !this.sending && this.viewPly === null && !this.offline;
   }
 
-  /** app.js: while the connection is down, no moves, the clock stands still here and presence is unknown. */
+  /**
+   * app.js: while the connection is down, no moves (nothing half chosen is
+   * kept, and the board takes neither pointer nor keys), no lobby action
+   * (their buttons are disabled), the clock stands still here and presence
+   * is unknown.
+   */
   setOffline(offline) {
     if (Boolean(this.offline) === offline) return;
     if (offline) this.frozenAt = performance.now();
     this.offline = offline;
+    this.prefix = [];
+    this.choices = [];
+    $('board-holder').inert = offline;
+    // Back online: render() and the claim panel set the buttons again.
+    for (const id of HELD_OFFLINE) $(id).disabled = offline;
     this.render();
   }
 
@@ -318,6 +332,7 @@ export class GameScreen {
   }
 
   async play(move) {
+    if (!this.interactive) return; // an orbit choice button, say, pressed as the page went offline
     this.sending = true;
     this.prefix = [...move.path];
     this.choices = [];
@@ -702,5 +717,7 @@ export class GameScreen {
       const next = $('next-round');
       if (!next.disabled) next.textContent = `Next round (starts in ${seconds(left)})`;
     }
+    // Whatever render() or the claim panel set, nothing is sent while offline.
+    if (this.offline) for (const id of HELD_OFFLINE) $(id).disabled = true;
   }
 }

@@ -100,6 +100,7 @@ export class SoloScreen {
     this.prefix = [];
     this.sending = false;
     this.wasRanked = false;
+    this.offline = false;
     this.choices = [];
     this.viewPly = null; // a ply of the move list being looked at, or null for the live board
     this.history = new PositionHistory('jumpgate.solo-history');
@@ -194,9 +195,23 @@ export class SoloScreen {
 
   get interactive() {
     const s = this.state;
-    if (!s || this.sending || s.thinking || s.game.result) return false;
+    if (!s || this.offline || this.sending || s.thinking || s.game.result) return false;
     if (s.game.legal_moves.length === 0 || this.viewPly !== null) return false;
     return s.mode === 'same_device' || s.game.turn === this.you;
+  }
+
+  /**
+   * app.js: while the connection is down (a banner covers the board), no
+   * move, undo or resign: nothing half chosen is kept, the board takes
+   * neither pointer nor keys, and connection.js refuses those requests.
+   */
+  setOffline(offline) {
+    if (this.offline === offline) return;
+    this.offline = offline;
+    this.prefix = [];
+    this.choices = [];
+    this.holder.inert = offline;
+    this.render();
   }
 
   update(state) {
@@ -267,6 +282,7 @@ export class SoloScreen {
   }
 
   async play(move) {
+    if (!this.interactive) return;
     this.sending = true;
     this.prefix = [...move.path];
     this.choices = [];
@@ -372,9 +388,10 @@ export class SoloScreen {
     const needed = computer && game.turn === this.you ? 2 : 1;
     const undo = $('solo-undo');
     undo.hidden = over;
-    undo.disabled = s.thinking || game.moves.length < needed;
+    undo.disabled = this.offline || s.thinking || game.moves.length < needed;
     undo.textContent = s.ranked ? 'Undo (makes this game practice)' : 'Undo';
     $('solo-resign').hidden = over;
+    $('solo-resign').disabled = this.offline;
     $('solo-resign').textContent = computer ? 'Resign' : `Resign for ${this.side(game.turn)}`;
 
     this.moveList.render(game.moves, this.viewPly ?? game.moves.length, (ply) => this.history.has(ply));

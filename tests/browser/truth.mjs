@@ -18,13 +18,20 @@
 // - memory store, restart under a live game: both pages say the game is
 //   gone and offer a new lobby (same rules) or home, and nothing says
 //   "Your turn" or "here" any more (restart-gone.png);
+// - memory store, a move in flight when the server froze, then a restart:
+//   the gone screen and no "not in a lobby" notice, the move not sent again;
+//   while offline Offer draw and Resign are disabled and nothing goes;
 // - Redis store, restart: the game resumes in place and a move goes through;
 // - data directory, the server killed for several seconds: a banner covers
 //   the board, a click on the board plays nothing, the clock stands still,
 //   the opponent's presence is unknown (offline-overlay.png); once the
 //   server is back the banner goes and the game goes on where it was; the
 //   same when the server is frozen (SIGSTOP) with the socket left open;
-// - a solo game's address names it, and a reload comes back to it.
+//   offline, the keyboard plays nothing either (keys pressed, and keys given
+//   to the board itself past the banner) and the game's buttons are disabled;
+// - a solo game's address names it, and a reload comes back to it;
+// - a solo game against the computer with the server killed: a banner over
+//   its board, Undo and Resign disabled, and no move sent by click or key.
 // With SAVE_SCREENSHOTS=1 the two screenshots are also copied to server/web/
 // (screenshot-restart.png, screenshot-offline.png) for the README.
 // Exits non-zero, with a message, on the first thing that goes wrong.
@@ -128,6 +135,28 @@ async function livePair(base, tag) {
 
 const seatText = (page, id) => page.textContent(`#${id}`);
 
+/** From the board's first square (a1, Dark at the bottom), the keys that play c3-d4 (up and down keep to the column nearest). */
+const KEYS_C3_D4 = ['ArrowUp', 'ArrowUp', 'Enter', 'ArrowUp', 'Enter'];
+
+/**
+ * Offline: the keys that would play c3-d4, pressed (the board is inert, so
+ * they reach nothing) and then given to the board element itself, as if
+ * they had got past the banner: the page must still play nothing.
+ */
+async function keysPlayNothing(page, holder) {
+  for (const key of KEYS_C3_D4) await page.keyboard.press(key);
+  for (const key of KEYS_C3_D4) await page.dispatchEvent(`${holder} .board`, 'keydown', { key });
+  await sleep(300);
+  check(!page.sent.includes('move'), `no move was sent by the keyboard while offline (${page.sent})`);
+  check(await page.locator(`${holder} .square[data-square="c3"] .piece.dark`).count() === 1
+    && await page.locator(`${holder} .square[data-square="d4"] .piece`).count() === 0, 'the piece on c3 did not move');
+}
+
+/** The notice's text if one shows, else ''. */
+async function noticeText(page) {
+  return await page.locator('#notice').isVisible() ? page.textContent('#notice') : '';
+}
+
 try {
   // -------------------------------------------------------------------------
   step('codes: a malformed one is caught before sending (item 15)');
@@ -217,6 +246,36 @@ try {
   await lost.host.close();
   await lost.guest.close();
 
+  step('memory store: a move in flight as the server freezes, then a restart: gone, and no "not in a lobby" (review 1, 2)');
+  const flight = await livePair(memoryBase, 'in flight');
+  await server('freeze', 'memory');
+  flight.guest.sent.length = 0;
+  await clickPath(flight.guest, ['f6', 'e5']);
+  // Unanswered: the page finds the socket silent and shows the banner.
+  await flight.guest.locator('#offline-overlay').waitFor({ timeout: 30_000 });
+  check(flight.guest.sent.filter((t) => t === 'move').length === 1, `the move went out once before the drop (${flight.guest.sent})`);
+  for (const id of ['offer-draw', 'resign']) {
+    check(await flight.guest.locator(`#${id}`).isDisabled(), `#${id} is disabled while offline`);
+    await flight.guest.locator(`#${id}`).click({ force: true });
+  }
+  await server('kill', 'memory');
+  await server('start', 'memory');
+  for (const page of [flight.guest, flight.host]) {
+    await page.locator('#gone').waitFor({ timeout: 30_000 });
+    await waitText(page, 'connection-status', /^Online$/);
+  }
+  await sleep(1_500);
+  for (const page of [flight.guest, flight.host]) {
+    const notice = await noticeText(page);
+    check(!/not in a lobby/i.test(notice), `no "not in a lobby" notice over the gone screen (${notice})`);
+    check(await page.locator('#gone').isVisible(), 'the gone screen stays');
+  }
+  const sentLater = flight.guest.sent;
+  check(sentLater.filter((t) => t === 'move').length === 1, `the move in flight was not sent again to a server without the lobby (${sentLater})`);
+  check(!sentLater.some((t) => ['offer_draw', 'resign'].includes(t)), `nothing pressed while offline was sent (${sentLater})`);
+  await flight.host.close();
+  await flight.guest.close();
+
   // -------------------------------------------------------------------------
   step('Redis store: the server restarts under a live game; it resumes in place (item 1)');
   const kept = await livePair(redisBase, 'redis');
@@ -247,6 +306,8 @@ try {
   await up.click('#preview-join');
   await waitStatus(down, /^Your turn/);
   await waitText(down, 'seat-top', /here/);
+  // The keyboard's way in, taken before the drop (review 14).
+  await down.locator('#board-holder .square[tabindex="0"]').focus();
   await server('kill', 'disk');
   const killedAt = Date.now();
   await down.locator('#offline-overlay').waitFor();
@@ -258,6 +319,12 @@ try {
   await sleep(2_200);
   check(await clock() === before, `the clock stands still on the page (${before}, then ${await clock()})`);
   down.sent.length = 0;
+  await keysPlayNothing(down, '#board-holder');
+  for (const id of ['offer-draw', 'resign']) {
+    check(await down.locator(`#${id}`).isDisabled(), `#${id} is disabled while offline (review 2)`);
+    await down.locator(`#${id}`).click({ force: true });
+  }
+  check(/stand still on this page/.test(await down.textContent('#offline-detail')), 'a live game\'s banner speaks of the clock');
   await square(down, 'c3').click({ force: true });
   await square(down, 'd4').click({ force: true });
   await sleep(300);
@@ -275,7 +342,8 @@ try {
   await down.locator('#offline-overlay').waitFor({ state: 'hidden', timeout: 40_000 });
   await waitText(down, 'connection-status', /^Online$/);
   await waitText(down, 'seat-top', /here/);
-  check(!down.sent.includes('move'), `the move played while offline was not sent later (${down.sent})`);
+  check(!down.sent.some((t) => ['move', 'offer_draw', 'resign'].includes(t)), `nothing tried while offline was sent later (${down.sent})`);
+  check(!await noticeText(down), `no notice after reconnecting (${await noticeText(down)})`);
   await waitStatus(down, /^Your turn/);
   check(await down.locator('#room .seat .clock.running').count() === 1, 'the clock runs again');
   await clickPath(down, ['c3', 'd4']);
@@ -318,6 +386,40 @@ try {
   await player.locator('#home').waitFor();
   check(new URL(player.url()).search === '', 'home\'s address names no game');
   await player.close();
+
+  step('a solo game against the computer: the server is killed; a banner covers its board and no move goes (review 4)');
+  const lone = await open('solo computer', memoryBase);
+  await lone.goto('/');
+  await waitText(lone, 'identity', /You are/);
+  await lone.selectOption('#solo-rule-set', 'american');
+  await lone.selectOption('#solo-level', 'tamer');
+  await lone.click('#solo-start');
+  await lone.locator('#solo').waitFor();
+  await waitText(lone, 'solo-status', /^Your turn/);
+  // Online, the keys play c3-d4: the same keys do nothing offline, here and in the lobby above.
+  await lone.locator('#solo-board-holder .square[tabindex="0"]').focus();
+  for (const key of KEYS_C3_D4) await lone.keyboard.press(key);
+  await lone.locator('#solo .square[data-square="d4"] .piece.dark').waitFor();
+  await waitText(lone, 'solo-status', /^Your turn/);
+  await lone.locator('#solo-board-holder .square[tabindex="0"]').focus();
+  await server('kill', 'memory');
+  await lone.locator('#solo-offline-overlay').waitFor();
+  check(/reconnecting/i.test(await lone.textContent('#solo-offline-overlay')), 'the solo banner says the page is reconnecting');
+  lone.sent.length = 0;
+  for (const key of KEYS_C3_D4) await lone.keyboard.press(key);
+  for (const key of KEYS_C3_D4) await lone.dispatchEvent('#solo-board-holder .board', 'keydown', { key });
+  const mine = await lone.$$eval('#solo .square .piece.dark', (discs) => discs.map((d) => d.parentElement.dataset.square));
+  for (const name of mine.slice(0, 3)) await lone.locator(`#solo .square[data-square="${name}"]`).click({ force: true });
+  for (const id of ['solo-undo', 'solo-resign']) check(await lone.locator(`#${id}`).isDisabled(), `#${id} is disabled while offline`);
+  await sleep(300);
+  check(!lone.sent.includes('move'), `no solo move was sent while offline (${lone.sent})`);
+  await server('start', 'memory');
+  // The restarted memory server no longer has the game: the page says so and goes home.
+  await lone.locator('#solo-offline-overlay').waitFor({ state: 'hidden', timeout: 40_000 });
+  await waitText(lone, 'connection-status', /^Online$/);
+  await sleep(500);
+  check(!lone.sent.includes('move'), `no solo move was sent after reconnecting (${lone.sent})`);
+  await lone.close();
 
   // Chromium logs a socket that cannot connect, and a resource that did not
   // load, while a server is down; that is the point of the exercise.
