@@ -378,22 +378,30 @@ async fn lobby_games(
 
 /// The current game's position after every ply, replayed by the rules
 /// engine, behind the same invite rule as the summary: a page that came in
-/// mid-game shows the moves played before it arrived.
+/// mid-game shows the moves played before it arrived. The room only hands
+/// over its moves; the replay runs on a blocking thread, not in the room.
 async fn lobby_positions(
     State(state): State<Arc<App>>,
     Path(code): Path<String>,
     Query(params): Query<Vec<(String, String)>>,
 ) -> Response {
     let invite = invite_param(&params);
-    match ask_room(
+    let replay = match ask_room(
         &state,
         &code,
         |room| async move { room.positions(invite).await },
     )
     .await
     {
+        Ok(replay) => replay,
+        Err(response) => return response,
+    };
+    match tokio::task::spawn_blocking(move || replay.replay()).await {
         Ok(positions) => ([(header::CACHE_CONTROL, "no-store")], Json(positions)).into_response(),
-        Err(response) => response,
+        Err(error) => {
+            tracing::error!(%code, %error, "replaying a game's positions failed");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
     }
 }
 

@@ -120,12 +120,13 @@ impl RoomHandle {
         self.ask(|reply| RoomCommand::Games { invite, reply }).await
     }
 
-    /// The current game's position after every ply; `None` as for
-    /// [`summary`](Self::summary).
+    /// The current game's moves, to replay into its position after every
+    /// ply off the room's task ([`PositionsReplay::replay`](super::view::PositionsReplay::replay));
+    /// `None` as for [`summary`](Self::summary).
     pub async fn positions(
         &self,
         invite: Option<String>,
-    ) -> Result<Option<super::view::GamePositions>, RoomStopped> {
+    ) -> Result<Option<super::view::PositionsReplay>, RoomStopped> {
         self.ask(|reply| RoomCommand::Positions { invite, reply })
             .await
     }

@@ -82,10 +82,11 @@ enum RoomCommand {
         invite: Option<String>,
         reply: oneshot::Sender<Option<Vec<String>>>,
     },
-    /// The current game's position after every ply; `None` as for `Summary`.
+    /// The current game's moves, to replay into its position after every
+    /// ply outside the room's task; `None` as for `Summary`.
     Positions {
         invite: Option<String>,
-        reply: oneshot::Sender<Option<view::GamePositions>>,
+        reply: oneshot::Sender<Option<view::PositionsReplay>>,
     },
     /// Give the room up for another instance: store everything, release
     /// ownership, tell the members to reconnect, stop. Replies whether it

@@ -255,29 +255,46 @@ fn position_view(
     }
 }
 
-impl Room {
+/// What replaying the round needs, copied out of the room: the replay
+/// (legal moves worked out again at every ply) runs outside the room's
+/// task, so that `GET /r/{CODE}/positions`, which anyone holding a public
+/// code may ask often, never makes the room's moves wait.
+#[derive(Debug)]
+pub struct PositionsReplay {
+    code: String,
+    round: u32,
+    game: Option<ReplayedGame>,
+}
+
+#[derive(Debug)]
+struct ReplayedGame {
+    dark_seat: u8,
+    notations: Vec<String>,
+    variant: crate::rules::Variant,
+    seed: u64,
+    draw_rules: crate::rules::DrawRules,
+    stored: Vec<String>,
+}
+
+impl PositionsReplay {
     /// Replays the round's stored moves from its start. Before the first
     /// round the lists are empty; a stored move that does not replay
     /// (never expected) ends them early.
-    pub(super) fn positions(&self) -> GamePositions {
-        let lobby = &self.lobby;
+    pub fn replay(self) -> GamePositions {
         let mut view = GamePositions {
-            code: lobby.code.to_string(),
-            round: lobby.series.round,
+            code: self.code,
+            round: self.round,
             dark_seat: 0,
             moves: Vec::new(),
             positions: Vec::new(),
         };
-        let Some(round) = lobby.round.as_ref() else {
+        let Some(round) = self.game else {
             return view;
         };
-        view.dark_seat = round.dark_seat as u8;
-        view.moves = round.notations.clone();
-        let mut game = crate::rules::VariantGame::with_draw_rules(
-            lobby.options.rule_set,
-            round.game.seed(),
-            round.game.draw_rules(),
-        );
+        view.dark_seat = round.dark_seat;
+        view.moves = round.notations;
+        let mut game =
+            crate::rules::VariantGame::with_draw_rules(round.variant, round.seed, round.draw_rules);
         view.positions.push(position_view(&game, None));
         for stored in &round.stored {
             match game.play_stored(stored) {
@@ -286,11 +303,31 @@ impl Room {
                     Some(wire_view::into_move_view(played)),
                 )),
                 Err(error) => {
-                    tracing::error!(room = %lobby.code, %error, "a stored move does not replay");
+                    tracing::error!(room = %view.code, %error, "a stored move does not replay");
                     break;
                 }
             }
         }
         view
+    }
+}
+
+impl Room {
+    /// The round's moves to replay for `/r/{CODE}/positions`: only copied
+    /// here; [`PositionsReplay::replay`] does the work, off the room's task.
+    pub(super) fn positions(&self) -> PositionsReplay {
+        let lobby = &self.lobby;
+        PositionsReplay {
+            code: lobby.code.to_string(),
+            round: lobby.series.round,
+            game: lobby.round.as_ref().map(|round| ReplayedGame {
+                dark_seat: round.dark_seat as u8,
+                notations: round.notations.clone(),
+                variant: round.game.variant(),
+                seed: round.game.seed(),
+                draw_rules: round.game.draw_rules(),
+                stored: round.stored.clone(),
+            }),
+        }
     }
 }
