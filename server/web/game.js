@@ -55,7 +55,7 @@ export class GameScreen {
     this.viewPly = null; // a ply of the move list being looked at, or null for the live board
     this.history = new PositionHistory('jumpgate.history'); // the current round's positions
     this.asked = { key: null, ply: -1, busy: false }; // the last positions asked of the server
-    this.rematchHidden = null; // the rematch call (series and round) declined on this page
+    this.rematchHidden = null; // the rematch call (series and round) declined on this page, until that series is left
     this.moveClockMs = 0; // the longest time a move was given, shown on the idle clock
     this.board = new BoardSlot($('board-holder'), {
       onActivate: (square) => this.activate(square),
@@ -127,7 +127,12 @@ export class GameScreen {
   remember(state) {
     const game = state.game;
     if (!game) return;
-    this.history.follow(`${state.code}#${state.series.round}#${game.dark_seat}`, game);
+    // Round 1 of every series has the same number (and, one game long, the
+    // same dark seat): the history also drops positions whose moves before
+    // them differ (PositionHistory.follow). Space Mode's wormholes tell its
+    // games apart when the same moves open them.
+    const holes = game.space?.wormholes?.join('-') ?? '';
+    this.history.follow(`${state.code}#${state.series.round}#${game.dark_seat}#${holes}`, game);
     this.askPositions(state);
   }
 
@@ -152,8 +157,14 @@ export class GameScreen {
       const sent = await response.json();
       const now = this.state?.game;
       if (!now || this.history.key !== key || sent.round !== this.state.series.round || sent.dark_seat !== now.dark_seat) return;
+      // Only the plies whose moves up to them are this game's (another
+      // series' round of the same number may have been sent).
+      const moves = Array.isArray(sent.moves) ? sent.moves : [];
+      let agree = 0;
+      while (agree < moves.length && agree < now.moves.length && moves[agree] === now.moves[agree]) agree += 1;
       let added = false;
       for (const p of sent.positions ?? []) {
+        if (!(p.ply <= agree)) continue;
         const position = { pieces: p.pieces, last_move: p.last_move ?? null, space: p.space ?? null, points: p.points ?? null };
         added = this.history.add(p.ply, position, now) || added;
       }
@@ -242,6 +253,9 @@ export class GameScreen {
     this.remember(state);
     if (this.viewPly !== null && !this.history.has(this.viewPly)) this.viewPly = null;
     const sameRoom = previous?.code === state.code;
+    // A rematch declined here is put away for that series only: once the
+    // phase leaves its end, a later series' call is a new one.
+    if (!sameRoom || !['finished', 'ended'].includes(state.phase)) this.rematchHidden = null;
     this.announce(sameRoom ? previous : null);
     const mine = this.isMyTurn();
     const wasMine = sameRoom && previous.game?.ply === game?.ply && previous.series.round === state.series.round
@@ -606,6 +620,10 @@ export class GameScreen {
     const s = this.state;
     const other = s ? this.nameOf(1 - this.seat) : 'your opponent';
     const whole = s && (s.series_length > 1 || s.series.round > 1);
+    if (!whole && s?.phase === 'break') {
+      // One game, drawn: the break before its replay.
+      return `Resign? ${other} wins the match, and the replay of the drawn game is not played.`;
+    }
     if (!whole) return `Resign? ${other} wins this game, and with it the match.`;
     const games = s.rule_set === 'orbit' ? 'games' : 'rounds';
     return `Resign the whole series, not only this ${s.rule_set === 'orbit' ? 'game' : 'round'}? `

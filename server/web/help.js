@@ -94,7 +94,7 @@ const TEXTS = {
     'Captures: a diagonal exit takes any enemy piece on the inner points either side of where it stops.',
     'The game ends when a side has lost three pieces, when a side has all its pieces in a row on the inner ring, after 200 plies, or when neither side can move. A side that cannot move passes.',
     'Points: 3 for having all your pieces in a row on the inner ring, or 1 for all but one; and 2 more when your opponent has at most three pieces on the inner ring. More points wins the game; a series is won on total points.',
-    'The seats show each side’s points as the board stands (“2 points now”): at the start both sides have 2, since neither has four pieces on the inner ring yet. The note under the status says where each number comes from.',
+    'The seats show each side’s points as the board stands (“2 points now”): at the start both sides have 2, since neither has four pieces on the inner ring yet. The note under the status repeats both sides’ points, as the server counts them, and how they are counted.',
   ],
 };
 

@@ -232,9 +232,10 @@ export class SoloPanel {
    * Ranked play needs an account (a signed-in token) and the Executive;
    * `accounts`: whether this server takes accounts at all.
    */
-  setSignedIn(signedIn, accounts = true) {
+  setSignedIn(signedIn, accounts) {
     this.signedIn = signedIn;
-    this.accounts = accounts;
+    this.accounts = accounts ?? this.accounts ?? true;
+    if (accounts !== undefined) learnAccounts(accounts);
     this.refresh();
   }
 
@@ -259,6 +260,20 @@ export class SoloPanel {
 
 const LEADERBOARD_PAGE_SIZE = 20;
 
+/**
+ * Whether this server takes accounts (the welcome's `accounts`, as handed
+ * to SoloPanel.setSignedIn), or null until the welcome came: without
+ * sign-in there is no ranked play, so the leaderboards say so.
+ */
+let serverAccounts = null;
+const accountWatchers = new Set();
+
+function learnAccounts(accounts) {
+  if (serverAccounts === accounts) return;
+  serverAccounts = accounts;
+  for (const watcher of accountWatchers) watcher();
+}
+
 /** The public leaderboards: a rule set selector, a table and paging. */
 export class LeaderboardView {
   /**
@@ -275,6 +290,10 @@ export class LeaderboardView {
     $('leaderboard-prev').addEventListener('click', () => this.load(this.page - 1));
     $('leaderboard-next').addEventListener('click', () => this.load(this.page + 1));
     $('leaderboard-home').addEventListener('click', () => actions.home());
+    // The welcome may come after the board was drawn: its words change then.
+    accountWatchers.add(() => {
+      if (this.shown) this.render(...this.shown);
+    });
   }
 
   get visible() {
@@ -315,6 +334,7 @@ export class LeaderboardView {
   }
 
   render(ruleSet, data) {
+    this.shown = [ruleSet, data];
     const entries = Array.isArray(data.entries) ? data.entries : [];
     const perPage = data.per_page || LEADERBOARD_PAGE_SIZE;
     const total = Number(data.total) || 0;
@@ -336,15 +356,18 @@ export class LeaderboardView {
     $('leaderboard-table').hidden = entries.length === 0;
     const empty = $('leaderboard-empty');
     empty.hidden = entries.length > 0;
-    empty.textContent = total === 0
-      ? `No ranked games in ${ruleSetLabel(ruleSet)} yet. Play a ranked game against the Executive to get on the board.`
-      : 'This page is empty.';
+    const none = `No ranked games in ${ruleSetLabel(ruleSet)} yet`;
+    empty.textContent = total > 0 ? 'This page is empty.'
+      : serverAccounts === false
+        ? `${none}: this server has no sign-in, so ranked play and its leaderboards are off here. Every game played here is practice.`
+        : `${none}. Play a ranked game against the Executive to get on the board.`;
     $('leaderboard-page').textContent = `Page ${this.page} of ${this.pages}`;
     $('leaderboard-prev').disabled = this.page <= 1;
     $('leaderboard-next').disabled = this.page >= this.pages;
   }
 
   renderError() {
+    this.shown = null;
     $('leaderboard-body').replaceChildren();
     $('leaderboard-table').hidden = true;
     const empty = $('leaderboard-empty');

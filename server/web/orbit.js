@@ -4,8 +4,9 @@
 // of the board's shape. Moves are picked by origin and destination, since a
 // path passes through squares that are not stops; two moves that share both
 // are offered as a choice by their long notation. Like board.js, the view
-// only draws and reports; game.js decides what a click means. It also
-// puts an orbit game's points into words (orbitPointsNote).
+// only draws and reports; game.js decides what a click means. Like
+// board.js, it says a selection and one's own move played in a polite live
+// region. It also puts an orbit game's points into words (orbitPointsNote).
 
 const SVG = 'http://www.w3.org/2000/svg';
 const BOX = 1000;
@@ -52,42 +53,26 @@ export function orbitMarks(game, origin, active) {
   return marks;
 }
 
-/** Pieces of `color` on the inner ring (B1–B12, as the rules help names it). */
-function innerCount(pieces, color) {
-  return pieces.filter((p) => p.color === color && /^B\d+$/.test(p.square)).length;
-}
-
 /**
  * What an orbit game's points mean, in words, for the panel beside the
- * board: the server sends each side's points as the board stands (the
- * game is scored so when it ends), and this says where each number comes
- * from and what would change it. `names` gives each colour's name as the
- * page says it ("You", "Bob", "Dark"); `first` is the colour to name first
- * (the reader's own). The inner-ring counts are read off the pieces; the
- * points themselves are always the server's.
+ * board: each side's points as the server sends them (as the board stands;
+ * the game is scored so when it ends), and how points are counted, as the
+ * rules help says it. The page works out no points itself: the client
+ * knows no rules (ARCHITECTURE.md). `names` gives each colour's name as
+ * the page says it ("You", "Bob", "Dark"); `first` is the colour to name
+ * first (the reader's own).
  */
 export function orbitPointsNote(game, names, first = 'dark') {
   const points = game?.result?.points ?? game?.points;
   if (!points) return '';
   const final = Boolean(game.result?.points);
-  const has = (name) => (name === 'You' ? 'you have' : `${name} has`);
-  const why = (color) => {
-    const other = color === 'dark' ? 'light' : 'dark';
-    const weak = innerCount(game.pieces ?? [], other) <= 3 ? 2 : 0;
-    const row = points[color] - weak;
-    const parts = [];
-    if (row === 3) parts.push('all in a row on the inner ring');
-    else if (row === 1) parts.push('all but one in a row on the inner ring');
-    else if (row !== 0) return `${names[color]} ${points[color]}`;
-    if (weak) parts.push(`${has(names[other])} 3 or fewer pieces on the inner ring (B1–B12)`);
-    return `${names[color]} ${points[color]}${parts.length > 0 ? ` — ${parts.join(', and ')}` : ''}`;
-  };
   const second = first === 'dark' ? 'light' : 'dark';
   const head = final ? 'Points this game' : 'Points if the game ended now';
-  const change = final ? ''
-    : ' With 4 or more pieces on the inner ring a side takes the other’s 2 away; all of a side’s pieces in a row there '
-      + 'score 3 (all but one, 1). The game is scored as the board stands when it ends: more points wins.';
-  return `${head}: ${why(first)}; ${why(second)}.${change}`;
+  const how = final ? ''
+    : ' A side scores 3 with all its pieces in a row on the inner ring (B1–B12), or 1 with all but one, and 2 more '
+      + 'while the other side has at most three pieces there (so both start with 2). The game is scored as the board '
+      + 'stands when it ends: more points wins.';
+  return `${head}: ${names[first]} ${points[first]}, ${names[second]} ${points[second]}.${how}`;
 }
 
 export class OrbitView {
@@ -109,7 +94,15 @@ export class OrbitView {
     this.choices.setAttribute('role', 'group');
     this.choices.setAttribute('aria-label', 'Choose the way round');
     this.choices.hidden = true;
-    this.element.append(this.svg, this.choices);
+    // Screen readers hear a selection and where it may go, and a move of
+    // this page's once the board shows it played (as board.js says them;
+    // what the other side plays, game.js announces).
+    this.live = document.createElement('p');
+    this.live.className = 'sr-only board-announce';
+    this.live.setAttribute('aria-live', 'polite');
+    this.spoken = { selection: '', pending: null };
+    this.activated = null;
+    this.element.append(this.svg, this.choices, this.live);
     this.cells = new Map(); // square name -> <g>
     this.centres = new Map(); // square name -> { x, y } as drawn
     this.key = null;
@@ -201,6 +194,38 @@ export class OrbitView {
       cell.setAttribute('aria-label', [square, what, ...flags].join(', '));
     }
     this.renderChoices(choices);
+    this.speak(marks);
+  }
+
+  /** Says a new selection ("B3 selected, 2 moves: A3, C"), one let go, and a move of this page's played. */
+  speak(marks) {
+    const [selected] = marks.selected;
+    const targets = [...marks.targets].sort();
+    const key = selected ? [selected, '>', ...targets].join(' ') : '';
+    const previous = this.spoken.selection;
+    this.spoken.selection = key;
+    let words = '';
+    if (key && key !== previous) {
+      const count = `${targets.length} ${targets.length === 1 ? 'move' : 'moves'}`;
+      words = targets.length > 0 ? `${selected} selected, ${count}: ${targets.join(', ')}` : `${selected} selected, no moves`;
+      this.spoken.pending = null;
+    } else if (!key && previous && !this.spoken.pending) {
+      const [from, onward = ''] = previous.split(' >');
+      if (this.activated && onward.split(' ').includes(this.activated)) this.spoken.pending = { from, to: this.activated };
+      else words = `${from} let go`;
+    }
+    const pending = this.spoken.pending;
+    if (pending && marks.lastMove.has(pending.from) && marks.lastMove.has(pending.to)) {
+      words = `moved ${pending.from} to ${pending.to}`;
+      this.spoken.pending = null;
+    }
+    if (words) this.live.textContent = words;
+  }
+
+  /** A square clicked or pressed: remembered, so that the move it plays can be said. */
+  activate(square) {
+    this.activated = square;
+    this.handlers.onActivate(square);
   }
 
   renderChoices(choices) {
@@ -261,7 +286,7 @@ export class OrbitView {
       if (next) this.setCursor(next);
     } else if (event.key === 'Enter' || event.key === ' ') {
       event.preventDefault();
-      if (this.cursor) this.handlers.onActivate(this.cursor);
+      if (this.cursor) this.activate(this.cursor);
     } else if (event.key === 'Escape') {
       event.preventDefault();
       this.handlers.onClear();
@@ -274,7 +299,7 @@ export class OrbitView {
     if (!cell) return;
     this.pressed = cell.dataset.square;
     this.setCursor(cell.dataset.square);
-    this.handlers.onActivate(cell.dataset.square);
+    this.activate(cell.dataset.square);
   }
 
   onPointerUp(event) {
@@ -284,7 +309,7 @@ export class OrbitView {
     // A drag: released over another square, which counts as a second click.
     if (from && hit && hit.dataset.square !== from) {
       this.setCursor(hit.dataset.square);
-      this.handlers.onActivate(hit.dataset.square);
+      this.activate(hit.dataset.square);
     }
   }
 }

@@ -193,23 +193,27 @@ export class PositionHistory {
     this.storageKey = storageKey;
     this.plies = new Map();
     this.key = null;
+    this.moves = []; // the moves of the game the positions belong to
   }
 
   /**
    * Follows the game known as `key` (loading what the session kept for it),
-   * drops what belongs to another game (a rematch's round of the same
-   * number, a move taken back) and keeps the position shown now.
+   * drops what belongs to another game (a later series' round of the same
+   * number, a move taken back): every position after the first move on
+   * which the kept moves and `game`'s differ. Keeps the position shown now.
    */
   follow(key, game) {
     if (this.key !== key) {
       this.plies = new Map();
+      this.moves = [];
       this.key = key;
       this.load();
     }
-    for (const [ply, position] of this.plies) {
-      const notation = position.last_move?.notation ?? null;
-      if (ply > game.ply || (ply > 0 && notation !== game.moves[ply - 1])) this.plies.delete(ply);
-    }
+    const moves = game.moves ?? [];
+    let agree = 0;
+    while (agree < this.moves.length && agree < moves.length && this.moves[agree] === moves[agree]) agree += 1;
+    for (const ply of this.plies.keys()) if (ply > agree || ply > game.ply) this.plies.delete(ply);
+    this.moves = [...moves];
     this.plies.set(game.ply, {
       pieces: game.pieces, last_move: game.last_move ?? null, space: game.space ?? null, points: game.points ?? null,
     });
@@ -242,13 +246,15 @@ export class PositionHistory {
   clear() {
     this.plies = new Map();
     this.key = null;
+    this.moves = [];
   }
 
   load() {
     try {
       const saved = JSON.parse(sessionStorage.getItem(this.storageKey) ?? 'null');
-      if (saved?.key === this.key && Array.isArray(saved.plies)) {
+      if (saved?.key === this.key && Array.isArray(saved.plies) && Array.isArray(saved.moves)) {
         for (const [ply, position] of saved.plies) this.plies.set(ply, position);
+        this.moves = saved.moves;
       }
     } catch {
       // A missing history only means fewer earlier positions to show.
@@ -257,7 +263,7 @@ export class PositionHistory {
 
   save() {
     try {
-      sessionStorage.setItem(this.storageKey, JSON.stringify({ key: this.key, plies: [...this.plies] }));
+      sessionStorage.setItem(this.storageKey, JSON.stringify({ key: this.key, moves: this.moves, plies: [...this.plies] }));
     } catch {
       // Storage full: earlier positions are a nicety.
     }
