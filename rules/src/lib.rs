@@ -34,4 +34,4 @@ pub use draw::DrawRules;
 pub use game::{DrawReason, Game, Outcome, PlayError, WinReason};
 pub use position::{Color, Move, Position, Role, Setup, SetupError};
 pub use variant::{RuleSet, Rules};
-pub use variant_game::{GameOutcome, MoveInfo, MoveRefused, Variant, VariantGame};
+pub use variant_game::{GameOutcome, MoveInfo, MovePath, MoveRefused, Variant, VariantGame};

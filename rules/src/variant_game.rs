@@ -141,6 +141,21 @@ pub struct MoveInfo {
     pub stored: String,
 }
 
+/// A legal move's squares alone, without its notation, end square or
+/// stored form: what a client needs to offer the move
+/// ([`VariantGame::legal_paths`]), at a fraction of [`MoveInfo`]'s strings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MovePath {
+    /// As [`MoveInfo::path`].
+    pub path: Vec<String>,
+    /// As [`MoveInfo::captures`].
+    pub captures: Vec<String>,
+    /// As [`MoveInfo::boost`].
+    pub boost: bool,
+    /// As [`MoveInfo::teleports`].
+    pub teleports: Vec<(String, String)>,
+}
+
 /// One piece, by square name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PieceInfo {
@@ -469,6 +484,60 @@ impl VariantGame {
                 let legal = g.legal_moves();
                 legal.iter().map(|m| orbit_info(m, &legal)).collect()
             }
+        }
+    }
+
+    /// The legal moves' squares, in [`legal_moves`](Self::legal_moves)'
+    /// order, without formatting what only a full move view needs.
+    pub fn legal_paths(&self) -> Vec<MovePath> {
+        match self {
+            VariantGame::Draughts(g) => {
+                let rs = g.rule_set();
+                g.legal_moves()
+                    .iter()
+                    .map(|m| MovePath {
+                        path: m
+                            .path()
+                            .iter()
+                            .map(|&sq| notation::board_name(rs, sq))
+                            .collect(),
+                        captures: m
+                            .captured_in_order()
+                            .map(|sq| notation::board_name(rs, sq))
+                            .collect(),
+                        boost: false,
+                        teleports: Vec::new(),
+                    })
+                    .collect()
+            }
+            VariantGame::Space(g) => g
+                .legal_moves()
+                .iter()
+                .map(|m| MovePath {
+                    path: m.path.iter().map(|&sq| space_name(sq)).collect(),
+                    captures: m.captured.iter().map(|&sq| space_name(sq)).collect(),
+                    boost: m.boost,
+                    teleports: m
+                        .teleports
+                        .iter()
+                        .map(|&(a, b)| (space_name(a), space_name(b)))
+                        .collect(),
+                })
+                .collect(),
+            VariantGame::Orbit(g) => g
+                .legal_moves()
+                .iter()
+                .map(|m| {
+                    let mut path = vec![m.from.name()];
+                    path.extend(m.path.iter().map(|sq| sq.name()));
+                    MovePath {
+                        path,
+                        captures: m.captures.iter().map(|sq| sq.name()).collect(),
+                        boost: false,
+                        teleports: Vec::new(),
+                    }
+                })
+                .collect(),
         }
     }
 

@@ -121,6 +121,18 @@ pub fn into_move_view(m: MoveInfo) -> wire::MoveView {
     }
 }
 
+/// A move's squares as a move view with no notation (protocol 2's compact
+/// legal moves carry none).
+pub fn path_view(m: crate::rules::MovePath) -> wire::MoveView {
+    wire::MoveView {
+        notation: String::new(),
+        path: m.path,
+        captures: m.captures,
+        boost: m.boost,
+        teleports: m.teleports.into_iter().map(|(a, b)| [a, b]).collect(),
+    }
+}
+
 pub fn move_view(m: &MoveInfo) -> wire::MoveView {
     wire::MoveView {
         notation: m.notation.clone(),

@@ -3,7 +3,7 @@
 //! plays by its notation, by its path and by its stored form with the same
 //! result; moves that are not listed are refused and change nothing; a
 //! replay of the stored moves rebuilds the same game (Space Mode's
-//! wormholes included).
+//! wormholes included); the moves' squares alone are the listed moves'.
 
 use jumpgate_rules::pdn::{self, PdnTags};
 use jumpgate_rules::{Color, DrawRules, Variant, VariantGame};
@@ -47,6 +47,18 @@ proptest! {
         let mut stored = Vec::new();
         for choice in choices {
             let legal = game.legal_moves();
+            // The squares alone, for clients that need no notation, are the
+            // full views' squares, in the same order.
+            let paths: Vec<_> = legal
+                .iter()
+                .map(|m| (m.path.clone(), m.captures.clone(), m.boost, m.teleports.clone()))
+                .collect();
+            let alone: Vec<_> = game
+                .legal_paths()
+                .into_iter()
+                .map(|m| (m.path, m.captures, m.boost, m.teleports))
+                .collect();
+            prop_assert_eq!(paths, alone);
             if legal.is_empty() {
                 prop_assert!(game.outcome().is_some(), "no moves only once the game is over");
                 break;

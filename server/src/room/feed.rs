@@ -188,11 +188,7 @@ impl Room {
         let result = round.result.map(view::game_result);
         let in_play = result.is_none();
         let legal = if in_play {
-            CompactLegal::from_moves(
-                game.legal_moves()
-                    .into_iter()
-                    .map(wire_view::into_move_view),
-            )
+            CompactLegal::from_moves(game.legal_paths().into_iter().map(wire_view::path_view))
         } else {
             CompactLegal::default()
         };
