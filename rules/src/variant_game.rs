@@ -256,9 +256,8 @@ pub fn stored_orbit(m: &OrbitMove) -> String {
     m.long_text()
 }
 
-fn draughts_info(rs: RuleSet, m: &Move, legal: &[Move]) -> MoveInfo {
-    MoveInfo {
-        notation: notation::move_text(rs, m, legal),
+fn draughts_path(rs: RuleSet, m: &Move) -> MovePath {
+    MovePath {
         path: m
             .path()
             .iter()
@@ -270,9 +269,16 @@ fn draughts_info(rs: RuleSet, m: &Move, legal: &[Move]) -> MoveInfo {
             .collect(),
         boost: false,
         teleports: Vec::new(),
+    }
+}
+
+fn draughts_info(rs: RuleSet, m: &Move, legal: &[Move]) -> MoveInfo {
+    MoveInfo {
+        notation: notation::move_text(rs, m, legal),
         to: notation::board_name(rs, m.to()),
         crowned: m.crowns(),
         stored: stored_draughts(m),
+        ..MoveInfo::from(draughts_path(rs, m))
     }
 }
 
@@ -295,9 +301,8 @@ fn space_text(m: &SpaceMove, legal: &[SpaceMove]) -> String {
     }
 }
 
-fn space_info(m: &SpaceMove, legal: &[SpaceMove]) -> MoveInfo {
-    MoveInfo {
-        notation: space_text(m, legal),
+fn space_path(m: &SpaceMove) -> MovePath {
+    MovePath {
         path: m.path.iter().map(|&sq| space_name(sq)).collect(),
         captures: m.captured.iter().map(|&sq| space_name(sq)).collect(),
         boost: m.boost,
@@ -306,18 +311,34 @@ fn space_info(m: &SpaceMove, legal: &[SpaceMove]) -> MoveInfo {
             .iter()
             .map(|&(a, b)| (space_name(a), space_name(b)))
             .collect(),
+    }
+}
+
+fn space_info(m: &SpaceMove, legal: &[SpaceMove]) -> MoveInfo {
+    MoveInfo {
+        notation: space_text(m, legal),
         to: space_name(m.to()),
         crowned: m.crowns,
         stored: stored_space(m),
+        ..MoveInfo::from(space_path(m))
     }
 }
 
 /// `legal` is the position's legal moves: the notation is the short form
 /// unless another of them shares its start and end (as
 /// [`OrbitGame::move_text`] writes it, without generating the moves again).
-fn orbit_info(m: &OrbitMove, legal: &[OrbitMove]) -> MoveInfo {
+fn orbit_path(m: &OrbitMove) -> MovePath {
     let mut path = vec![m.from.name()];
     path.extend(m.path.iter().map(|sq| sq.name()));
+    MovePath {
+        path,
+        captures: m.captures.iter().map(|sq| sq.name()).collect(),
+        boost: false,
+        teleports: Vec::new(),
+    }
+}
+
+fn orbit_info(m: &OrbitMove, legal: &[OrbitMove]) -> MoveInfo {
     let shared = legal
         .iter()
         .filter(|o| o.from == m.from && o.to == m.to)
@@ -329,13 +350,26 @@ fn orbit_info(m: &OrbitMove, legal: &[OrbitMove]) -> MoveInfo {
         } else {
             m.short_text()
         },
-        path,
-        captures: m.captures.iter().map(|sq| sq.name()).collect(),
-        boost: false,
-        teleports: Vec::new(),
         to: m.to.name(),
         crowned: false,
         stored: stored_orbit(m),
+        ..MoveInfo::from(orbit_path(m))
+    }
+}
+
+/// A move's squares, its other fields empty until filled in.
+impl From<MovePath> for MoveInfo {
+    fn from(m: MovePath) -> MoveInfo {
+        MoveInfo {
+            notation: String::new(),
+            path: m.path,
+            captures: m.captures,
+            boost: m.boost,
+            teleports: m.teleports,
+            to: String::new(),
+            crowned: false,
+            stored: String::new(),
+        }
     }
 }
 
@@ -495,49 +529,11 @@ impl VariantGame {
                 let rs = g.rule_set();
                 g.legal_moves()
                     .iter()
-                    .map(|m| MovePath {
-                        path: m
-                            .path()
-                            .iter()
-                            .map(|&sq| notation::board_name(rs, sq))
-                            .collect(),
-                        captures: m
-                            .captured_in_order()
-                            .map(|sq| notation::board_name(rs, sq))
-                            .collect(),
-                        boost: false,
-                        teleports: Vec::new(),
-                    })
+                    .map(|m| draughts_path(rs, m))
                     .collect()
             }
-            VariantGame::Space(g) => g
-                .legal_moves()
-                .iter()
-                .map(|m| MovePath {
-                    path: m.path.iter().map(|&sq| space_name(sq)).collect(),
-                    captures: m.captured.iter().map(|&sq| space_name(sq)).collect(),
-                    boost: m.boost,
-                    teleports: m
-                        .teleports
-                        .iter()
-                        .map(|&(a, b)| (space_name(a), space_name(b)))
-                        .collect(),
-                })
-                .collect(),
-            VariantGame::Orbit(g) => g
-                .legal_moves()
-                .iter()
-                .map(|m| {
-                    let mut path = vec![m.from.name()];
-                    path.extend(m.path.iter().map(|sq| sq.name()));
-                    MovePath {
-                        path,
-                        captures: m.captures.iter().map(|sq| sq.name()).collect(),
-                        boost: false,
-                        teleports: Vec::new(),
-                    }
-                })
-                .collect(),
+            VariantGame::Space(g) => g.legal_moves().iter().map(space_path).collect(),
+            VariantGame::Orbit(g) => g.legal_moves().iter().map(orbit_path).collect(),
         }
     }
 

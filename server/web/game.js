@@ -16,6 +16,7 @@ import { correspondenceHelp, rulesHelp } from './help.js';
 import { PacePanel, isCorrespondence } from './pace.js';
 import {
   BoardSlot, MoveList, PositionHistory, fact, gameEndText, gridMarks, movesWithPrefix, pointsScore, seatExtras, seatLines, seconds,
+  stepTowardsMove,
 } from './play.js';
 
 // The solo screen lives in solo.js, the shared parts in play.js; app.js
@@ -297,40 +298,16 @@ export class GameScreen {
       this.activateOrbit(square);
       return;
     }
-    const moves = this.state.game.legal_moves;
-    const startsHere = moves.some((m) => m.path[0] === square);
-    if (this.prefix.length === 0) {
-      if (startsHere) this.prefix = [square];
-      else if (this.state.game.must_capture.length > 0 && this.ownPieceOn(square)) {
-        this.actions.notify('A capture is mandatory: move one of the marked pieces.', 'info');
-      }
-      this.render();
-      return;
-    }
-    if (this.prefix.length === 1 && square === this.prefix[0]) {
+    const game = this.state.game;
+    const step = stepTowardsMove(game.legal_moves, this.prefix, square, game.must_capture, this.ownPieceOn(square));
+    if (step.cleared) {
       this.clearSelection();
       return;
     }
-    const candidates = movesWithPrefix(moves, this.prefix);
-    const next = candidates.filter((m) => m.path[this.prefix.length] === square);
-    if (next.length > 0) {
-      this.prefix = [...this.prefix, square];
-      const complete = next.filter((m) => m.path.length === this.prefix.length);
-      if (complete.length > 0 && complete.length === next.length) {
-        this.play(complete[0]);
-      } else {
-        this.render();
-      }
-      return;
-    }
-    // Pointing straight at the end of a single candidate plays it.
-    const ending = candidates.filter((m) => m.path[m.path.length - 1] === square);
-    if (ending.length === 1) {
-      this.play(ending[0]);
-      return;
-    }
-    this.prefix = startsHere ? [square] : [];
-    this.render();
+    this.prefix = step.prefix;
+    if (step.mandatory) this.actions.notify('A capture is mandatory: move one of the marked pieces.', 'info');
+    if (step.play) this.play(step.play);
+    else this.render();
   }
 
   activateOrbit(square) {

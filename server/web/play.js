@@ -39,6 +39,32 @@ export function movesWithPrefix(moves, prefix) {
 }
 
 /**
+ * One click or key on a square of an 8×8 board while a move is being
+ * chosen from `moves` (`prefix`: the squares chosen so far): the squares
+ * chosen after it and, when it completes a move, the move to play;
+ * `cleared` when it let the piece go; `mandatory` when it named one's own
+ * piece that may not move because a capture is compulsory. Pointing
+ * straight at the end of a single candidate plays it.
+ */
+export function stepTowardsMove(moves, prefix, square, mustCapture, ownPiece) {
+  const startsHere = moves.some((m) => m.path[0] === square);
+  if (prefix.length === 0) {
+    return startsHere ? { prefix: [square] } : { prefix: [], mandatory: mustCapture.length > 0 && ownPiece };
+  }
+  if (prefix.length === 1 && square === prefix[0]) return { prefix: [], cleared: true };
+  const candidates = movesWithPrefix(moves, prefix);
+  const next = candidates.filter((m) => m.path[prefix.length] === square);
+  if (next.length > 0) {
+    const longer = [...prefix, square];
+    const complete = next.filter((m) => m.path.length === longer.length);
+    return complete.length > 0 && complete.length === next.length ? { prefix: longer, play: complete[0] } : { prefix: longer };
+  }
+  const ending = candidates.filter((m) => m.path[m.path.length - 1] === square);
+  if (ending.length === 1) return { prefix, play: ending[0] };
+  return { prefix: startsHere ? [square] : [] };
+}
+
+/**
  * Space Mode marks among candidate moves whose next square is at `depth`
  * of their path: the squares reached by a thruster boost, and the wormhole
  * exits a piece comes out of when its next square is an entrance.

@@ -11,6 +11,7 @@ import { levelLabel, pieceShade, ruleSetLabel, sideName } from './protocol.js';
 import { rulesHelp } from './help.js';
 import {
   BoardSlot, MoveList, PositionHistory, fact, gameEndText, gridMarks, movesWithPrefix, pointsScore, seatExtras, seatLines,
+  stepTowardsMove,
 } from './play.js';
 
 const $ = (id) => document.getElementById(id);
@@ -249,36 +250,16 @@ export class SoloScreen {
       return;
     }
     const game = this.state.game;
-    const moves = game.legal_moves;
-    const startsHere = moves.some((m) => m.path[0] === square);
-    if (this.prefix.length === 0) {
-      if (startsHere) this.prefix = [square];
-      else if (game.must_capture.length > 0 && game.pieces.some((p) => p.square === square && p.color === game.turn)) {
-        this.actions.notify('A capture is mandatory: move one of the marked pieces.', 'info');
-      }
-      this.render();
-      return;
-    }
-    if (this.prefix.length === 1 && square === this.prefix[0]) {
+    const ownPiece = game.pieces.some((p) => p.square === square && p.color === game.turn);
+    const step = stepTowardsMove(game.legal_moves, this.prefix, square, game.must_capture, ownPiece);
+    if (step.cleared) {
       this.clearSelection();
       return;
     }
-    const candidates = movesWithPrefix(moves, this.prefix);
-    const next = candidates.filter((m) => m.path[this.prefix.length] === square);
-    if (next.length > 0) {
-      this.prefix = [...this.prefix, square];
-      const complete = next.filter((m) => m.path.length === this.prefix.length);
-      if (complete.length > 0 && complete.length === next.length) this.play(complete[0]);
-      else this.render();
-      return;
-    }
-    const ending = candidates.filter((m) => m.path[m.path.length - 1] === square);
-    if (ending.length === 1) {
-      this.play(ending[0]);
-      return;
-    }
-    this.prefix = startsHere ? [square] : [];
-    this.render();
+    this.prefix = step.prefix;
+    if (step.mandatory) this.actions.notify('A capture is mandatory: move one of the marked pieces.', 'info');
+    if (step.play) this.play(step.play);
+    else this.render();
   }
 
   async play(move) {

@@ -26,6 +26,28 @@ fn instance_env(redis: &RedisServer, executive_ms: u64) -> Vec<(&'static str, St
     ]
 }
 
+/// [`instance_env`] for a test that stalls Redis: the default ownership
+/// lease, which outlasts the pause.
+fn stall_env(redis: &RedisServer, executive_ms: u64) -> Vec<(&'static str, String)> {
+    let mut env = instance_env(redis, executive_ms);
+    env.retain(|(k, _)| *k != "JUMPGATE_HEARTBEAT_TTL_MS");
+    env
+}
+
+/// A worker whose Redis commands time out after 300 ms, well inside a stall.
+async fn stalled_worker(redis: &RedisServer) -> BotWorkerProcess {
+    BotWorkerProcess::start(
+        "stalled",
+        &redis.url(),
+        1,
+        &[
+            ("JUMPGATE_SEARCH_RECLAIM_MS", RECLAIM_MS.to_owned()),
+            ("JUMPGATE_REDIS_TIMEOUT_MS", "300".to_owned()),
+        ],
+    )
+    .await
+}
+
 async fn worker(name: &str, redis: &RedisServer, threads: usize) -> BotWorkerProcess {
     BotWorkerProcess::start(
         name,
@@ -284,19 +306,8 @@ async fn a_redis_stall_while_the_worker_hands_its_move_in_gives_one_move() {
     let redis = RedisServer::start().await;
     // The instance keeps its default ownership lease, which outlasts the
     // pause: only the worker's writes are in question here.
-    let mut env = instance_env(&redis, 1_500);
-    env.retain(|(k, _)| *k != "JUMPGATE_HEARTBEAT_TTL_MS");
-    let instance = JumpgateProcess::start(&env).await;
-    let stalled = BotWorkerProcess::start(
-        "stalled",
-        &redis.url(),
-        1,
-        &[
-            ("JUMPGATE_SEARCH_RECLAIM_MS", RECLAIM_MS.to_owned()),
-            ("JUMPGATE_REDIS_TIMEOUT_MS", "300".to_owned()),
-        ],
-    )
-    .await;
+    let instance = JumpgateProcess::start(&stall_env(&redis, 1_500)).await;
+    let stalled = stalled_worker(&redis).await;
     let mut p = Player::connect_to(&instance, Encoding::Json, None).await;
     let s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
     let asked_at = play(&mut p, &s).await;
@@ -335,20 +346,10 @@ async fn a_redis_stall_while_the_worker_hands_its_move_in_gives_one_move() {
 async fn redis_stalls_anywhere_in_a_computer_move_give_one_reply_per_move() {
     let redis = RedisServer::start().await;
     // Default ownership lease (it outlasts a pause); short command timeouts.
-    let mut env = instance_env(&redis, 300);
-    env.retain(|(k, _)| *k != "JUMPGATE_HEARTBEAT_TTL_MS");
+    let mut env = stall_env(&redis, 300);
     env.push(("JUMPGATE_REDIS_TIMEOUT_MS", "300".to_owned()));
     let instance = JumpgateProcess::start(&env).await;
-    let _worker = BotWorkerProcess::start(
-        "stalled",
-        &redis.url(),
-        1,
-        &[
-            ("JUMPGATE_SEARCH_RECLAIM_MS", RECLAIM_MS.to_owned()),
-            ("JUMPGATE_REDIS_TIMEOUT_MS", "300".to_owned()),
-        ],
-    )
-    .await;
+    let _worker = stalled_worker(&redis).await;
     let mut p = Player::connect_to(&instance, Encoding::Json, None).await;
     let mut s = start_admitted(&mut p, RuleSet::Space, BotLevel::Executive).await;
     let mut replies = 0;
