@@ -27,7 +27,7 @@ const MAX_SEQ = 0xffff_ff00;
 /** The close code for "the room moved to another server instance": come back at once. */
 const CLOSE_ROOM_MOVED = 4001;
 /** Silence from the server, in a room, after which it is asked whether it is still there. */
-const QUIET_MS = 8_000;
+const QUIET_MS = 5_000;
 /** How long that question may go unanswered before the socket counts as dropped. */
 const PROBE_MS = 4_000;
 /** Reconnections after `room_unavailable` before the refusal stands (about 25 s of waits). */
@@ -351,7 +351,11 @@ export class Connection extends EventTarget {
   }
 
   scheduleReconnect() {
-    const base = Math.min(15000, 500 * 2 ** this.attempt);
+    // With a game open, try at least every 4 s (6 s with the jitter), so a
+    // restarted server's grace for the side to move (15 s) is not spent
+    // waiting here; elsewhere back off up to 15 s.
+    const cap = this.room || this.solo ? 4000 : 15000;
+    const base = Math.min(cap, 500 * 2 ** this.attempt);
     this.attempt += 1;
     this.reconnectAfter(Math.max(base * (0.5 + Math.random()), this.minDelay));
   }

@@ -217,6 +217,8 @@ export class GameScreen {
     this.offline = offline;
     this.prefix = [];
     this.choices = [];
+    // The tab's title stops saying "Your turn" while no move can be sent.
+    if (this.state) this.actions.turn?.({ mine: !offline && this.isMyTurn(), fresh: false });
     $('board-holder').inert = offline;
     // Back online: render() and the claim panel set the buttons again.
     for (const id of HELD_OFFLINE) $(id).disabled = offline;
@@ -262,7 +264,7 @@ export class GameScreen {
     const wasMine = sameRoom && previous.game?.ply === game?.ply && previous.series.round === state.series.round
       && previous.phase === state.phase && this.wasMyTurn;
     this.wasMyTurn = mine;
-    this.actions.turn?.({ mine, fresh: mine && !wasMine && sameRoom });
+    this.actions.turn?.({ mine: mine && !this.offline, fresh: mine && !wasMine && sameRoom && !this.offline });
     this.render();
   }
 
@@ -509,6 +511,9 @@ export class GameScreen {
       case 'playing': {
         const mover = this.seatOf(game.turn);
         const declined = game.draw_declined && game.draw_declined === this.myColor ? ' Your draw offer was declined.' : '';
+        if (mover === this.seat && this.offline) {
+          return `Your move, once the connection is back: none can be sent now. ${round}; ${score}.`;
+        }
         if (mover === this.seat) {
           const turn = isCorrespondence(s)
             ? `Your move — take your time${game.must_capture.length > 0 ? ' (you must capture)' : ''}.`
@@ -603,8 +608,8 @@ export class GameScreen {
     }
     if (!whole) return `Resign? ${other} wins this game, and with it the match.`;
     const games = s.rule_set === 'orbit' ? 'games' : 'rounds';
-    return `Resign the whole series, not only this ${s.rule_set === 'orbit' ? 'game' : 'round'}? `
-      + `${other} wins the series at once and the ${games} left are not played. Score now: ${this.scoreText()}.`;
+    return `Resign the series? Resigning gives up the whole series, not this ${s.rule_set === 'orbit' ? 'game' : 'round'} alone: `
+      + `${other} wins it at once and the ${games} left are not played. Score now: ${this.scoreText()}.`;
   }
 
   /** How an orbit series is scored, beside the points of the game. */

@@ -162,7 +162,7 @@ try {
   host.dismissNext = true;
   await host.click('#resign');
   const question = host.dialogs.at(-1) ?? '';
-  check(/whole series/.test(question) && /not only this round/.test(question), `the question says the series goes: ${question}`);
+  check(/whole series/.test(question) && /not this round alone/.test(question), `the question says the series goes: ${question}`);
   await host.waitForTimeout(500); // said no: nothing happens, even a moment later
   check(await host.locator('#resign').isVisible(), 'said no: Resign is still offered');
   check(!/won round|series \(/.test(await host.textContent('#status')), `said no: no result (${await host.textContent('#status')})`);

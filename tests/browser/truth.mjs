@@ -314,6 +314,8 @@ try {
   check(/reconnecting/i.test(await down.textContent('#offline-overlay')), 'the banner says the page is reconnecting');
   await waitText(down, 'seat-top', /unknown/);
   check(!/here/.test(await seatText(down, 'seat-top')), 'the opponent is no longer shown as here');
+  check(!/Your turn/.test(await down.title()), `the title stops saying "Your turn" offline (${await down.title()})`);
+  check(/once the connection is back/.test(await down.textContent('#status')), `the status says the move waits for the connection (${await down.textContent('#status')})`);
   const clock = () => down.textContent('#room .seat .clock.paused');
   const before = await clock();
   await sleep(2_200);
