@@ -111,10 +111,11 @@ async fn counted(server: SocketAddr) -> Result<(u64, u64), String> {
         value("jumpgate_allocated_bytes_total"),
     ) {
         (Some(a), Some(r), Some(b)) => Ok((a + r, b)),
-        _ => Err(format!(
-            "{} shows no allocation counts: build it with `cargo build --release -p jumpgate-server --features count-allocations`",
-            "the server's /metrics"
-        )),
+        _ => Err(
+            "the server's /metrics shows no allocation counts: build it with \
+                  `cargo build --release -p jumpgate-server --features count-allocations`"
+                .into(),
+        ),
     }
 }
 

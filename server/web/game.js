@@ -16,7 +16,7 @@ import { correspondenceHelp, rulesHelp } from './help.js';
 import { PacePanel, isCorrespondence } from './pace.js';
 import {
   BoardSlot, MoveList, PositionHistory, fact, gameEndText, gridMarks, movesWithPrefix, pointsScore, seatExtras, seatLines, seconds,
-  stepTowardsMove,
+  orbitNoteAfter, sendChosenMove, stepTowardsMove,
 } from './play.js';
 
 // The solo screen lives in solo.js, the shared parts in play.js; app.js
@@ -324,19 +324,8 @@ export class GameScreen {
     return this.state.game.pieces.some((p) => p.square === square && p.color === this.myColor);
   }
 
-  async play(move) {
-    if (!this.interactive) return; // an orbit choice button, say, pressed as the page went offline
-    this.sending = true;
-    this.prefix = [...move.path];
-    this.choices = [];
-    this.render();
-    try {
-      await this.actions.send(msg.playMove(move));
-    } finally {
-      this.sending = false;
-    }
-    // On success the new state clears the selection; on refusal, start over.
-    if (this.state?.game?.legal_moves.includes(move)) this.clearSelection();
+  play(move) {
+    return sendChosenMove(this, move);
   }
 
   marks() {
@@ -590,11 +579,7 @@ export class GameScreen {
     panel.append(text, row);
     $('draw-offer').after(panel);
 
-    this.orbitNote = document.createElement('p');
-    this.orbitNote.id = 'orbit-note';
-    this.orbitNote.className = 'hint orbit-note';
-    this.orbitNote.hidden = true;
-    $('status').after(this.orbitNote);
+    this.orbitNote = orbitNoteAfter('orbit-note', $('status'));
   }
 
   /** The words before resigning: a resignation gives up the whole series. */

@@ -7,6 +7,7 @@
 
 import { BoardView } from './board.js';
 import { OrbitView } from './orbit.js';
+import { playMove } from './protocol.js';
 
 const GAME_END = {
   no_pieces: 'no pieces left',
@@ -62,6 +63,36 @@ export function stepTowardsMove(moves, prefix, square, mustCapture, ownPiece) {
   const ending = candidates.filter((m) => m.path[m.path.length - 1] === square);
   if (ending.length === 1) return { prefix, play: ending[0] };
   return { prefix: startsHere ? [square] : [] };
+}
+
+/**
+ * Sends the move a screen's player chose (lobby or solo): the board shows
+ * its whole path while it is on its way; on refusal the choice starts over
+ * (on success the new state clears it). Nothing is sent while the screen
+ * takes no moves (an orbit choice pressed as the page went offline, say).
+ */
+export async function sendChosenMove(screen, move) {
+  if (!screen.interactive) return;
+  screen.sending = true;
+  screen.prefix = [...move.path];
+  screen.choices = [];
+  screen.render();
+  try {
+    await screen.actions.send(playMove(move));
+  } finally {
+    screen.sending = false;
+  }
+  if (screen.state?.game?.legal_moves.includes(move)) screen.clearSelection();
+}
+
+/** The orbit points note, hidden until an orbit game shows it, placed after `anchor`. */
+export function orbitNoteAfter(id, anchor) {
+  const note = document.createElement('p');
+  note.id = id;
+  note.className = 'hint orbit-note';
+  note.hidden = true;
+  anchor.after(note);
+  return note;
 }
 
 /**

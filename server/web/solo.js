@@ -11,7 +11,7 @@ import { levelLabel, pieceShade, ruleSetLabel, sideName } from './protocol.js';
 import { rulesHelp } from './help.js';
 import {
   BoardSlot, MoveList, PositionHistory, fact, gameEndText, gridMarks, movesWithPrefix, pointsScore, seatExtras, seatLines,
-  stepTowardsMove,
+  orbitNoteAfter, sendChosenMove, stepTowardsMove,
 } from './play.js';
 
 const $ = (id) => document.getElementById(id);
@@ -148,11 +148,7 @@ export class SoloScreen {
     back.addEventListener('click', () => this.viewMove(null));
     viewing.append(text, back);
     $('solo-status').after(viewing);
-    this.orbitNote = document.createElement('p');
-    this.orbitNote.id = 'solo-orbit-note';
-    this.orbitNote.className = 'hint orbit-note';
-    this.orbitNote.hidden = true;
-    $('solo-status').after(this.orbitNote);
+    this.orbitNote = orbitNoteAfter('solo-orbit-note', $('solo-status'));
   }
 
   /** Shows the position after `ply` (read-only), or the live board for null. */
@@ -262,18 +258,8 @@ export class SoloScreen {
     else this.render();
   }
 
-  async play(move) {
-    if (!this.interactive) return;
-    this.sending = true;
-    this.prefix = [...move.path];
-    this.choices = [];
-    this.render();
-    try {
-      await this.actions.send(msg.playMove(move));
-    } finally {
-      this.sending = false;
-    }
-    if (this.state?.game?.legal_moves.includes(move)) this.clearSelection();
+  play(move) {
+    return sendChosenMove(this, move);
   }
 
   async undo() {

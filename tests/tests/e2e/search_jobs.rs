@@ -94,6 +94,17 @@ async fn wait_until_taken(redis: &RedisServer) {
     }
 }
 
+/// Waits (up to 10 s) until no job is pending: every search taken was
+/// finished and acknowledged.
+async fn wait_until_finished(redis: &RedisServer) {
+    let mut tries = 0;
+    while pending(redis).await != 0 {
+        tries += 1;
+        assert!(tries < 200, "a job was never finished");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The job names of the finished searches, in the order they finished.
 async fn finished_jobs(redis: &RedisServer) -> Vec<String> {
     let v = redis
@@ -317,12 +328,7 @@ async fn a_redis_stall_while_the_worker_hands_its_move_in_gives_one_move() {
     redis.pause(2_000).await;
     let s = my_turn(&mut p).await;
     assert_eq!(s.game.ply, asked_at + 1, "one computer move");
-    let mut tries = 0;
-    while pending(&redis).await != 0 {
-        tries += 1;
-        assert!(tries < 200, "the job was never finished");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until_finished(&redis).await;
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     let now = current(&mut p).await;
     assert_eq!((now.game.ply, now.version), (s.game.ply, s.version));
@@ -399,12 +405,7 @@ async fn redis_stalls_anywhere_in_a_computer_move_give_one_reply_per_move() {
         }
     }
     assert!(replies >= 8, "only {replies} rounds got through");
-    let mut tries = 0;
-    while pending(&redis).await != 0 {
-        tries += 1;
-        assert!(tries < 200, "a job was never finished");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_until_finished(&redis).await;
     // Nothing late arrives: a second answer to any of those jobs.
     tokio::time::sleep(Duration::from_millis(2_000)).await;
     let now = current(&mut p).await;
