@@ -7,6 +7,10 @@
 //! phase on a second Jumpgate with Redis, when `--redis-url` is given, again per
 //! protocol.
 //!
+//! With `--crowd N` ([`crowd`](crate::crowd)), after the latency phases, the protocol 2
+//! latency phase runs once more, then N greeted protocol 2 connections are opened from
+//! several loopback source addresses and the phase runs again with them held.
+//!
 //! The players are raw `jumpgate_protocol::client::Client`s, not the SDK's `Session`:
 //! a session's driver task would add a channel hop and a task switch to every round
 //! trip measured (see the top of [`driver`](crate::driver)).
@@ -16,6 +20,7 @@ use std::time::Duration;
 
 use jumpgate_protocol::{ProtocolVersion, RuleSet};
 
+use crate::crowd::{self, CrowdLatency, CrowdPlan};
 use crate::driver::{self, Games, Kind, MAX_RATE_PER_GAME, MIN_SEND_GAP, Pace};
 use crate::net;
 use crate::report::{IdleSummary, PhaseSummary, ProtocolRun, RedisSide, Report, RunConfig, Side};
@@ -78,6 +83,17 @@ pub struct BenchArgs {
     /// phase runs once per protocol, v1 first, in the same run).
     #[arg(long, env = "JUMPGATE_LOADTEST_PROTOCOL", default_value = "both")]
     pub protocol: String,
+    /// Also hold this many greeted protocol 2 connections on Jumpgate (at most
+    /// 200,000; 0: none) and run the protocol 2 latency phase without and with them;
+    /// needs protocol 2 in --protocol. Raises the file-descriptor limit (hard too,
+    /// as root) for them; the server started inherits it.
+    #[arg(long, env = "JUMPGATE_LOADTEST_CROWD", default_value_t = 0)]
+    pub crowd: usize,
+    /// The loopback IPv4 addresses the crowd connects from, comma-separated, at most
+    /// 25,000 connections each (default: 127.0.0.2, 127.0.0.3, … as many as --crowd
+    /// needs).
+    #[arg(long, env = "JUMPGATE_LOADTEST_CROWD_SOURCES")]
+    pub crowd_sources: Option<String>,
     /// Write the report as JSON here.
     #[arg(long)]
     pub out_json: Option<PathBuf>,
@@ -103,6 +119,8 @@ pub struct BenchConfig {
     pub rule_set: RuleSet,
     /// The protocols the players speak, each phase once per protocol in this order.
     pub protocols: Vec<ProtocolVersion>,
+    /// The crowd held during a second protocol 2 latency phase, if any.
+    pub crowd: Option<CrowdPlan>,
 }
 
 impl BenchConfig {
@@ -152,7 +170,35 @@ impl BenchConfig {
             idle,
             rule_set,
             protocols,
+            crowd: None,
         })
+    }
+
+    /// Adds a crowd of `count` connections (none for 0) from `sources` (see
+    /// [`CrowdPlan::new`]); it needs protocol 2 among the protocols.
+    pub fn with_crowd(
+        mut self,
+        count: usize,
+        sources: Option<&str>,
+    ) -> Result<BenchConfig, String> {
+        if count == 0 {
+            if sources.is_some() {
+                return Err("--crowd-sources needs --crowd".into());
+            }
+            self.crowd = None;
+            return Ok(self);
+        }
+        if !self.protocols.contains(&ProtocolVersion::V2) {
+            return Err("--crowd needs protocol 2 (--protocol 2 or both)".into());
+        }
+        self.crowd = Some(CrowdPlan::new(count, sources)?);
+        Ok(self)
+    }
+
+    /// `--max-connections` for the Jumpgate servers `bench` starts: room for the
+    /// crowd on top of the other phases.
+    fn max_connections(&self) -> usize {
+        MAX_CONNECTIONS + self.crowd.as_ref().map_or(0, |plan| plan.count)
     }
 
     fn run_config(&self) -> RunConfig {
@@ -176,9 +222,10 @@ impl BenchConfig {
 /// `bench` starts are given ([`MAX_CONNECTIONS`]).
 const MAX_IDLE: usize = 16_000;
 
-/// `--max-connections` of the Jumpgate servers `bench` starts (the server's default,
-/// 10,000, is less than the idle phases hold at once).
-const MAX_CONNECTIONS: &str = "17000";
+/// `--max-connections` of the Jumpgate servers `bench` starts without a crowd (a crowd
+/// adds its own count): the idle phases' 16,000 and the games'. Given explicitly so
+/// that a run does not depend on the server's default.
+const MAX_CONNECTIONS: usize = 17_000;
 
 /// `--protocol`: "1", "2" or "both" (v1 first).
 fn parse_protocols(protocol: &str) -> Result<Vec<ProtocolVersion>, String> {
@@ -231,6 +278,7 @@ pub async fn run_all(
         .map(|protocol| (*protocol, Side::default()))
         .collect();
     let mut echo_side = Side::default();
+    let mut crowd_summary = None;
     let idle_limit = Duration::from_secs(30).max(config.duration * 3);
     let games = |count: usize, protocol: ProtocolVersion| Games {
         count,
@@ -337,6 +385,15 @@ pub async fn run_all(
             }
             Err(e) => echo_side.failures.push(e),
         }
+        if let (Pace::Open { rate }, Some(plan)) = (pace, &config.crowd) {
+            let latency = CrowdLatency {
+                games: games(config.games, ProtocolVersion::V2),
+                rate,
+                duration: config.duration,
+            };
+            crowd_summary =
+                Some(crowd::run_crowd(&jumpgate.url, jumpgate.pid, plan, latency).await);
+        }
     }
     let mut protocol_runs = Vec::new();
     for (protocol, side) in runs {
@@ -382,7 +439,9 @@ pub async fn run_all(
             redis,
         });
     }
-    Report::new(config.run_config(), protocol_runs, echo_side)
+    let mut report = Report::new(config.run_config(), protocol_runs, echo_side);
+    report.crowd = crowd_summary;
+    report
 }
 
 /// Starts the Jumpgate server binary `program` on a free loopback port, under
@@ -407,6 +466,18 @@ pub(crate) async fn start_jumpgate_logging(
     extra: &[String],
     log: &str,
 ) -> Result<JumpgateProcess, String> {
+    start_jumpgate_with_cap(name, program, cpus, extra, log, MAX_CONNECTIONS).await
+}
+
+/// [`start_jumpgate_logging`] with `JUMPGATE_MAX_CONNECTIONS` set to `max_connections`.
+async fn start_jumpgate_with_cap(
+    name: &str,
+    program: &Path,
+    cpus: Option<&str>,
+    extra: &[String],
+    log: &str,
+    max_connections: usize,
+) -> Result<JumpgateProcess, String> {
     let mut options = JumpgateOptions::new(name, program);
     options.args = extra.to_vec();
     options.cpus = cpus.map(str::to_owned);
@@ -423,7 +494,7 @@ pub(crate) async fn start_jumpgate_logging(
         ("JUMPGATE_MEMORY".into(), "true".into()),
         (
             "JUMPGATE_MAX_CONNECTIONS".into(),
-            MAX_CONNECTIONS.to_owned(),
+            max_connections.to_string(),
         ),
     ];
     JumpgateProcess::start_with(&options).await
@@ -458,7 +529,13 @@ pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
         args.idle,
         &args.rule_set,
         &args.protocol,
-    )?;
+    )?
+    .with_crowd(args.crowd, args.crowd_sources.as_deref())?;
+    if let Some(plan) = &config.crowd {
+        // Before any server starts: they inherit it.
+        crowd::raise_fd_limit(plan.fd_limit())?;
+    }
+    let max_connections = config.max_connections();
     let mut jumpgates = Vec::new();
     let mut echo_child = None;
     let jumpgate = match &args.server {
@@ -470,9 +547,15 @@ pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
             }
         }
         None => {
-            let child =
-                start_jumpgate("jumpgate", &args.jumpgate, args.server_cpus.as_deref(), &[])
-                    .await?;
+            let child = start_jumpgate_with_cap(
+                "jumpgate",
+                &args.jumpgate,
+                args.server_cpus.as_deref(),
+                &[],
+                "error",
+                max_connections,
+            )
+            .await?;
             let target = Target {
                 url: child.ws_url(),
                 pid: Some(child.pid()),

@@ -34,6 +34,7 @@ pub mod bench_cluster;
 pub mod bots;
 pub mod cluster;
 pub mod cpu;
+pub mod crowd;
 pub mod data_file;
 pub mod dormant;
 pub mod driver;

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::crowd::CrowdSummary;
 use crate::driver::{IdleStats, Kind, PhaseStats};
 
 /// What the run was asked to do.
@@ -225,6 +226,10 @@ pub struct Report {
     pub echo: Side,
     /// The table rows.
     pub figures: Vec<Figure>,
+    /// `--crowd`: the protocol 2 latency phase without and with that many more
+    /// greeted connections open, and their memory; absent without `--crowd`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crowd: Option<CrowdSummary>,
 }
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -384,6 +389,7 @@ impl Report {
             runs,
             echo,
             figures,
+            crowd: None,
         }
     }
 
@@ -420,6 +426,9 @@ impl Report {
                 out.push_str(&format!(" {} | {ratio} | {met} |", value(cell.value)));
             }
             out.push_str(&format!(" {} |\n", f.goal));
+        }
+        if let Some(crowd) = &self.crowd {
+            out.push_str(&crowd.table());
         }
         out
     }
@@ -481,6 +490,15 @@ impl Report {
                     run.protocol
                 ));
             }
+        }
+        if let Some(crowd) = &self.crowd {
+            for phase in [&crowd.latency_without, &crowd.latency_with]
+                .into_iter()
+                .flatten()
+            {
+                out.push_str(&phase_line(Kind::Jumpgate, phase));
+            }
+            out.push_str(&crowd.details());
         }
         out
     }

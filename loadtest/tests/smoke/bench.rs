@@ -79,3 +79,64 @@ async fn tiny_bench_counts_everything() {
     }
     let _ = stop_echo.send(());
 }
+
+/// `--crowd 300 --crowd-sources 127.0.0.2,127.0.0.3`: the crowd is greeted from both
+/// addresses, none of it is closed while held, and every crowd figure is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiny_bench_holds_a_crowd_from_two_sources() {
+    let server = crate::jumpgate(&[]).await;
+    let echo_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let echo_addr = echo_listener.local_addr().unwrap();
+    let (stop_echo, echo_stopped) = oneshot::channel::<()>();
+    tokio::spawn(jumpgate_loadtest::echo::serve(echo_listener, async {
+        let _ = echo_stopped.await;
+    }));
+
+    let config = BenchConfig::new(2, 20.0, 2, 1.0, 0, "american", "2")
+        .unwrap()
+        .with_crowd(300, Some("127.0.0.2,127.0.0.3"))
+        .unwrap();
+    // The server is a process of its own: its memory is read.
+    let jumpgate = Target {
+        url: server.ws_url(),
+        pid: Some(server.pid()),
+    };
+    let echo = Target {
+        url: format!("ws://{echo_addr}/ws"),
+        pid: None,
+    };
+    let report = run_all(&jumpgate, &echo, &RedisTarget::NotRequested, &config).await;
+    let crowd = report.crowd.as_ref().expect("the crowd's figures");
+    assert!(crowd.failures.is_empty(), "{:?}", crowd.failures);
+    assert_eq!(crowd.asked, 300);
+    assert_eq!(crowd.greeted, 300, "{:?}", crowd.first_error);
+    assert_eq!(crowd.errors, 0);
+    let sources: Vec<(&str, u64)> = crowd
+        .sources
+        .iter()
+        .map(|s| (s.address.as_str(), s.greeted))
+        .collect();
+    assert_eq!(sources, [("127.0.0.2", 150), ("127.0.0.3", 150)]);
+    assert_eq!(crowd.closed, 0, "{:?}", crowd.first_close);
+    for phase in [&crowd.latency_without, &crowd.latency_with] {
+        let phase = phase.as_ref().expect("both latency phases");
+        assert!(phase.ops > 0, "{}: no round trips", phase.label);
+        assert_eq!(phase.errors, 0, "{}: {:?}", phase.label, phase.first_error);
+    }
+    assert!(crowd.p50_ratio.is_some() && crowd.p99_ratio.is_some());
+    assert!(crowd.server_rss_before_kib.is_some() && crowd.server_rss_after_kib.is_some());
+    assert!(crowd.server_kib_per_connection.is_some());
+    assert!(crowd.open_seconds > 0.0);
+
+    let table = report.table();
+    assert!(table.contains("crowd of 300"), "{table}");
+    assert!(
+        table.contains("server memory per crowd connection"),
+        "{table}"
+    );
+    assert!(report.details().contains("127.0.0.3 (150)"));
+    let json = serde_json::to_value(&report).unwrap();
+    assert_eq!(json["crowd"]["greeted"], 300);
+    assert!(json["crowd"]["p99_ratio"].is_number());
+    let _ = stop_echo.send(());
+}
