@@ -48,6 +48,9 @@ pub struct AllocsArgs {
     /// The short phase, seconds; the long one is three times as long.
     #[arg(long, default_value_t = 2.0)]
     pub seconds: f64,
+    /// Only this protocol (1 or 2); both when left out.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub protocol: Option<u32>,
     /// Write the report as JSON here.
     #[arg(long)]
     pub out_json: Option<PathBuf>,
@@ -146,7 +149,10 @@ pub async fn allocs(args: &AllocsArgs) -> Result<AllocsReport, String> {
     counted(addr).await?;
     let rule_set = RuleSet::American;
     let mut costs = Vec::new();
-    for protocol in [ProtocolVersion::V1, ProtocolVersion::V2] {
+    let protocols = [ProtocolVersion::V1, ProtocolVersion::V2]
+        .into_iter()
+        .filter(|p| args.protocol.is_none_or(|only| only == p.number()));
+    for protocol in protocols {
         let mut moves = [0; 2];
         let mut allocations = [0; 2];
         let mut bytes = [0; 2];

@@ -57,11 +57,11 @@ impl MemoryTables {
     /// Deletes whatever expired by `now`, as Redis would: O(log n) per
     /// deadline passed, so each operation pays only for what expired.
     fn purge(&mut self, now: Instant) {
-        while let Some((at, key)) = self.deadlines.first().cloned() {
-            if at > now {
+        // Looked at in place: only a key that is due is taken out.
+        while self.deadlines.first().is_some_and(|(at, _)| *at <= now) {
+            let Some((at, key)) = self.deadlines.pop_first() else {
                 break;
-            }
-            self.deadlines.pop_first();
+            };
             match key {
                 Expiring::Room(code) => {
                     if self.rooms.get(&code).and_then(|r| r.expires_at) == Some(at) {

@@ -169,7 +169,13 @@ async fn serve_inner(
     let mut shutdown = state.lifecycle.closing();
     let kick = conn.kick.clone();
     let settings = state.settings.clone();
-    let hello_deadline = Instant::now() + settings.hello_timeout;
+    // The loop's one-shot waits are made once and polled where they are,
+    // not made again (and dropped, which locks their waiter lists) on
+    // every frame.
+    let shutting_down = shutdown.wait();
+    let kicked = kick.notified();
+    let hello_late = tokio::time::sleep(settings.hello_timeout);
+    tokio::pin!(shutting_down, kicked, hello_late);
     let mut last_heard = Instant::now();
     let mut pings = tokio::time::interval(settings.ping_interval);
     pings.tick().await;
@@ -189,7 +195,7 @@ async fn serve_inner(
                 };
                 last_heard = Instant::now();
                 let flow = match conn.throttle(message) {
-                    Ok(message) => Box::pin(conn.on_frame(message)).await,
+                    Ok(message) => Box::pin(conn.on_frame(message, last_heard)).await,
                     Err(later) => {
                         held = Some(later);
                         Flow::Continue
@@ -203,48 +209,42 @@ async fn serve_inner(
                 // Its turn came: the bucket gave it a token.
                 let (message, _) = held.take().expect("a held message");
                 last_heard = Instant::now();
-                if let Flow::Close(code, reason) = Box::pin(conn.on_frame(message)).await {
+                if let Flow::Close(code, reason) = Box::pin(conn.on_frame(message, last_heard)).await {
                     break Some((code, reason));
                 }
             }
             Some(outbound) = out_rx.recv() => {
                 // Write everything already queued, then flush once: a move's `ack`
-                // and the `state` after it leave in one write, not two packets.
-                let mut next = Some(outbound);
-                let mut written = 0;
-                let mut ok = true;
+                // and the event after it leave in one write, not two packets.
+                // A client that stops reading is not waited for: the batch has
+                // one deadline (a timer only once a write has to wait), so the
+                // loop sees its kick too.
                 let mut moved = false;
-                while let Some(outbound) = next.take() {
-                    let Some(frame) = conn.frame_for(outbound) else {
-                        moved = true;
-                        break;
-                    };
-                    // A client that stops reading is not waited for: the
-                    // write has a deadline, so the loop sees its kick too.
-                    let fed = tokio::time::timeout(settings.write_timeout, socket.feed(frame)).await;
-                    if !matches!(fed, Ok(Ok(()))) {
-                        ok = false;
-                        break;
+                let batch = async {
+                    let mut next = Some(outbound);
+                    let mut written = 0;
+                    while let Some(outbound) = next.take() {
+                        let Some(frame) = conn.frame_for(outbound) else {
+                            moved = true;
+                            break;
+                        };
+                        socket.feed(frame).await?;
+                        written += 1;
+                        if written < MAX_WRITE_BATCH {
+                            next = out_rx.try_recv().ok();
+                        }
                     }
-                    written += 1;
-                    if written < MAX_WRITE_BATCH {
-                        next = out_rx.try_recv().ok();
-                    }
-                }
-                if !ok
-                    || !matches!(
-                        tokio::time::timeout(settings.write_timeout, socket.flush()).await,
-                        Ok(Ok(()))
-                    )
-                {
+                    socket.flush().await
+                };
+                if !matches!(tokio::time::timeout(settings.write_timeout, batch).await, Ok(Ok(()))) {
                     break None;
                 }
                 if moved {
                     break Some((CLOSE_ROOM_MOVED, "room moved"));
                 }
             }
-            () = kick.notified() => break Some((CLOSE_POLICY, "too slow to keep up")),
-            () = tokio::time::sleep_until(hello_deadline), if greeting => {
+            () = &mut kicked => break Some((CLOSE_POLICY, "too slow to keep up")),
+            () = &mut hello_late, if greeting => {
                 break Some((CLOSE_POLICY, "no hello in time"));
             }
             _ = pings.tick() => {
@@ -261,7 +261,7 @@ async fn serve_inner(
                     break None;
                 }
             }
-            () = shutdown.wait() => break Some((CLOSE_GOING_AWAY, "server restarting")),
+            () = &mut shutting_down => break Some((CLOSE_GOING_AWAY, "server restarting")),
         }
     };
     // The closing steps live in their own boxed future: held inline, they
@@ -453,7 +453,8 @@ impl Connection {
         }
     }
 
-    async fn on_frame(&mut self, message: Message) -> Flow {
+    /// One frame read at `now`.
+    async fn on_frame(&mut self, message: Message, now: Instant) -> Flow {
         let payload: &[u8] = match &message {
             Message::Text(text) => text.as_bytes(),
             Message::Binary(bytes) => bytes,
@@ -461,7 +462,6 @@ impl Connection {
             Message::Ping(_) | Message::Pong(_) => return Flow::Continue,
         };
         // Rate limit: a one-second window.
-        let now = Instant::now();
         if now.duration_since(self.window_start) >= Duration::from_secs(1) {
             self.window_start = now;
             self.window_count = 0;

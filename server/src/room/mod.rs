@@ -191,6 +191,8 @@ pub struct Room {
     unloaded: bool,
     /// What the protocol 2 members have been shown, and its recent events.
     feed: feed::Feed,
+    /// `moves_accepted_total` for this lobby's rule set, looked up once.
+    moves_accepted: prometheus::IntCounter,
 }
 
 /// Both clocks now.
@@ -228,7 +230,6 @@ impl Room {
 
     fn around(lobby: Lobby, owner: OwnerEpoch, stored_version: u64, deps: &RoomDeps) -> Room {
         Room {
-            lobby,
             settings: deps.settings.clone(),
             store: deps.store.clone(),
             wallets: deps.wallets.clone(),
@@ -246,6 +247,10 @@ impl Room {
             expired: false,
             indexed: Vec::new(),
             unloaded: false,
+            moves_accepted: crate::metrics::METRICS
+                .moves_accepted
+                .with_label_values(&[lobby.options.rule_set.name()]),
+            lobby,
             feed: feed::Feed::default(),
         }
     }
@@ -328,6 +333,12 @@ impl Room {
         self.settle_doubts().await;
         self.record_pending().await;
         self.refresh_records().await;
+        // The game's clock or break deadline: one timer for the room's
+        // life, moved only when the deadline does (not made, registered and
+        // dropped again for every command).
+        let clock = sleep_until(Instant::now());
+        tokio::pin!(clock);
+        let mut clock_at: Option<Instant> = None;
         loop {
             let now_live = self.lobby.game_in_play();
             if now_live != counted_game {
@@ -360,6 +371,12 @@ impl Room {
                 self.idle_since = Some(Instant::now());
             }
             let timer = self.next_timer();
+            if let Some(t) = timer
+                && timer != clock_at
+            {
+                clock.as_mut().reset(t);
+            }
+            clock_at = timer;
             let retry = self.in_doubt().then(|| Instant::now() + STORE_RETRY);
             let idle_after = if unloads {
                 self.settings.correspondence_unload
@@ -374,7 +391,7 @@ impl Room {
                 // A timer that is due goes first: a lobby loaded after its
                 // expiry ends before anyone can act in it.
                 biased;
-                () = sleep_or_forever(timer) => self.on_timer().await,
+                () = &mut clock, if clock_at.is_some() => self.on_timer().await,
                 queued = commands.recv() => match queued {
                     Some(Queued { at, command }) => {
                         metrics
@@ -556,12 +573,18 @@ impl Room {
                 let result = if !ready {
                     Err(storage_unavailable())
                 } else {
-                    match self.member(conn).map(|m| m.identity.id.clone()) {
+                    // The member's id is borrowed, not cloned, for the act.
+                    let acted = self
+                        .members
+                        .iter()
+                        .find(|m| m.conn == conn)
+                        .map(|m| self.lobby.act(&m.identity.id, seq, action, now()));
+                    match acted {
                         None => Err(Refusal::new(
                             ErrorCode::NotInLobby,
                             "you are not in this lobby",
                         )),
-                        Some(id) => match self.lobby.act(&id, seq, action, now()) {
+                        Some(acted) => match acted {
                             Ok(Applied::Changed) => {
                                 let saved = self.save_requested().await;
                                 if is_move {
@@ -590,10 +613,7 @@ impl Room {
                 if is_move {
                     let metrics = &crate::metrics::METRICS;
                     match &result {
-                        Ok(_) => metrics
-                            .moves_accepted
-                            .with_label_values(&[self.lobby.options.rule_set.name()])
-                            .inc(),
+                        Ok(_) => self.moves_accepted.inc(),
                         Err(r) => metrics
                             .moves_rejected
                             .with_label_values(&[r.code.as_str()])
