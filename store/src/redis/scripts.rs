@@ -27,8 +27,9 @@
 ///
 /// [`RoomWrite::expected_version`]: super::RoomWrite::expected_version
 pub(super) const WRITE_SCRIPT: &str = r"
-local owner = redis.call('HGET', KEYS[4], 'owner') or ''
-local epoch = tonumber(redis.call('HGET', KEYS[4], 'epoch')) or 0
+local fence = redis.call('HMGET', KEYS[4], 'owner', 'epoch', 'version')
+local owner = fence[1] or ''
+local epoch = tonumber(fence[2]) or 0
 local claims = epoch == 0 and tonumber(ARGV[5]) == 1 and redis.call('EXISTS', KEYS[1]) == 0
 if not claims and (owner ~= ARGV[4] or epoch ~= tonumber(ARGV[5])) then
   return 'fenced:owned by ' .. owner .. ' at epoch ' .. epoch
@@ -37,7 +38,7 @@ local append = ARGV[1] == ''
 if append and redis.call('EXISTS', KEYS[1]) == 0 then
   return 'conflict:no record to append to'
 end
-local stored = redis.call('HGET', KEYS[4], 'version')
+local stored = fence[3]
 if stored then
   stored = tonumber(stored)
 else
@@ -78,9 +79,16 @@ local lg, lp = 0, 0
 local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
 if #last > 0 then lg, lp = id(last[1][1]) end
 local stored_game = lg
-local first_game = lg
-local head = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
-if #head > 0 then first_game = id(head[1][1]) end
+-- The log's first game, read only when a move is not past the log's end.
+local first_game
+local function log_first_game()
+  if first_game == nil then
+    first_game = stored_game
+    local head = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
+    if #head > 0 then first_game = id(head[1][1]) end
+  end
+  return first_game
+end
 local fresh = {}
 local i = 7
 for _ = 1, n do
@@ -93,7 +101,7 @@ for _ = 1, n do
     if #e == 0 then
       -- A move of a finished game the log no longer holds (archived when
       -- a later game began) was stored before: nothing to compare.
-      if g >= first_game then return 'conflict:no move at ' .. ARGV[i] end
+      if g >= log_first_game() then return 'conflict:no move at ' .. ARGV[i] end
     else
       local f = e[1][2]
       local same = {}
