@@ -8,6 +8,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// `--max-connections` by default: what one instance is meant to hold (see the
+/// option's help), lowered at start to what the file-descriptor limit allows
+/// (`listener::fit_to_fd_limit`).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 100_000;
+
 /// Options of `jumpgate serve`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct ServeConfig {
@@ -104,8 +109,18 @@ pub struct ServeConfig {
     #[arg(long, env = "JUMPGATE_INSTANCE_ID", value_parser = parse_instance_id)]
     pub instance_id: Option<String>,
     /// Most WebSocket connections served at once; past it an upgrade gets
-    /// HTTP 503 with `Retry-After`.
-    #[arg(long, env = "JUMPGATE_MAX_CONNECTIONS", default_value_t = 10_000)]
+    /// HTTP 503 with `Retry-After`. The default, 100,000, is what one
+    /// instance is meant to hold: an idle greeted connection costs the
+    /// server about 6 KiB (`jumpgate-loadtest bench --crowd`), so about
+    /// 600 MB at the cap, kernel socket memory aside. At start it is
+    /// lowered, with a warning, to what the file-descriptor limit holds
+    /// beside a reserve (the limit less 1,152), so a machine with a low
+    /// limit keeps a low cap; set it lower on a machine with less memory.
+    #[arg(
+        long,
+        env = "JUMPGATE_MAX_CONNECTIONS",
+        default_value_t = DEFAULT_MAX_CONNECTIONS
+    )]
     pub max_connections: usize,
     /// A client must send a whole request head (an HTTP request, or the
     /// WebSocket upgrade request) within this many milliseconds of
@@ -412,7 +427,7 @@ impl Settings {
             instance_id: nanoid::nanoid!(12).into(),
             heartbeat_ttl: Duration::from_secs(3),
             return_home_after: Some(Duration::from_secs(10)),
-            max_connections: 10_000,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             http_headroom: crate::listener::HTTP_HEADROOM,
             header_read_timeout: Duration::from_secs(10),
             http_request_timeout: Duration::from_secs(15),
