@@ -90,10 +90,16 @@ pub struct BenchArgs {
     #[arg(long, env = "JUMPGATE_LOADTEST_CROWD", default_value_t = 0)]
     pub crowd: usize,
     /// The loopback IPv4 addresses the crowd connects from, comma-separated, at most
-    /// 25,000 connections each (default: 127.0.0.2, 127.0.0.3, … as many as --crowd
-    /// needs).
+    /// 25,000 connections each (default: 127.0.0.2, 127.0.0.3, … one per 5,000
+    /// connections: the kernel's choice of a source port slows down as an address's
+    /// ports fill).
     #[arg(long, env = "JUMPGATE_LOADTEST_CROWD_SOURCES")]
     pub crowd_sources: Option<String>,
+    /// Seconds the crowd stays open at least after its last connection is greeted
+    /// (the latency phase with it included): past two of the server's 20 s ping
+    /// intervals, a crowd that did not answer pings would have been closed.
+    #[arg(long, env = "JUMPGATE_LOADTEST_CROWD_HOLD", default_value_t = 45.0)]
+    pub crowd_hold: f64,
     /// Write the report as JSON here.
     #[arg(long)]
     pub out_json: Option<PathBuf>,
@@ -180,6 +186,7 @@ impl BenchConfig {
         mut self,
         count: usize,
         sources: Option<&str>,
+        hold: Duration,
     ) -> Result<BenchConfig, String> {
         if count == 0 {
             if sources.is_some() {
@@ -191,14 +198,18 @@ impl BenchConfig {
         if !self.protocols.contains(&ProtocolVersion::V2) {
             return Err("--crowd needs protocol 2 (--protocol 2 or both)".into());
         }
-        self.crowd = Some(CrowdPlan::new(count, sources)?);
+        self.crowd = Some(CrowdPlan::new(count, sources)?.held_for(hold));
         Ok(self)
     }
 
     /// `--max-connections` for the Jumpgate servers `bench` starts: room for the
-    /// crowd on top of the other phases.
+    /// crowd and the latency phase's games beside it (the idle phase's connections
+    /// are closed before the crowd opens).
     fn max_connections(&self) -> usize {
-        MAX_CONNECTIONS + self.crowd.as_ref().map_or(0, |plan| plan.count)
+        self.crowd
+            .as_ref()
+            .map_or(0, |plan| plan.max_connections(self.games))
+            .max(MAX_CONNECTIONS)
     }
 
     fn run_config(&self) -> RunConfig {
@@ -530,10 +541,15 @@ pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
         &args.rule_set,
         &args.protocol,
     )?
-    .with_crowd(args.crowd, args.crowd_sources.as_deref())?;
+    .with_crowd(
+        args.crowd,
+        args.crowd_sources.as_deref(),
+        Duration::try_from_secs_f64(args.crowd_hold)
+            .map_err(|_| "--crowd-hold: seconds, 0 or more")?,
+    )?;
     if let Some(plan) = &config.crowd {
         // Before any server starts: they inherit it.
-        crowd::raise_fd_limit(plan.fd_limit())?;
+        crowd::raise_fd_limit(plan, config.games)?;
     }
     let max_connections = config.max_connections();
     let mut jumpgates = Vec::new();

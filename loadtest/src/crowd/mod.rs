@@ -48,15 +48,28 @@ pub const MAX_CROWD: usize = 200_000;
 /// Crowd connections from one source address: under the ~28,000 ephemeral ports
 /// (32768–60999) one address has towards one server port.
 pub const MAX_PER_SOURCE: usize = 25_000;
+/// Crowd connections from one source address without `--crowd-sources`. The kernel
+/// picks the port of a `bind(address, 0)` by probing the range for a free one, which
+/// slows down as the address's ports fill: 17,500 connections were greeted at
+/// 1,475/s from one address and at 16,325/s from four.
+pub const DEFAULT_PER_SOURCE: usize = 5_000;
 /// Crowd connections being connected and greeted at once: well under the server's
 /// listen backlog (tokio's 1024, within `net.core.somaxconn`), so that no SYN waits
 /// for a retransmission.
 pub const CONNECTS_IN_FLIGHT: usize = 256;
-/// File descriptors the rest of a `bench` run may hold on top of the crowd: the idle
-/// phase's (at most 16,000), two a game in the largest phase, the echo server's
-/// connections, and margin; also covers the server's own reserve
-/// (`listener::FD_RESERVE` and `HTTP_HEADROOM`, 1,152).
-pub const FDS_BESIDE_CROWD: u64 = 32_768;
+/// File descriptors a process of a `bench` run needs beside the crowd and the latency
+/// phase's two connections a game while the crowd is open (the idle phase's
+/// connections are closed by then, the saturation phase comes after): the
+/// server's reserve (`listener::FD_RESERVE` and `HTTP_HEADROOM`, 1,152) and
+/// margin for the runtime, logs and stray connections.
+pub const FDS_BESIDE_CROWD: u64 = 2_048;
+/// Connections the server is allowed beside the crowd and the games (its
+/// `--max-connections` is the sum).
+pub const CONNECTIONS_BESIDE_CROWD: usize = 256;
+/// How long the crowd stays open, at least, after its last connection is greeted
+/// (`--crowd-hold`): past two ping intervals (20 s each), so that a crowd that did
+/// not answer pings would be closed and counted.
+pub const DEFAULT_HOLD: Duration = Duration::from_secs(45);
 /// The read buffer of a crowd connection: the `welcome` fits; a larger frame grows it
 /// for itself.
 const CROWD_READ_BUFFER: usize = 512;
@@ -70,19 +83,21 @@ pub struct CrowdPlan {
     pub count: usize,
     /// The loopback addresses they come from, in turn.
     pub sources: Vec<Ipv4Addr>,
+    /// How long the crowd stays open at least after the last connection is greeted.
+    pub hold: Duration,
 }
 
 impl CrowdPlan {
     /// Checks `count` (1 to [`MAX_CROWD`]) and `sources` (comma-separated loopback
     /// IPv4 addresses, each holding at most [`MAX_PER_SOURCE`]); without `sources`,
-    /// 127.0.0.2, 127.0.0.3, … as many as `count` needs.
+    /// 127.0.0.2, 127.0.0.3, … one per [`DEFAULT_PER_SOURCE`] connections.
     pub fn new(count: usize, sources: Option<&str>) -> Result<CrowdPlan, String> {
         if !(1..=MAX_CROWD).contains(&count) {
             return Err(format!("--crowd must be between 1 and {MAX_CROWD}"));
         }
         let needed = count.div_ceil(MAX_PER_SOURCE);
         let sources = match sources {
-            None => default_sources(needed),
+            None => default_sources(count.div_ceil(DEFAULT_PER_SOURCE)),
             Some(list) => parse_sources(list)?,
         };
         if sources.len() < needed {
@@ -93,7 +108,17 @@ impl CrowdPlan {
                 sources.len()
             ));
         }
-        Ok(CrowdPlan { count, sources })
+        Ok(CrowdPlan {
+            count,
+            sources,
+            hold: DEFAULT_HOLD,
+        })
+    }
+
+    /// The same crowd, held `hold` at least after it is open.
+    pub fn held_for(mut self, hold: Duration) -> CrowdPlan {
+        self.hold = hold;
+        self
     }
 
     /// The source address of the `i`-th crowd connection: the sources in turn.
@@ -101,9 +126,15 @@ impl CrowdPlan {
         i % self.sources.len()
     }
 
-    /// The file-descriptor limit a `bench` run with this crowd needs.
-    pub fn fd_limit(&self) -> u64 {
-        self.count as u64 + FDS_BESIDE_CROWD
+    /// The file-descriptor limit the load tester and the server each need for this
+    /// crowd beside `games` games.
+    pub fn fd_limit(&self, games: usize) -> u64 {
+        (self.count + 2 * games) as u64 + FDS_BESIDE_CROWD
+    }
+
+    /// The server's `--max-connections` for this crowd beside `games` games.
+    pub fn max_connections(&self, games: usize) -> usize {
+        self.count + 2 * games + CONNECTIONS_BESIDE_CROWD
     }
 }
 
@@ -138,10 +169,12 @@ fn parse_sources(list: &str) -> Result<Vec<Ipv4Addr>, String> {
     Ok(sources)
 }
 
-/// Raises this process's `RLIMIT_NOFILE`, soft and (when needed, which takes root)
-/// hard, to at least `wanted`; the servers it starts afterwards inherit it. Returns
+/// Raises this process's `RLIMIT_NOFILE`, soft and (when needed, which takes root
+/// with `CAP_SYS_RESOURCE`) hard, to what `plan` beside `games` games needs
+/// ([`CrowdPlan::fd_limit`]); the servers it starts afterwards inherit it. Returns
 /// the soft limit now in force.
-pub fn raise_fd_limit(wanted: u64) -> Result<u64, String> {
+pub fn raise_fd_limit(plan: &CrowdPlan, games: usize) -> Result<u64, String> {
+    let wanted = plan.fd_limit(games);
     let (soft, hard) = rlimit::getrlimit(rlimit::Resource::NOFILE)
         .map_err(|e| format!("cannot read the file-descriptor limit: {e}"))?;
     if soft >= wanted {
@@ -157,9 +190,12 @@ pub fn raise_fd_limit(wanted: u64) -> Result<u64, String> {
         ));
     }
     rlimit::setrlimit(rlimit::Resource::NOFILE, wanted, hard.max(wanted)).map_err(|e| {
+        let fits = hard.saturating_sub(wanted - plan.count as u64);
         format!(
             "cannot raise the file-descriptor limit to {wanted} for the crowd (soft {soft}, \
-             hard {hard}): {e}; run as root, raise `ulimit -Hn`, or ask for a smaller --crowd"
+             hard {hard}): {e}; raising the hard limit takes root with CAP_SYS_RESOURCE \
+             (a container may drop it: see CapEff in /proc/self/status); raise `ulimit -Hn` \
+             before starting, or ask for a crowd of at most {fits}"
         )
     })?;
     eprintln!("file-descriptor limit raised from {soft} (hard {hard}) to {wanted}");
@@ -278,17 +314,20 @@ pub async fn open_crowd(url: &str, plan: &CrowdPlan) -> Result<Crowd, String> {
         let (url, task_counters) = (url.to_owned(), counters.clone());
         tasks.spawn(async move {
             let limit = Instant::now() + PATIENCE;
-            let greeted = greet_from(ip, server, &url, limit).await;
-            drop(permit);
+            // Boxed: the handshake's state is freed once greeted, instead of
+            // sizing the task that holds the connection afterwards.
+            let greeted = Box::pin(greet_from(ip, server, &url, limit)).await;
             match greeted {
                 Ok(socket) => {
                     task_counters.greeted.fetch_add(1, Ordering::Relaxed);
                     from.fetch_add(1, Ordering::Relaxed);
+                    drop(permit);
                     hold(socket, &task_counters).await;
                 }
                 Err(e) => {
                     task_counters.failed.fetch_add(1, Ordering::Relaxed);
                     CrowdCounters::note(&task_counters.first_error, e);
+                    drop(permit);
                 }
             }
         });
@@ -451,14 +490,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_sources_hold_at_most_25000_each() {
+    fn default_sources_hold_at_most_5000_each() {
         let plan = CrowdPlan::new(100_000, None).unwrap();
-        let expected: Vec<Ipv4Addr> = (2..=5).map(|d| Ipv4Addr::new(127, 0, 0, d)).collect();
+        let expected: Vec<Ipv4Addr> = (2..=21).map(|d| Ipv4Addr::new(127, 0, 0, d)).collect();
         assert_eq!(plan.sources, expected);
-        assert_eq!(CrowdPlan::new(100_001, None).unwrap().sources.len(), 5);
+        assert_eq!(CrowdPlan::new(100_001, None).unwrap().sources.len(), 21);
+        let largest = CrowdPlan::new(MAX_CROWD, None).unwrap().sources;
+        assert_eq!(largest.last(), Some(&Ipv4Addr::new(127, 0, 0, 41)));
         assert_eq!(CrowdPlan::new(300, None).unwrap().sources.len(), 1);
         assert_eq!(plan.source_of(0), 0);
-        assert_eq!(plan.source_of(5), 1);
+        assert_eq!(plan.source_of(5), 5);
+        assert_eq!(plan.source_of(20), 0);
     }
 
     #[test]

@@ -58,6 +58,7 @@ pub async fn run_crowd(
     let own_pid = std::process::id();
     summary.server_rss_before_kib = pid.and_then(vm_rss_kib);
     summary.client_rss_before_kib = vm_rss_kib(own_pid);
+    let overflows_before = crate::edge::socket::listen_overflows();
     let crowd = match open_crowd(url, plan).await {
         Ok(crowd) => crowd,
         Err(e) => {
@@ -70,6 +71,9 @@ pub async fn run_crowd(
     tokio::time::sleep(Duration::from_secs(1)).await;
     summary.server_rss_after_kib = pid.and_then(vm_rss_kib);
     summary.client_rss_after_kib = vm_rss_kib(own_pid);
+    summary.listen_overflows = crate::edge::socket::listen_overflows()
+        .zip(overflows_before)
+        .map(|(after, before)| after.saturating_sub(before));
     summary.open_seconds = crowd.open_time.as_secs_f64();
     summary.greeted = crowd.greeted();
     summary.errors = crowd.failed();
@@ -83,6 +87,14 @@ pub async fn run_crowd(
     match phase("latency jumpgate v2 with crowd").await {
         Ok(stats) => summary.latency_with = Some(PhaseSummary::from(&stats)),
         Err(e) => summary.failures.push(e),
+    }
+    let open_until = crowd.started + crowd.open_time + plan.hold;
+    if Instant::now() < open_until {
+        eprintln!(
+            "  crowd: held until {:.0}s after it opened (--crowd-hold)",
+            plan.hold.as_secs_f64()
+        );
+        tokio::time::sleep_until(open_until).await;
     }
     summary.closed = crowd.closed();
     summary.first_close = crowd.first_close();

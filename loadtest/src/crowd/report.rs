@@ -40,9 +40,15 @@ pub struct CrowdSummary {
     pub open_seconds: f64,
     /// Greetings a second over that time.
     pub greeted_per_second: Option<f64>,
+    /// Connections the host's listen queues dropped while the crowd opened
+    /// (`ListenOverflows`, every listener of the host: should be 0).
+    pub listen_overflows: Option<u64>,
     /// Seconds the crowd was held, from its first connect to the end of the latency
-    /// phase with it (pings come every 20 s; two unanswered close a connection).
+    /// phase with it or of `--crowd-hold` after it opened, whichever is later (pings
+    /// come every 20 s; two unanswered close a connection).
     pub held_seconds: f64,
+    /// `--crowd-hold`: seconds it stayed open at least after the last greeting.
+    pub hold_seconds: f64,
     /// Greeted connections that ended while the crowd was held (should be 0).
     pub closed: u64,
     /// Why the first of them ended.
@@ -91,6 +97,7 @@ impl CrowdSummary {
                 })
                 .collect(),
             connects_in_flight: CONNECTS_IN_FLIGHT,
+            hold_seconds: plan.hold.as_secs_f64(),
             ..CrowdSummary::default()
         }
     }
@@ -176,7 +183,7 @@ impl CrowdSummary {
             .collect();
         let mut out = format!(
             "crowd: {} of {} greeted from {} in {:.1} s ({:.0}/s, {} in flight), errors {}{}; \
-             held {:.0} s, closed {}{}, pings answered {}; server VmRSS {} → {} KiB; load \
+             listen overflows {}; held {:.0} s, closed {}{}, pings answered {}; server VmRSS {} → {} KiB; load \
              tester VmRSS {} → {} KiB ({} KiB a connection)\n",
             self.greeted,
             self.asked,
@@ -188,6 +195,7 @@ impl CrowdSummary {
             self.first_error
                 .as_ref()
                 .map_or(String::new(), |e| format!(" (first: {e})")),
+            opt(self.listen_overflows),
             self.held_seconds,
             self.closed,
             self.first_close

@@ -21,7 +21,7 @@ mod deadlines;
 mod flood;
 mod game;
 mod report;
-mod socket;
+pub(crate) mod socket;
 
 pub use cap::{CapSummary, HealthProbe, measure_cap};
 pub use deadlines::{Abuse, DeadlineSummary, measure_deadline};

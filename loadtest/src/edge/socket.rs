@@ -29,7 +29,7 @@ fn parse_tcp_pages(sockstat: &str) -> Option<u64> {
 
 /// How many connections the host's listen queues have dropped since boot
 /// (`TcpExt: ListenOverflows` in `/proc/net/netstat`).
-pub(super) fn listen_overflows() -> Option<u64> {
+pub(crate) fn listen_overflows() -> Option<u64> {
     let netstat = std::fs::read_to_string("/proc/net/netstat").ok()?;
     parse_listen_overflows(&netstat)
 }

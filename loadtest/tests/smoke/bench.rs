@@ -2,6 +2,8 @@
 //! the echo server (in-process: it is the load tester's own), checking that each phase
 //! counted something. Nothing here asserts on time.
 
+use std::time::Duration;
+
 use jumpgate_loadtest::bench::{BenchConfig, RedisTarget, Target, run_all};
 use jumpgate_loadtest::svg;
 use tokio::net::TcpListener;
@@ -94,7 +96,7 @@ async fn tiny_bench_holds_a_crowd_from_two_sources() {
 
     let config = BenchConfig::new(2, 20.0, 2, 1.0, 0, "american", "2")
         .unwrap()
-        .with_crowd(300, Some("127.0.0.2,127.0.0.3"))
+        .with_crowd(300, Some("127.0.0.2,127.0.0.3"), Duration::ZERO)
         .unwrap();
     // The server is a process of its own: its memory is read.
     let jumpgate = Target {
