@@ -100,6 +100,11 @@ pub struct BenchArgs {
     /// intervals, a crowd that did not answer pings would have been closed.
     #[arg(long, env = "JUMPGATE_LOADTEST_CROWD_HOLD", default_value_t = 45.0)]
     pub crowd_hold: f64,
+    /// Seconds between two timed phases on the same Jumpgate server, so that the
+    /// previous phase's lobbies (their players gone, a series break of 8 s
+    /// running) are done before the next phase's clock starts.
+    #[arg(long, env = "JUMPGATE_LOADTEST_SETTLE", default_value_t = 10.0)]
+    pub settle: f64,
     /// Write the report as JSON here.
     #[arg(long)]
     pub out_json: Option<PathBuf>,
@@ -127,6 +132,8 @@ pub struct BenchConfig {
     pub protocols: Vec<ProtocolVersion>,
     /// The crowd held during a second protocol 2 latency phase, if any.
     pub crowd: Option<CrowdPlan>,
+    /// The pause between two timed phases on the same Jumpgate server.
+    pub settle: Duration,
 }
 
 impl BenchConfig {
@@ -177,7 +184,14 @@ impl BenchConfig {
             rule_set,
             protocols,
             crowd: None,
+            settle: Duration::ZERO,
         })
+    }
+
+    /// The same load with `settle` between two timed phases on one Jumpgate server.
+    pub fn settled_for(mut self, settle: Duration) -> BenchConfig {
+        self.settle = settle;
+        self
     }
 
     /// Adds a crowd of `count` connections (none for 0) from `sources` (see
@@ -342,12 +356,17 @@ pub async fn run_all(
         .await;
         echo_side.idle = Some(IdleSummary::from(stats));
     }
+    let mut phases_run = false;
     for (pace, name, count) in [
         (Pace::Open { rate: config.rate }, "latency", config.games),
         (Pace::Closed, "saturated", config.sat_games),
     ] {
         for (protocol, side) in &mut runs {
             let label = format!("{name} jumpgate v{}", protocol.number());
+            if std::mem::replace(&mut phases_run, true) {
+                // The previous phase's lobbies finish on this same server first.
+                tokio::time::sleep(config.settle).await;
+            }
             eprintln!(
                 "phase: {label}: {count} games, {pace:?}, {:?}",
                 config.duration
@@ -401,6 +420,7 @@ pub async fn run_all(
                 games: games(config.games, ProtocolVersion::V2),
                 rate,
                 duration: config.duration,
+                settle: config.settle,
             };
             crowd_summary =
                 Some(crowd::run_crowd(&jumpgate.url, jumpgate.pid, plan, latency).await);
@@ -546,7 +566,13 @@ pub async fn bench(args: &BenchArgs) -> Result<Report, String> {
         args.crowd_sources.as_deref(),
         Duration::try_from_secs_f64(args.crowd_hold)
             .map_err(|_| "--crowd-hold: seconds, 0 or more")?,
-    )?;
+    )?
+    .settled_for(
+        Duration::try_from_secs_f64(args.settle)
+            .ok()
+            .filter(|d| *d <= Duration::from_secs(600))
+            .ok_or("--settle: seconds, 0 to 600")?,
+    );
     if let Some(plan) = &config.crowd {
         // Before any server starts: they inherit it.
         crowd::raise_fd_limit(plan, config.games)?;

@@ -20,6 +20,9 @@ pub struct CrowdLatency {
     pub rate: f64,
     /// The phase's length.
     pub duration: Duration,
+    /// The pause before each of the two phases (`--settle`), so that neither
+    /// measures what the phase before it left running on the server.
+    pub settle: Duration,
 }
 
 /// Runs the latency phase, opens the crowd of `plan` on the server at `url` (process
@@ -42,6 +45,7 @@ pub async fn run_crowd(
             latency.duration,
         )
     };
+    tokio::time::sleep(latency.settle).await;
     eprintln!(
         "phase: latency jumpgate v2 without crowd: {} games, {:?}",
         latency.games.count, latency.duration
@@ -78,6 +82,7 @@ pub async fn run_crowd(
     summary.greeted = crowd.greeted();
     summary.errors = crowd.failed();
     summary.first_error = crowd.first_error();
+    tokio::time::sleep(latency.settle.saturating_sub(Duration::from_secs(1))).await;
     eprintln!(
         "phase: latency jumpgate v2 with crowd: {} games, {:?}, {} crowd connections open",
         latency.games.count,

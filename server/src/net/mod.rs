@@ -177,8 +177,10 @@ async fn serve_inner(
     let hello_late = tokio::time::sleep(settings.hello_timeout);
     tokio::pin!(shutting_down, kicked, hello_late);
     let mut last_heard = Instant::now();
-    let mut pings = tokio::time::interval(settings.ping_interval);
-    pings.tick().await;
+    let mut pings = tokio::time::interval_at(
+        tokio::time::Instant::now() + first_ping_after(settings.ping_interval),
+        settings.ping_interval,
+    );
     // A message held back while the client's address is over its rate,
     // with its turn in the address's queue: nothing more is read from this
     // connection until it is handled, so a flood backs up into the
@@ -501,9 +503,29 @@ impl Connection {
     }
 }
 
+/// When a connection's first ping is due: at a random moment within the
+/// first interval, so that connections opened together (a crowd
+/// reconnecting after a restart) ping, and are answered, spread evenly over
+/// the interval from the start instead of all in the same moment every
+/// 20 s. A silent client is still closed within three intervals of its
+/// last frame.
+fn first_ping_after(interval: Duration) -> Duration {
+    interval.mul_f64(rand::random_range(0.0..1.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_pings_are_spread_over_the_first_interval() {
+        let interval = Duration::from_secs(20);
+        let firsts: Vec<Duration> = (0..200).map(|_| first_ping_after(interval)).collect();
+        assert!(firsts.iter().all(|d| *d < interval), "{firsts:?}");
+        // Spread, not one moment: 200 draws are not all in one half.
+        let (low, high) = (firsts.iter().min().unwrap(), firsts.iter().max().unwrap());
+        assert!(*high - *low > interval / 2, "{low:?}..{high:?}");
+    }
 
     /// Every open connection holds its task's future for its whole life, so
     /// what the future keeps inline is paid per idle connection: message
