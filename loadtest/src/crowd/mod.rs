@@ -50,8 +50,9 @@ pub const MAX_CROWD: usize = 200_000;
 pub const MAX_PER_SOURCE: usize = 25_000;
 /// Crowd connections from one source address without `--crowd-sources`. The kernel
 /// picks the port of a `bind(address, 0)` by probing the range for a free one, which
-/// slows down as the address's ports fill: 17,500 connections were greeted at
-/// 1,475/s from one address and at 16,325/s from four.
+/// slows down as the address's ports fill: one run of 17,500 from a single address
+/// (not kept) was greeted at 1,475/s; the kept runs from four addresses
+/// (`loadtest/results/crowd-17k-run*.json`, `greeted_per_second`) at 2,000–15,400/s.
 pub const DEFAULT_PER_SOURCE: usize = 5_000;
 /// Crowd connections being connected and greeted at once: well under the server's
 /// listen backlog (tokio's 1024, within `net.core.somaxconn`), so that no SYN waits

@@ -178,7 +178,7 @@ async fn serve_inner(
     tokio::pin!(shutting_down, kicked, hello_late);
     let mut last_heard = Instant::now();
     let mut pings = tokio::time::interval_at(
-        tokio::time::Instant::now() + first_ping_after(settings.ping_interval),
+        Instant::now() + first_ping_after(settings.ping_interval),
         settings.ping_interval,
     );
     // A message held back while the client's address is over its rate,
