@@ -384,3 +384,19 @@ fn captures_are_listed_in_jump_order() {
     let path: Vec<String> = m.path().iter().map(|&sq| name(sq)).collect();
     assert_eq!(path, ["h6", "f4", "d6", "b8"]);
 }
+
+/// A path of two squares names a move by its ends, so a multi-jump may be
+/// given as origin and destination; a prefix of a capture is still refused.
+#[test]
+fn two_squares_name_a_capture_by_its_ends() {
+    let pos = position("c3", "d4 b4 b6", Color::Dark);
+    assert_eq!(legal(RuleSet::Russian, pos), ["c3xa5xc7", "c3xe5"]);
+    let mut game = Game::from_position(RuleSet::Russian, pos);
+    assert_eq!(
+        game.clone().play_path(&[sq("c3"), sq("a5")]),
+        Err(PlayError::CaptureNotFinished)
+    );
+    let played = game.play_path(&[sq("c3"), sq("c7")]).expect("ends name it");
+    assert_eq!(format!("{played:?}"), "c3xa5xc7");
+    assert_eq!(played.captured().count(), 2);
+}

@@ -96,9 +96,21 @@ fn playout(rs: RuleSet, choices: &[usize], corrupt: &[u8]) -> Game {
         path[at] = Square::playable()
             .nth(corrupt[(ply + 1) % corrupt.len()] as usize % 32)
             .unwrap();
-        let mut all = Vec::new();
-        with_all(rs, game.position(), &mut all);
-        let is_legal = all.iter().any(|m| m.path() == path.as_slice());
+        // The oracle follows `Game::play_path`: a path of two squares names a
+        // move by its ends (legal when exactly one listed move has them, so a
+        // multi-jump may be given as origin and destination); a longer path
+        // must be one of the complete paths.
+        let is_legal = if path.len() == 2 {
+            legal
+                .iter()
+                .filter(|m| m.from() == path[0] && m.to() == path[1])
+                .count()
+                == 1
+        } else {
+            let mut all = Vec::new();
+            with_all(rs, game.position(), &mut all);
+            all.iter().any(|m| m.path() == path.as_slice())
+        };
         let before = game.position().to_owned();
         let mut trial = game.clone();
         assert_eq!(trial.play_path(&path).is_ok(), is_legal, "{path:?}");
