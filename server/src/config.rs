@@ -113,15 +113,13 @@ pub struct ServeConfig {
     /// instance is meant to hold: an idle greeted connection costs the
     /// server about 6 KiB (`jumpgate-loadtest bench --crowd`), so about
     /// 600 MB at the cap, kernel socket memory aside. At start it is
-    /// lowered, with a warning, to what the file-descriptor limit holds
-    /// beside a reserve (the limit less 1,152), so a machine with a low
-    /// limit keeps a low cap; set it lower on a machine with less memory.
-    #[arg(
-        long,
-        env = "JUMPGATE_MAX_CONNECTIONS",
-        default_value_t = DEFAULT_MAX_CONNECTIONS
-    )]
-    pub max_connections: usize,
+    /// lowered to what the file-descriptor limit holds beside a reserve
+    /// (the limit less 1,152), so a machine with a low limit keeps a low
+    /// cap: logged as a warning when the cap was set, as information when it
+    /// was the default. Set it lower on a machine with less memory.
+    /// [default: 100000]
+    #[arg(long, env = "JUMPGATE_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
     /// A client must send a whole request head (an HTTP request, or the
     /// WebSocket upgrade request) within this many milliseconds of
     /// connecting or of its previous request, or it is disconnected.
@@ -364,6 +362,9 @@ pub struct Settings {
     /// Most WebSocket connections at once (lowered at start to what the
     /// file-descriptor limit allows).
     pub max_connections: usize,
+    /// Whether the operator set `max_connections` (lowering a chosen cap
+    /// warns; lowering the default is only reported).
+    pub max_connections_chosen: bool,
     /// Connections beyond `max_connections` the public listener accepts
     /// for HTTP (see `listener::HTTP_HEADROOM`).
     pub http_headroom: usize,
@@ -428,6 +429,7 @@ impl Settings {
             heartbeat_ttl: Duration::from_secs(3),
             return_home_after: Some(Duration::from_secs(10)),
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_chosen: false,
             http_headroom: crate::listener::HTTP_HEADROOM,
             header_read_timeout: Duration::from_secs(10),
             http_request_timeout: Duration::from_secs(15),
@@ -490,7 +492,11 @@ impl Settings {
         settings.heartbeat_ttl = Duration::from_millis(config.heartbeat_ttl_ms.max(300));
         settings.return_home_after = (config.return_home_after_ms > 0)
             .then(|| Duration::from_millis(config.return_home_after_ms));
-        settings.max_connections = config.max_connections.max(1);
+        settings.max_connections = config
+            .max_connections
+            .unwrap_or(DEFAULT_MAX_CONNECTIONS)
+            .max(1);
+        settings.max_connections_chosen = config.max_connections.is_some();
         settings.header_read_timeout =
             Duration::from_millis(config.header_read_timeout_ms.max(100));
         settings.http_request_timeout =
@@ -718,6 +724,16 @@ mod tests {
         argv.extend_from_slice(args);
         let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
         Settings::from_config(&cli.serve, "127.0.0.1:8080".parse().unwrap())
+    }
+
+    #[test]
+    fn the_connection_cap_knows_whether_it_was_chosen() {
+        let default = settings(&[]).unwrap();
+        assert_eq!(default.max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert!(!default.max_connections_chosen);
+        let chosen = settings(&["--max-connections", "500"]).unwrap();
+        assert_eq!(chosen.max_connections, 500);
+        assert!(chosen.max_connections_chosen);
     }
 
     #[test]

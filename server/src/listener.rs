@@ -36,8 +36,13 @@ pub const FD_RESERVE: usize = 128;
 
 /// The caps the file-descriptor limit allows: `(max_connections,
 /// http_headroom)`, each at most what was asked. Raises the soft limit to
-/// the hard one first.
-pub fn fit_to_fd_limit(max_connections: usize, http_headroom: usize) -> (usize, usize) {
+/// the hard one first. Lowering a cap the operator `chose` is a warning;
+/// lowering the default is what it is documented to do, so only reported.
+pub fn fit_to_fd_limit(
+    max_connections: usize,
+    chosen: bool,
+    http_headroom: usize,
+) -> (usize, usize) {
     let limit = match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => usize::try_from(limit).unwrap_or(usize::MAX),
         Err(e) => {
@@ -48,12 +53,21 @@ pub fn fit_to_fd_limit(max_connections: usize, http_headroom: usize) -> (usize, 
     let headroom = http_headroom.min(limit / 8).max(1);
     let room = limit.saturating_sub(FD_RESERVE + headroom).max(1);
     if max_connections > room {
-        tracing::warn!(
-            fd_limit = limit,
-            max_connections,
-            lowered_to = room,
-            "the file-descriptor limit is too low for --max-connections; lowered it (raise `ulimit -n` to serve more)"
-        );
+        if chosen {
+            tracing::warn!(
+                fd_limit = limit,
+                max_connections,
+                lowered_to = room,
+                "the file-descriptor limit is too low for --max-connections; lowered it (raise `ulimit -n` to serve more)"
+            );
+        } else {
+            tracing::info!(
+                fd_limit = limit,
+                default = max_connections,
+                max_connections = room,
+                "connection cap set by the file-descriptor limit (raise `ulimit -n` to serve more)"
+            );
+        }
         (room, headroom)
     } else {
         (max_connections, headroom)

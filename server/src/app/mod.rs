@@ -263,8 +263,11 @@ pub async fn run(
     mut settings: Settings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartupError> {
-    (settings.max_connections, settings.http_headroom) =
-        listener::fit_to_fd_limit(settings.max_connections, settings.http_headroom);
+    (settings.max_connections, settings.http_headroom) = listener::fit_to_fd_limit(
+        settings.max_connections,
+        settings.max_connections_chosen,
+        settings.http_headroom,
+    );
     metrics::METRICS
         .connections_max
         .set(i64::try_from(settings.max_connections).unwrap_or(i64::MAX));
